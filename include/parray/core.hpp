@@ -1,0 +1,39 @@
+// parray core definitions shared by host and device code: the index type, the
+// __host__ __device__ marker and the library's exception type.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#if defined(__CUDACC__)
+#define PARRAY_HD __host__ __device__
+#else
+#define PARRAY_HD
+#endif
+
+namespace parray {
+
+// All index arithmetic is 64-bit: a 50000 x 50000 matrix already has more
+// elements than a 32-bit int can count.
+using index_t = std::int64_t;
+
+// Every user-facing error of the library. The CLI turns it into one line on
+// stderr and exit status 2.
+class Error : public std::invalid_argument {
+ public:
+  explicit Error(const std::string& what) : std::invalid_argument(what) {}
+};
+
+enum class Dtype { f32, f64 };
+
+inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : "f64"; }
+
+template <class T>
+constexpr Dtype dtype_of();
+template <>
+constexpr Dtype dtype_of<float>() { return Dtype::f32; }
+template <>
+constexpr Dtype dtype_of<double>() { return Dtype::f64; }
+
+}  // namespace parray

@@ -1,0 +1,43 @@
+// Parray's dmem on the host side: owning device arrays are parray::Array<T>
+// with Memory::device (array.hpp); this adds the copies between memory spaces
+// and the layout-transforming copy on the device (Parray's #copy between two
+// array types, e.g. a row-major matrix into figure 18's 2x2-block storage).
+//
+//   Array<float> host(Layout::dense({m, n}));            // paged
+//   Array<float> dev = cuda::to_device(host);             // same type, dmem
+//   MatrixType f18 = make_matrix_type("fig18", m, n);
+//   Array<float> blocked(f18.storage, Memory::device);
+//   cuda::copy(dev.view(), blocked.view(f18.view));      // on the GPU
+#pragma once
+
+#include "parray/array.hpp"
+#include "parray/matrix.hpp"
+
+namespace parray::cuda {
+
+// Element (i, j) of src goes to element (i, j) of dst. Both views must be in
+// device memory and of the same shape; any layouts (strided or nested axes).
+// Runs on the default stream; asynchronous like a kernel launch.
+template <class T>
+void copy(MatrixView<const T> src, MatrixView<T> dst);
+
+// The same storage (same type) in another memory space, copied whole.
+template <class T>
+Array<T> to_device(const Array<T>& host) {
+  Array<T> d(host.type(), Memory::device);
+  copy_bytes(d.data(), Memory::device, host.data(), host.memory(),
+             static_cast<std::size_t>(host.storage_elements()) * sizeof(T));
+  return d;
+}
+template <class T>
+Array<T> to_host(const Array<T>& dev, Memory memory = Memory::paged) {
+  Array<T> h(dev.type(), memory);
+  copy_bytes(h.data(), memory, dev.data(), Memory::device,
+             static_cast<std::size_t>(dev.storage_elements()) * sizeof(T));
+  return h;
+}
+
+extern template void copy<float>(MatrixView<const float>, MatrixView<float>);
+extern template void copy<double>(MatrixView<const double>, MatrixView<double>);
+
+}  // namespace parray::cuda

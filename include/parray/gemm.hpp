@@ -1,0 +1,48 @@
+// The GEMM API: C = alpha * A * B + beta * C over views of any layout.
+//
+// BLAS semantics: beta == 0 means C is not read (NaN there does not
+// propagate); alpha == 0 means A and B are not read; M, N or K == 0 is valid.
+// Bad arguments throw parray::Error with a message that says what is wrong.
+#pragma once
+
+#include <string>
+
+#include "parray/core.hpp"
+#include "parray/matrix.hpp"
+
+namespace parray {
+
+struct GemmOptions {
+  // A registered implementation (see `parray list`), or "cpu" / "gpu" for
+  // that device's default.
+  std::string impl = "cpu";
+  // CPU threads; 0 means OMP_NUM_THREADS or all cores.
+  int threads = 0;
+};
+
+template <class T>
+void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
+          const GemmOptions& options = {});
+
+// The CBLAS-shaped entry for callers holding plain pointers. The leading
+// dimensions follow BLAS rules: for row-major, lda >= max(1, columns of the
+// stored A), and so on.
+enum class Order { row_major, col_major };
+enum class Trans { no, yes };
+
+template <class T>
+void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index_t k, T alpha,
+          const T* a, index_t lda, const T* b, index_t ldb, T beta, T* c, index_t ldc,
+          const GemmOptions& options = {});
+
+extern template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
+                                 MatrixView<float>, const GemmOptions&);
+extern template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
+                                  MatrixView<double>, const GemmOptions&);
+extern template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*,
+                                 index_t, const float*, index_t, float, float*, index_t, const GemmOptions&);
+extern template void gemm<double>(Order, Trans, Trans, index_t, index_t, index_t, double, const double*,
+                                  index_t, const double*, index_t, double, double*, index_t,
+                                  const GemmOptions&);
+
+}  // namespace parray

@@ -1,0 +1,127 @@
+// The measurement side shared by the CLI, the tests and the benchmarks:
+// operands in any named layout, the FP64 reference, verification, timing.
+//
+// Verification (docs/verification.md):
+//   * inputs are seeded uniform random numbers in [-1, 1) (or small integers
+//     0..8 for hand-checkable printouts), never all zeros;
+//   * C is poisoned with NaN before the run when beta == 0 (so unwritten
+//     elements and reads of C show), and so is the padding of every operand's
+//     storage (so reads outside the logical matrix show);
+//   * the reference is computed in FP64 from the same inputs;
+//   * a result passes when it holds no NaN/Inf, its relative Frobenius error
+//     ||C - C_ref||_F / ||C_ref||_F is at most 4 u (sqrt(K) + 4), and every
+//     element is within the forward-error bound 2 (K + 4) u (|alpha| |A||B| +
+//     |beta| |C0|) of the reference, u being the unit roundoff of the dtype.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parray/array.hpp"
+#include "parray/named_layouts.hpp"
+#include "parray/registry.hpp"
+
+namespace parray {
+
+struct GemmProblem {
+  Dtype dtype = Dtype::f32;
+  index_t m = 0, n = 0, k = 0;
+  std::string layout_a = "row", layout_b = "row", layout_c = "row";
+  double alpha = 1.0, beta = 0.0;
+  std::uint64_t seed = 42;
+  bool int_inputs = false;  // values 0..8 instead of [-1, 1)
+
+  std::string layouts() const;  // "row" if all three agree, else "a/b/c"
+};
+
+struct CheckResult {
+  bool ok = false;
+  double rel_err = 0;       // ||C - C_ref||_F / ||C_ref||_F
+  double max_abs_err = 0;   // max |C - C_ref|
+  double sum_abs_err = 0;   // seed 001's metric: sum |C_ref - C|
+  double tolerance = 0;     // for rel_err
+  std::string reason;       // why it failed, empty when ok
+};
+
+// Relative Frobenius tolerance for a dtype and inner dimension K.
+double gemm_tolerance(Dtype dtype, index_t k);
+
+// Operands for one problem, in host memory, with the FP64 reference computed
+// once and shared by every implementation that runs on it.
+class GemmCase {
+ public:
+  explicit GemmCase(const GemmProblem& problem);
+  ~GemmCase();
+  GemmCase(const GemmCase&) = delete;
+  GemmCase& operator=(const GemmCase&) = delete;
+
+  const GemmProblem& problem() const { return problem_; }
+
+  // Restores C to its initial contents (poisoned, or C0 when beta != 0),
+  // runs the implementation once through parray::gemm() and verifies.
+  CheckResult run_and_check(const GemmImpl& impl, int threads);
+  // Runs once without checking (for timing); C is not restored.
+  void run(const GemmImpl& impl, int threads);
+  // Why this implementation cannot run this problem, or "".
+  std::string why_not(const GemmImpl& impl) const;
+
+  // Hand-checkable printout of A, B and C (seed 000's 8x8 integer product).
+  std::string print() const;
+
+  struct Impl;  // the typed operands (src/harness/gemm_case.cpp)
+
+ private:
+  GemmProblem problem_;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct TimingStats {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int reps = 0;
+};
+
+// Warm-up runs, then timed repeats of run() with a steady clock; the number
+// of repeats adapts to the run time (at least min_reps, about target_seconds
+// in all, at most max_reps). `finish` is called after each run before the
+// clock stops (a device synchronisation for asynchronous implementations).
+TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_reps, int max_reps,
+                          double target_seconds, const std::function<void()>& finish = {});
+
+// The FMA peak of this CPU in GFLOP/s, measured with a register-resident FMA
+// loop on `threads` threads with the widest vector unit cpuid reports.
+double measured_cpu_peak_gflops(Dtype dtype, int threads);
+std::string cpu_vector_isa();  // "avx512", "avx2" or "scalar"
+
+// Baselines (OpenBLAS, BLIS) live outside the library; this adds those found
+// at configure time and loadable now, and records the missing ones.
+void register_baselines(Registry& r);
+
+// One row of a benchmark table.
+struct BenchRow {
+  std::string impl, device, dtype, layout;
+  index_t m = 0, n = 0, k = 0;
+  int threads = 1;
+  double ms = 0, gflops = 0, pct_peak = 0, pct_best_baseline = 0;
+  double rel_err = 0, max_abs_err = 0;
+  bool ok = false;
+  std::string note;  // why skipped or failed
+};
+
+struct BenchOptions {
+  std::vector<std::string> impls;      // names; "all" expanded by the caller
+  std::vector<GemmProblem> problems;
+  std::vector<int> threads = {1};
+  int warmup = 1, min_reps = 3, max_reps = 15;
+  double target_seconds = 0.5;
+  bool progress = true;                // progress lines on stderr
+};
+
+std::vector<BenchRow> run_gemm_bench(const BenchOptions& options);
+std::string bench_csv(const std::vector<BenchRow>& rows);
+std::string bench_json(const std::vector<BenchRow>& rows);
+std::string bench_table(const std::vector<BenchRow>& rows);
+
+}  // namespace parray

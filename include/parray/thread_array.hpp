@@ -1,0 +1,97 @@
+// CPU thread arrays: Parray's `pthd [2][2]` and `#detour`.
+//
+//   CpuThreadArray threads({2, 2});
+//   threads.detour([&](const ThreadCoord& t) { work(t[0], t[1]); t.sync(); });
+//
+// runs the callable once on each thread of a 1-, 2- or 3-D array, giving it
+// its coordinates ($tid$, $tid_0$, $tid_1$ ...) and a barrier over the whole
+// array (Parray's #sync). detour returns when every thread has finished; the
+// first exception thrown by any thread is rethrown in the caller.
+#pragma once
+
+#include <array>
+#include <barrier>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "parray/core.hpp"
+
+namespace parray {
+
+class ThreadCoord {
+ public:
+  int tid = 0;                 // flat id, row-major over the dimensions
+  int rank = 1;                // number of dimensions
+  std::array<int, 3> id{};     // tid_0, tid_1, tid_2
+  std::array<int, 3> dims{1, 1, 1};
+
+  int operator[](int d) const { return id[static_cast<std::size_t>(d)]; }
+  int size() const { return dims[0] * dims[1] * dims[2]; }
+  void sync() const {
+    if (barrier_) barrier_->arrive_and_wait();
+  }
+
+ private:
+  friend class CpuThreadArray;
+  std::barrier<>* barrier_ = nullptr;
+};
+
+class CpuThreadArray {
+ public:
+  explicit CpuThreadArray(std::initializer_list<int> dims) : CpuThreadArray(std::vector<int>(dims)) {}
+  explicit CpuThreadArray(const std::vector<int>& dims) {
+    if (dims.empty() || dims.size() > 3)
+      throw Error("thread array: 1 to 3 dimensions, got " + std::to_string(dims.size()));
+    rank_ = static_cast<int>(dims.size());
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] < 1) throw Error("thread array: dimension " + std::to_string(d) + " is " + std::to_string(dims[d]));
+      dims_[d] = dims[d];
+    }
+    if (size() > 4096) throw Error("thread array: " + std::to_string(size()) + " threads is too many");
+  }
+
+  int size() const { return dims_[0] * dims_[1] * dims_[2]; }
+  int rank() const { return rank_; }
+
+  template <class F>
+  void detour(F&& body) const {
+    const int n = size();
+    std::barrier<> barrier(n);
+    std::exception_ptr first_error;
+    std::mutex error_mutex;
+    auto run = [&](int tid) {
+      ThreadCoord t;
+      t.tid = tid;
+      t.rank = rank_;
+      t.dims = dims_;
+      t.id = {tid / (dims_[1] * dims_[2]), (tid / dims_[2]) % dims_[1], tid % dims_[2]};
+      t.barrier_ = &barrier;
+      try {
+        body(static_cast<const ThreadCoord&>(t));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        // A thread that fails leaves the barrier so the others cannot hang on it.
+        barrier.arrive_and_drop();
+        return;
+      }
+    };
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<std::size_t>(n - 1));
+    for (int tid = 1; tid < n; ++tid) threads.emplace_back(run, tid);
+    run(0);  // the calling thread is thread 0, as Parray's main thread joins in
+    for (std::thread& th : threads) th.join();
+    if (first_error) std::rethrow_exception(first_error);
+  }
+
+ private:
+  int rank_ = 1;
+  std::array<int, 3> dims_{1, 1, 1};
+};
+
+}  // namespace parray

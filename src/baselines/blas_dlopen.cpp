@@ -1,0 +1,147 @@
+// OpenBLAS and BLIS as registered baselines.
+//
+// Both libraries export the same cblas_* symbols, so linking both would make
+// one shadow the other. Each is instead opened with dlopen(RTLD_LOCAL) from
+// the exact file CMake found at configure time, and its functions are looked
+// up in that handle: both can be timed side by side in one process.
+#include <dlfcn.h>
+
+#include <climits>
+#include <string>
+
+#include "parray/config.hpp"
+#include "parray/harness.hpp"
+
+namespace parray {
+
+namespace {
+
+// CBLAS enumerations (fixed by the CBLAS standard).
+constexpr int kRowMajor = 101, kColMajor = 102, kNoTrans = 111, kTrans = 112;
+
+using sgemm_fn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                          float*, int);
+using dgemm_fn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
+                          double*, int);
+
+struct BlasLibrary {
+  std::string name, path, description;
+  const char* set_threads_symbol;  // openblas_set_num_threads(int) / bli_thread_set_num_threads(long)
+  void* handle = nullptr;
+  sgemm_fn sgemm = nullptr;
+  dgemm_fn dgemm = nullptr;
+  void (*set_threads_int)(int) = nullptr;
+  void (*set_threads_long)(long) = nullptr;
+
+  std::string open() {
+    if (path.empty()) return "not found at configure time";
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) return std::string("dlopen failed: ") + dlerror();
+    sgemm = reinterpret_cast<sgemm_fn>(dlsym(handle, "cblas_sgemm"));
+    dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
+    if (!sgemm || !dgemm) return "no cblas_sgemm/cblas_dgemm in " + path;
+    void* st = dlsym(handle, set_threads_symbol);
+    if (name == "openblas") set_threads_int = reinterpret_cast<void (*)(int)>(st);
+    else set_threads_long = reinterpret_cast<void (*)(long)>(st);
+    return "";
+  }
+  void set_threads(int n) const {
+    if (set_threads_int) set_threads_int(n);
+    if (set_threads_long) set_threads_long(n);
+  }
+};
+
+// How a strided view maps to CBLAS arguments for a given order.
+struct CblasOperand {
+  int trans = kNoTrans;
+  index_t ld = 0;
+};
+
+// `rows x cols` matrix with strides (rs, cs) in `order`: no-trans when its
+// contiguous direction matches the order, trans when it is the other one.
+bool to_cblas(const MatrixLayout& l, int order, CblasOperand& out) {
+  const index_t rs = l.rows.stride[0], cs = l.cols.stride[0];
+  const index_t r = l.rows.size, c = l.cols.size;
+  // A dimension of extent 1 has no meaningful stride: any unit stride works.
+  const bool unit_cols = cs == 1 || c == 1, unit_rows = rs == 1 || r == 1;
+  if (order == kRowMajor) {
+    if (unit_cols && rs >= std::max<index_t>(1, c)) return out = {kNoTrans, rs}, true;
+    if (unit_cols && r == 1) return out = {kNoTrans, std::max<index_t>(1, c)}, true;
+    if (unit_rows && cs >= std::max<index_t>(1, r)) return out = {kTrans, cs}, true;
+    if (unit_rows && c == 1) return out = {kTrans, std::max<index_t>(1, r)}, true;
+  } else {
+    if (unit_rows && cs >= std::max<index_t>(1, r)) return out = {kNoTrans, cs}, true;
+    if (unit_rows && c == 1) return out = {kNoTrans, std::max<index_t>(1, r)}, true;
+    if (unit_cols && rs >= std::max<index_t>(1, c)) return out = {kTrans, rs}, true;
+    if (unit_cols && r == 1) return out = {kTrans, std::max<index_t>(1, c)}, true;
+  }
+  return false;
+}
+
+struct CblasPlan {
+  int order = kRowMajor;
+  CblasOperand a, b, c;
+};
+
+std::string plan(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c, CblasPlan& p) {
+  if (!a.is_strided() || !b.is_strided() || !c.is_strided())
+    return "BLAS takes only strided (row- or column-major) matrices";
+  for (const MatrixLayout* l : {&a, &b, &c})
+    if (l->rows.size > INT_MAX || l->cols.size > INT_MAX || l->rows.stride[0] > INT_MAX ||
+        l->cols.stride[0] > INT_MAX)
+      return "sizes above 2^31 do not fit the 32-bit BLAS interface";
+  for (int order : {kRowMajor, kColMajor}) {
+    p.order = order;
+    if (to_cblas(c, order, p.c) && p.c.trans == kNoTrans && to_cblas(a, order, p.a) && to_cblas(b, order, p.b))
+      return "";
+  }
+  return "a matrix without a unit stride";
+}
+
+template <class T, class Fn>
+void call_cblas(const BlasLibrary& lib, Fn fn, const GemmCall<T>& call) {
+  CblasPlan p;
+  if (std::string why = plan(call.a.layout, call.b.layout, call.c.layout, p); !why.empty()) throw Error(why);
+  lib.set_threads(call.threads);
+  fn(p.order, p.a.trans, p.b.trans, static_cast<int>(call.c.rows()), static_cast<int>(call.c.cols()),
+     static_cast<int>(call.a.cols()), call.alpha, call.a.data, static_cast<int>(p.a.ld), call.b.data,
+     static_cast<int>(p.b.ld), call.beta, call.c.data, static_cast<int>(p.c.ld));
+}
+
+BlasLibrary& library(const std::string& name) {
+  static BlasLibrary openblas{"openblas", PARRAY_OPENBLAS_PATH, "OpenBLAS cblas_?gemm (Debian's build, pthreads)",
+                              "openblas_set_num_threads"};
+  static BlasLibrary blis{"blis", PARRAY_BLIS_PATH, "BLIS cblas_?gemm (Debian's build, OpenMP)",
+                          "bli_thread_set_num_threads"};
+  return name == "openblas" ? openblas : blis;
+}
+
+}  // namespace
+
+void register_baselines(Registry& r) {
+  for (const char* name : {"openblas", "blis"}) {
+    if (r.find_or_null(name)) continue;  // registered already
+    BlasLibrary& lib = library(name);
+    if (std::string why = lib.open(); !why.empty()) {
+      r.add_missing({name, why});
+      continue;
+    }
+    GemmImpl impl;
+    impl.name = name;
+    impl.description = lib.description + " [" + lib.path + "]";
+    impl.device = Device::cpu;
+    impl.baseline = true;
+    impl.threaded = true;
+    impl.preconditions = "strided layouts with a unit stride (row- or column-major, any ld); sizes < 2^31";
+    const BlasLibrary* l = &lib;
+    impl.run_f32 = [l](const GemmCall<float>& c) { call_cblas(*l, l->sgemm, c); };
+    impl.run_f64 = [l](const GemmCall<double>& c) { call_cblas(*l, l->dgemm, c); };
+    impl.unsupported = [](const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) {
+      CblasPlan p;
+      return plan(a, b, c, p);
+    };
+    r.add(std::move(impl));
+  }
+}
+
+}  // namespace parray

@@ -1,0 +1,24 @@
+// Step 2, gold-omp: the same triple loop, rows of C shared out by OpenMP.
+//
+// Adds threads and nothing else (seed 001's "Gold with OpenMP"): the rows of
+// C are independent, so `parallel for` over them needs no synchronisation.
+// schedule(dynamic) hands out one row at a time, as the seed does. Each
+// thread still reads B column by column, so the speed-up is at best the
+// thread count and usually less: the threads compete for the same memory
+// bandwidth that made step 1 slow.
+#include "common.hpp"
+
+namespace parray::ladder {
+
+GemmImpl gold_omp() {
+  return cpu_impl("gold-omp", "triple loop, OpenMP parallel for over rows of C (seed 001 Gold with OpenMP)",
+                  true, "any layout, any M, N, K", [](const auto& call) {
+                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) {
+                      const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+#pragma omp parallel for schedule(dynamic) num_threads(call.threads)
+                      for (index_t i = 0; i < m; ++i) triple_loop(a, b, c, k, call.alpha, call.beta, i, i + 1, 0, n);
+                    });
+                  });
+}
+
+}  // namespace parray::ladder

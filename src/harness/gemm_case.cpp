@@ -1,0 +1,296 @@
+// GemmCase: operands in named layouts, poisoning, the FP64 reference and the
+// verification described in include/parray/harness.hpp.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "parray/config.hpp"
+#include "parray/gemm.hpp"
+#include "parray/harness.hpp"
+
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda_runtime.hpp"
+#endif
+
+namespace parray {
+
+std::string GemmProblem::layouts() const {
+  if (layout_a == layout_b && layout_b == layout_c) return layout_a;
+  return layout_a + "/" + layout_b + "/" + layout_c;
+}
+
+double gemm_tolerance(Dtype dtype, index_t k) {
+  const double u = dtype == Dtype::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+  return 4.0 * u * (std::sqrt(static_cast<double>(std::max<index_t>(k, 0))) + 4.0);
+}
+
+namespace {
+
+// splitmix64: a tiny, fast, reproducible generator (the same numbers on every
+// platform, unlike std::uniform_real_distribution).
+struct Random {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() {  // [-1, 1), 53 random bits
+    return static_cast<double>(next() >> 11) * std::ldexp(1.0, -52) - 1.0;
+  }
+  int small_int() { return static_cast<int>(next() % 9); }  // 0..8, as in seed 000
+};
+
+// Above this many multiply-adds the element-wise bound is checked on a
+// sample of elements instead of all (the bound costs as much as the product).
+constexpr double kFullBoundWork = 2.2e9;
+constexpr index_t kBoundSamples = 65536;
+
+}  // namespace
+
+struct GemmCase::Impl {
+  virtual ~Impl() = default;
+  virtual CheckResult run_and_check(const GemmImpl& impl, int threads) = 0;
+  virtual void run(const GemmImpl& impl, int threads) = 0;
+  virtual std::string print() const = 0;
+};
+
+namespace {
+
+template <class T>
+class TypedCase final : public GemmCase::Impl {
+ public:
+  explicit TypedCase(const GemmProblem& p)
+      : p_(p),
+        ta_(make_matrix_type(p.layout_a, p.m, p.k)),
+        tb_(make_matrix_type(p.layout_b, p.k, p.n)),
+        tc_(make_matrix_type(p.layout_c, p.m, p.n)),
+        a_(ta_.storage),
+        b_(tb_.storage),
+        c_(tc_.storage),
+        c_init_(tc_.storage) {
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    // Poison every storage element first: padding stays NaN, so an
+    // implementation that reads outside the logical matrix gets NaN.
+    for (Array<T>* arr : {&a_, &b_, &c_init_})
+      std::fill(arr->data(), arr->data() + arr->storage_elements(), nan);
+    va_ = a_.view(ta_.view);
+    vb_ = b_.view(tb_.view);
+    vc_init_ = c_init_.view(tc_.view);
+    vc_ = c_.view(tc_.view);
+    Random rng{p.seed};
+    auto fill = [&](MatrixView<T> v) {
+      for (index_t i = 0; i < v.rows(); ++i)
+        for (index_t j = 0; j < v.cols(); ++j)
+          v(i, j) = p.int_inputs ? static_cast<T>(rng.small_int()) : static_cast<T>(rng.uniform());
+    };
+    fill(va_);
+    fill(vb_);
+    if (p.beta != 0.0) fill(vc_init_);  // else C stays NaN: beta == 0 must not read it
+    compute_reference();
+  }
+
+  void run(const GemmImpl& impl, int threads) override {
+    const GemmOptions options{impl.name, threads};
+    const T alpha = static_cast<T>(p_.alpha), beta = static_cast<T>(p_.beta);
+    if (impl.operand_memory == Memory::device) {
+      ensure_device_copies();
+      gemm<T>(alpha, dva_, dvb_, beta, dvc_, options);
+    } else {
+      gemm<T>(alpha, va_, vb_, beta, vc_, options);
+    }
+  }
+
+  CheckResult run_and_check(const GemmImpl& impl, int threads) override {
+    restore_c(impl);
+    run(impl, threads);
+    if (impl.operand_memory == Memory::device)
+      copy_bytes(c_.data(), Memory::paged, dc_->data(), Memory::device, bytes(c_));
+    return check();
+  }
+
+  std::string print() const override {
+    std::ostringstream out;
+    auto show = [&](const char* name, MatrixView<const T> v) {
+      out << name << " (" << v.rows() << "x" << v.cols() << "):\n";
+      for (index_t i = 0; i < v.rows(); ++i) {
+        for (index_t j = 0; j < v.cols(); ++j) out << (j ? " " : "  ") << v(i, j);
+        out << "\n";
+      }
+    };
+    show("A", va_);
+    show("B", vb_);
+    if (p_.beta != 0.0) show("C (before)", vc_init_);
+    show("C", vc_);
+    return out.str();
+  }
+
+ private:
+  static std::size_t bytes(const Array<T>& arr) {
+    return static_cast<std::size_t>(arr.storage_elements()) * sizeof(T);
+  }
+
+  void restore_c(const GemmImpl& impl) {
+    std::memcpy(c_.data(), c_init_.data(), bytes(c_));
+    if (impl.operand_memory == Memory::device) {
+      ensure_device_copies();
+      copy_bytes(dc_->data(), Memory::device, c_init_.data(), Memory::paged, bytes(c_));
+    }
+  }
+
+  // Device copies of the same storage, made on first use by a GPU implementation.
+  void ensure_device_copies() {
+    if (da_) return;
+    da_ = std::make_unique<Array<T>>(ta_.storage, Memory::device);
+    db_ = std::make_unique<Array<T>>(tb_.storage, Memory::device);
+    dc_ = std::make_unique<Array<T>>(tc_.storage, Memory::device);
+    copy_bytes(da_->data(), Memory::device, a_.data(), Memory::paged, bytes(a_));
+    copy_bytes(db_->data(), Memory::device, b_.data(), Memory::paged, bytes(b_));
+    copy_bytes(dc_->data(), Memory::device, c_init_.data(), Memory::paged, bytes(c_));
+    dva_ = da_->view(ta_.view);
+    dvb_ = db_->view(tb_.view);
+    dvc_ = dc_->view(tc_.view);
+  }
+
+  // C_ref = alpha A B + beta C0 in FP64, row-major M x N, with OpenMP over rows.
+  void compute_reference() {
+    const index_t m = p_.m, n = p_.n, k = p_.k;
+    ref_.assign(static_cast<std::size_t>(m * n), 0.0);
+    std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+    for (index_t i = 0; i < m; ++i)
+      for (index_t l = 0; l < k; ++l) a[static_cast<std::size_t>(i * k + l)] = va_(i, l);
+    for (index_t l = 0; l < k; ++l)
+      for (index_t j = 0; j < n; ++j) b[static_cast<std::size_t>(l * n + j)] = vb_(l, j);
+    a_abs_ = a;
+    b_abs_ = b;
+    for (double& x : a_abs_) x = std::fabs(x);
+    for (double& x : b_abs_) x = std::fabs(x);
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < m; ++i) {
+      double* row = &ref_[static_cast<std::size_t>(i * n)];
+      for (index_t l = 0; l < k; ++l) {
+        const double ail = a[static_cast<std::size_t>(i * k + l)];
+        const double* brow = &b[static_cast<std::size_t>(l * n)];
+        for (index_t j = 0; j < n; ++j) row[j] += ail * brow[j];
+      }
+      for (index_t j = 0; j < n; ++j) {
+        row[j] *= p_.alpha;
+        if (p_.beta != 0.0) row[j] += p_.beta * static_cast<double>(vc_init_(i, j));
+      }
+    }
+  }
+
+  // Forward-error bound of element (i, j): 2 (K + 4) u (|alpha| (|A||B|)_ij + |beta| |C0_ij|).
+  double element_bound(index_t i, index_t j) const {
+    const index_t n = p_.n, k = p_.k;
+    double s = 0;
+    for (index_t l = 0; l < k; ++l)
+      s += a_abs_[static_cast<std::size_t>(i * k + l)] * b_abs_[static_cast<std::size_t>(l * n + j)];
+    double bound = std::fabs(p_.alpha) * s;
+    if (p_.beta != 0.0) bound += std::fabs(p_.beta) * std::fabs(static_cast<double>(vc_init_(i, j)));
+    const double u = std::numeric_limits<T>::epsilon() / 2;
+    return 2.0 * static_cast<double>(k + 4) * u * bound + std::numeric_limits<T>::denorm_min();
+  }
+
+  CheckResult check() const {
+    const index_t m = p_.m, n = p_.n;
+    CheckResult r;
+    r.tolerance = gemm_tolerance(dtype_of<T>(), p_.k);
+    double err2 = 0, ref2 = 0;
+    index_t bad_i = -1, bad_j = -1;
+    for (index_t i = 0; i < m; ++i) {
+      for (index_t j = 0; j < n; ++j) {
+        const double got = static_cast<double>(vc_(i, j));
+        const double want = ref_[static_cast<std::size_t>(i * n + j)];
+        if (!std::isfinite(got)) {
+          if (bad_i < 0) bad_i = i, bad_j = j;
+          continue;
+        }
+        const double d = std::fabs(got - want);
+        err2 += d * d;
+        ref2 += want * want;
+        r.max_abs_err = std::max(r.max_abs_err, d);
+        r.sum_abs_err += d;
+      }
+    }
+    r.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+    if (bad_i >= 0) {
+      r.reason = "C(" + std::to_string(bad_i) + "," + std::to_string(bad_j) + ") is " +
+                 std::to_string(static_cast<double>(vc_(bad_i, bad_j))) + " (NaN/Inf never passes)";
+      r.rel_err = std::numeric_limits<double>::infinity();
+      return r;
+    }
+    if (r.rel_err > r.tolerance) {
+      r.reason = "relative error " + std::to_string(r.rel_err) + " above tolerance " + std::to_string(r.tolerance);
+      return r;
+    }
+    // Element-wise bound: all elements for small problems, a reproducible sample otherwise.
+    const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(p_.k);
+    auto check_element = [&](index_t i, index_t j) {
+      const double d = std::fabs(static_cast<double>(vc_(i, j)) - ref_[static_cast<std::size_t>(i * n + j)]);
+      if (d > element_bound(i, j)) {
+        r.reason = "C(" + std::to_string(i) + "," + std::to_string(j) + ") is off by " + std::to_string(d) +
+                   ", above its forward-error bound " + std::to_string(element_bound(i, j));
+        return false;
+      }
+      return true;
+    };
+    if (work <= kFullBoundWork) {
+      for (index_t i = 0; i < m; ++i)
+        for (index_t j = 0; j < n; ++j)
+          if (!check_element(i, j)) return r;
+    } else {
+      Random rng{p_.seed ^ 0x5eedULL};
+      for (index_t s = 0; s < kBoundSamples; ++s)
+        if (!check_element(static_cast<index_t>(rng.next() % static_cast<std::uint64_t>(m)),
+                           static_cast<index_t>(rng.next() % static_cast<std::uint64_t>(n))))
+          return r;
+    }
+    r.ok = true;
+    return r;
+  }
+
+  GemmProblem p_;
+  MatrixType ta_, tb_, tc_;
+  Array<T> a_, b_, c_, c_init_;
+  MatrixView<T> va_, vb_, vc_, vc_init_;
+  std::vector<double> ref_, a_abs_, b_abs_;
+  std::unique_ptr<Array<T>> da_, db_, dc_;
+  MatrixView<T> dva_, dvb_, dvc_;
+};
+
+}  // namespace
+
+GemmCase::GemmCase(const GemmProblem& problem) : problem_(problem) {
+  if (problem.m < 0 || problem.n < 0 || problem.k < 0)
+    throw Error("gemm: negative size M=" + std::to_string(problem.m) + " N=" + std::to_string(problem.n) +
+                " K=" + std::to_string(problem.k));
+  if (problem.dtype == Dtype::f32) impl_ = std::make_unique<TypedCase<float>>(problem);
+  else impl_ = std::make_unique<TypedCase<double>>(problem);
+}
+
+GemmCase::~GemmCase() = default;
+
+CheckResult GemmCase::run_and_check(const GemmImpl& impl, int threads) {
+  return impl_->run_and_check(impl, threads);
+}
+
+void GemmCase::run(const GemmImpl& impl, int threads) { impl_->run(impl, threads); }
+
+std::string GemmCase::print() const { return impl_->print(); }
+
+std::string GemmCase::why_not(const GemmImpl& impl) const {
+  if (!impl.supports(problem_.dtype)) return std::string("no ") + dtype_name(problem_.dtype);
+  if (impl.operand_memory == Memory::device && !cuda_available()) return "no CUDA device";
+  const MatrixLayout a = MatrixLayout::from(make_matrix_type(problem_.layout_a, problem_.m, problem_.k).view);
+  const MatrixLayout b = MatrixLayout::from(make_matrix_type(problem_.layout_b, problem_.k, problem_.n).view);
+  const MatrixLayout c = MatrixLayout::from(make_matrix_type(problem_.layout_c, problem_.m, problem_.n).view);
+  return impl.why_not(a, b, c);
+}
+
+}  // namespace parray

@@ -1,0 +1,36 @@
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "parray/harness.hpp"
+
+namespace parray {
+
+TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_reps, int max_reps,
+                          double target_seconds, const std::function<void()>& finish) {
+  using clock = std::chrono::steady_clock;
+  auto once = [&] {
+    const auto t0 = clock::now();
+    run();
+    if (finish) finish();
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  for (int w = 0; w < warmup; ++w) once();
+  std::vector<double> ms;
+  double total = 0;
+  while (static_cast<int>(ms.size()) < max_reps &&
+         (static_cast<int>(ms.size()) < min_reps || total < target_seconds * 1e3)) {
+    ms.push_back(once());
+    total += ms.back();
+  }
+  std::sort(ms.begin(), ms.end());
+  TimingStats s;
+  s.reps = static_cast<int>(ms.size());
+  s.min_ms = ms.front();
+  s.max_ms = ms.back();
+  const std::size_t h = ms.size() / 2;
+  s.median_ms = ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
+  return s;
+}
+
+}  // namespace parray

@@ -1,0 +1,91 @@
+// Every registered CPU implementation (ladder and baselines) over one grid of
+// shapes x layouts x alpha/beta x dtypes, against the FP64 reference.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "parray/harness.hpp"
+
+using namespace parray;
+
+namespace {
+
+struct Shape {
+  index_t m, k, n;
+};
+
+std::vector<GemmProblem> grid() {
+  const std::vector<Shape> shapes = {{1, 1, 1},    {1, 50, 33},  {33, 50, 1},   {17, 1, 19}, {0, 5, 7},
+                                     {5, 0, 7},    {5, 7, 0},    {37, 41, 43},  {64, 64, 64}, {129, 67, 33},
+                                     {4, 4, 4},    {3, 200, 5}};
+  struct Layouts {
+    const char *a, *b, *c;
+  };
+  const std::vector<Layouts> layouts = {{"row", "row", "row"},         {"col", "col", "col"},
+                                        {"row-pad", "row-pad", "row-pad"}, {"fig17", "fig17", "fig17"},
+                                        {"fig17x4", "fig17x4", "fig17x4"}, {"fig18", "fig18", "fig18"},
+                                        {"col", "row", "fig18"},       {"fig17", "col", "row-pad"}};
+  const std::vector<std::pair<double, double>> scalars = {{1.0, 0.0}, {-1.5, 0.5}, {0.0, 2.0}};
+  std::vector<GemmProblem> out;
+  for (Dtype d : {Dtype::f32, Dtype::f64})
+    for (const Shape& s : shapes)
+      for (const Layouts& l : layouts)
+        for (auto [alpha, beta] : scalars) {
+          if (d == Dtype::f64 && alpha == 0.0) continue;
+          GemmProblem p;
+          p.dtype = d;
+          p.m = s.m, p.k = s.k, p.n = s.n;
+          p.layout_a = l.a, p.layout_b = l.b, p.layout_c = l.c;
+          p.alpha = alpha, p.beta = beta;
+          p.seed = static_cast<std::uint64_t>(s.m * 131 + s.k * 17 + s.n);
+          out.push_back(p);
+        }
+  // The seeds' odd size on the acceptance layouts (row-major and figure 17).
+  for (const char* l : {"row", "fig17"}) {
+    GemmProblem p;
+    p.m = 1037, p.k = 1055, p.n = 1031;
+    p.layout_a = p.layout_b = p.layout_c = l;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string name_of(const testing::TestParamInfo<GemmProblem>& info) {
+  const GemmProblem& p = info.param;
+  std::string s = fmt::format("{}_{}x{}x{}_{}_{}_{}_a{}_b{}", dtype_name(p.dtype), p.m, p.k, p.n, p.layout_a,
+                              p.layout_b, p.layout_c, p.alpha, p.beta);
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s + "_" + std::to_string(info.index);
+}
+
+class CpuGemm : public testing::TestWithParam<GemmProblem> {
+ protected:
+  static void SetUpTestSuite() { register_baselines(registry()); }
+};
+
+}  // namespace
+
+TEST_P(CpuGemm, AgreesWithFp64Reference) {
+  const GemmProblem& p = GetParam();
+  GemmCase gcase(p);
+  int ran = 0;
+  for (const GemmImpl& impl : registry().all()) {
+    if (impl.device != Device::cpu) continue;
+    if (std::string why = gcase.why_not(impl); !why.empty()) {
+      // Only the BLAS baselines may decline a layout; parray's own take every one.
+      EXPECT_TRUE(impl.baseline) << impl.name << " declined: " << why;
+      continue;
+    }
+    for (int threads : {1, 2}) {
+      if (threads == 2 && !impl.threaded) continue;
+      const CheckResult r = gcase.run_and_check(impl, threads);
+      EXPECT_TRUE(r.ok) << impl.name << " with " << threads << " thread(s): " << r.reason << " (rel_err "
+                        << r.rel_err << ", tolerance " << r.tolerance << ")";
+      ++ran;
+    }
+  }
+  EXPECT_GE(ran, 7) << "the CPU ladder has at least seven implementations";
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, CpuGemm, testing::ValuesIn(grid()), name_of);

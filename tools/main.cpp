@@ -1,0 +1,318 @@
+// The parray command-line tool.
+//
+//   parray list [--format csv]
+//   parray gemm --impl NAME -m M -n N -k K [--dtype f32|f64] [--layout-a/-b/-c L] ...
+//   parray bench gemm --impl LIST|all --sizes LIST | --shapes MxKxN,... [--threads LIST] [--csv F] [--json F]
+//
+// Bad input: one line on stderr and exit status 2. A result that fails
+// verification: exit status 1.
+#include <omp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "parray/config.hpp"
+#include "parray/harness.hpp"
+
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda_runtime.hpp"
+#endif
+
+using namespace parray;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+index_t parse_size(const std::string& text, const std::string& what) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty()) throw Error(what + " '" + text + "' is not a whole number");
+  if (v < 0) throw Error(what + " " + text + " is negative");
+  return v;
+}
+
+Dtype parse_dtype(const std::string& s) {
+  if (s == "f32") return Dtype::f32;
+  if (s == "f64") return Dtype::f64;
+  throw Error("unknown dtype '" + s + "' (use f32 or f64)");
+}
+
+void check_layout_name(const std::string& s) {
+  for (const std::string& n : matrix_layout_names())
+    if (n == s) return;
+  make_matrix_type(s, 1, 1);  // throws the message listing the known names
+}
+
+// Refuses problems whose operands (plus the FP64 reference the check needs)
+// would not fit in this machine's memory, before trying to allocate them.
+void check_fits(const GemmProblem& p) {
+  const double elem = p.dtype == Dtype::f32 ? 4.0 : 8.0;
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  // A, B, C and C's initial copy in the dtype (padded layouts need a little
+  // more), plus the FP64 reference of C and FP64 copies of A and B (twice).
+  const double need = elem * (m * k + k * n + 2 * m * n) * 1.05 + 8.0 * (m * n + 3 * (m * k + k * n));
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (need > 0.9 * have)
+    throw Error(fmt::format("a {}x{}x{} {} problem needs about {:.1f} GiB, this machine has {:.1f} GiB", p.m, p.k,
+                            p.n, dtype_name(p.dtype), need / (1 << 30), have / (1 << 30)));
+}
+
+std::vector<std::string> expand_impls(const std::string& list) {
+  std::vector<std::string> names;
+  for (const std::string& item : split(list, ',')) {
+    if (item == "all") {
+      for (const GemmImpl& i : registry().all()) names.push_back(i.name);
+    } else if (item == "baselines") {
+      for (const GemmImpl& i : registry().all())
+        if (i.baseline) names.push_back(i.name);
+    } else {
+      names.push_back(registry().find(item).name);  // throws for unknown names
+    }
+  }
+  if (names.empty()) throw Error("--impl names no implementation");
+  return names;
+}
+
+int cmd_list(const std::string& format) {
+  const Registry& r = registry();
+  if (format == "csv") {
+    std::cout << "name,device,dtypes,baseline,description,preconditions\n";
+    for (const GemmImpl& i : r.all())
+      std::cout << fmt::format("{},{},\"{}\",{},\"{}\",\"{}\"\n", i.name, device_name(i.device), i.dtypes(),
+                               i.baseline ? 1 : 0, i.description, i.preconditions);
+    for (const MissingPart& m : r.missing()) std::cout << fmt::format("# missing {}: {}\n", m.name, m.reason);
+    return 0;
+  }
+  if (format != "table") throw Error("unknown format '" + format + "' (use table or csv)");
+  std::cout << fmt::format("{:<20} {:<4} {:<8} {}\n", "implementation", "dev", "dtypes", "description");
+  for (const GemmImpl& i : r.all())
+    std::cout << fmt::format("{:<20} {:<4} {:<8} {}{}\n{:<34}  ({})\n", i.name, device_name(i.device), i.dtypes(),
+                             i.baseline ? "[baseline] " : "", i.description, "", i.preconditions);
+  std::cout << fmt::format("\ndefaults: cpu -> {}, gpu -> {}\n", r.default_name(Device::cpu),
+                           r.default_name(Device::gpu).empty() ? "(none)" : r.default_name(Device::gpu));
+  std::cout << fmt::format("cpu: {} vector unit\n", cpu_vector_isa());
+#if PARRAY_HAVE_CUDA
+  if (cuda_available()) std::cout << "gpu: " << cuda::device_description() << "\n";
+  else std::cout << "gpu: built with CUDA, but no GPU is present\n";
+#endif
+  if (r.missing().empty()) std::cout << "optional parts: all present\n";
+  for (const MissingPart& m : r.missing()) std::cout << fmt::format("missing: {}: {}\n", m.name, m.reason);
+  return 0;
+}
+
+struct GemmArgs {
+  std::string impl = "cpu", dtype = "f32", layout_a = "row", layout_b = "row", layout_c = "row";
+  std::string m, n, k;
+  double alpha = 1.0, beta = 0.0;
+  std::uint64_t seed = 42;
+  int reps = 0, threads = 0;
+  bool print = false, int_inputs = false;
+};
+
+int cmd_gemm(const GemmArgs& g) {
+  GemmProblem p;
+  p.dtype = parse_dtype(g.dtype);
+  p.m = parse_size(g.m, "-m");
+  p.n = parse_size(g.n, "-n");
+  p.k = parse_size(g.k, "-k");
+  for (const std::string* l : {&g.layout_a, &g.layout_b, &g.layout_c}) check_layout_name(*l);
+  p.layout_a = g.layout_a, p.layout_b = g.layout_b, p.layout_c = g.layout_c;
+  p.alpha = g.alpha, p.beta = g.beta, p.seed = g.seed, p.int_inputs = g.int_inputs || g.print;
+  if (g.threads < 0) throw Error("--threads " + std::to_string(g.threads) + " is negative");
+  if (g.reps < 0) throw Error("--reps " + std::to_string(g.reps) + " is negative");
+  if (g.print && p.m * p.n + p.m * p.k + p.k * p.n > 3 * 64 * 64)
+    throw Error("--print is for small matrices (at most 64x64)");
+  check_fits(p);
+  const GemmImpl& impl = registry().find(g.impl);
+  GemmCase gcase(p);
+  if (std::string why = gcase.why_not(impl); !why.empty())
+    throw Error("implementation '" + impl.name + "' cannot run this problem: " + why);
+
+  BenchOptions o;
+  o.impls = {impl.name};
+  o.problems = {p};
+  o.threads = {g.threads > 0 ? g.threads : 0};
+  if (g.reps > 0) o.min_reps = o.max_reps = g.reps;
+  o.progress = false;
+  if (g.print) {  // show the operands and the product of one verified run
+    const CheckResult c = gcase.run_and_check(impl, g.threads > 0 ? g.threads : 1);
+    std::cout << gcase.print();
+    std::cout << fmt::format("check {}: rel_err {:.3e}, sum_abs_err {:.3e}{}\n", c.ok ? "OK" : "FAILED", c.rel_err,
+                             c.sum_abs_err, c.ok ? "" : " (" + c.reason + ")");
+    if (!c.ok) return 1;
+  }
+  if (o.threads.front() == 0) o.threads = {omp_get_max_threads()};
+  const std::vector<BenchRow> rows = run_gemm_bench(o);
+  const BenchRow& r = rows.front();
+  std::cout << fmt::format("{} ({}) {} C[{}x{}] = A[{}x{}] * B[{}x{}], layouts {}, alpha {}, beta {}, {} thread(s)\n",
+                           r.impl, r.device, r.dtype, p.m, p.n, p.m, p.k, p.k, p.n, r.layout, p.alpha, p.beta,
+                           r.threads);
+  if (!r.ok) {
+    std::cout << "check FAILED: " << r.note << "\n";
+    return 1;
+  }
+  std::cout << fmt::format("time {:.4f} ms (median), {:.2f} GFLOP/s, {:.1f}% of peak\n", r.ms, r.gflops, r.pct_peak);
+  std::cout << fmt::format("check OK: rel_err {:.3e} (tolerance {:.3e}), max_abs_err {:.3e}\n", r.rel_err,
+                           gemm_tolerance(p.dtype, p.k), r.max_abs_err);
+  return 0;
+}
+
+struct BenchArgs {
+  std::string impls = "all", sizes, shapes, dtypes = "f32", layouts = "row", threads = "1", csv, json;
+  std::string layout_a, layout_b, layout_c;
+  double alpha = 1.0, beta = 0.0;
+  int reps = 0;
+  std::uint64_t seed = 42;
+};
+
+int cmd_bench_gemm(const BenchArgs& b) {
+  BenchOptions o;
+  o.impls = expand_impls(b.impls);
+  o.threads.clear();
+  for (const std::string& t : split(b.threads, ',')) {
+    const index_t v = parse_size(t, "--threads");
+    if (v < 1 || v > 1024) throw Error("--threads " + t + " is out of range 1..1024");
+    o.threads.push_back(static_cast<int>(v));
+  }
+  if (o.threads.empty()) throw Error("--threads is empty");
+  if (b.reps > 0) o.min_reps = o.max_reps = b.reps;
+  std::vector<std::array<index_t, 3>> shapes;  // m, k, n
+  for (const std::string& s : split(b.sizes, ',')) {
+    const index_t v = parse_size(s, "--sizes");
+    shapes.push_back({v, v, v});
+  }
+  for (const std::string& s : split(b.shapes, ',')) {
+    const std::vector<std::string> parts = split(s, 'x');
+    if (parts.size() != 3) throw Error("--shapes '" + s + "' is not MxKxN");
+    shapes.push_back({parse_size(parts[0], "M"), parse_size(parts[1], "K"), parse_size(parts[2], "N")});
+  }
+  if (shapes.empty()) throw Error("give --sizes or --shapes");
+  std::vector<std::string> layouts = split(b.layouts, ',');
+  for (const std::string& l : layouts) check_layout_name(l);
+  for (const std::string& d : split(b.dtypes, ',')) {
+    for (const auto& [m, k, n] : shapes) {
+      for (const std::string& l : layouts) {
+        GemmProblem p;
+        p.dtype = parse_dtype(d);
+        p.m = m, p.k = k, p.n = n;
+        p.layout_a = b.layout_a.empty() ? l : b.layout_a;
+        p.layout_b = b.layout_b.empty() ? l : b.layout_b;
+        p.layout_c = b.layout_c.empty() ? l : b.layout_c;
+        for (const std::string* x : {&p.layout_a, &p.layout_b, &p.layout_c}) check_layout_name(*x);
+        p.alpha = b.alpha, p.beta = b.beta, p.seed = b.seed;
+        check_fits(p);
+        o.problems.push_back(p);
+      }
+    }
+  }
+  const std::vector<BenchRow> rows = run_gemm_bench(o);
+  std::cout << bench_table(rows);
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream f(path);
+    if (!f) throw Error("cannot write " + path);
+    f << text;
+    std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
+  };
+  if (!b.csv.empty()) write(b.csv, bench_csv(rows));
+  if (!b.json.empty()) write(b.json, bench_json(rows));
+  for (const BenchRow& r : rows)
+    if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"parray: GEMM on layout-typed arrays, from the seed's triple loop to BLAS speed"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", PARRAY_VERSION);
+
+  std::string list_format = "table";
+  CLI::App* list = app.add_subcommand("list", "List every implementation and the optional parts that are missing");
+  list->add_option("--format", list_format, "table or csv");
+
+  GemmArgs g;
+  CLI::App* gemm = app.add_subcommand("gemm", "Verify and time one GEMM C = alpha A B + beta C");
+  gemm->add_option("--impl", g.impl, "implementation name, or cpu / gpu for the device's default");
+  gemm->add_option("-m", g.m, "rows of A and C")->required();
+  gemm->add_option("-n", g.n, "columns of B and C")->required();
+  gemm->add_option("-k", g.k, "columns of A, rows of B")->required();
+  gemm->add_option("--dtype", g.dtype, "f32 or f64");
+  gemm->add_option("--layout-a", g.layout_a, "layout of A: row, col, row-pad, fig17, fig17x4, fig18");
+  gemm->add_option("--layout-b", g.layout_b, "layout of B");
+  gemm->add_option("--layout-c", g.layout_c, "layout of C");
+  gemm->add_option("--alpha", g.alpha);
+  gemm->add_option("--beta", g.beta);
+  gemm->add_option("--seed", g.seed, "random seed of the inputs");
+  gemm->add_option("--reps", g.reps, "timed repeats (default: adaptive)");
+  gemm->add_option("--threads", g.threads, "CPU threads (default: OMP_NUM_THREADS or all cores)");
+  gemm->add_flag("--print", g.print, "print A, B and C (small integer inputs 0..8, checkable by hand)");
+  gemm->add_flag("--int-inputs", g.int_inputs, "small integer inputs 0..8");
+
+  CLI::App* bench = app.add_subcommand("bench", "Benchmark tables");
+  bench->require_subcommand(1);
+  BenchArgs b;
+  CLI::App* bench_gemm = bench->add_subcommand("gemm", "Verify and time implementations side by side");
+  bench_gemm->add_option("--impl", b.impls, "comma list of names, or all, baselines, cpu, gpu");
+  bench_gemm->add_option("--sizes", b.sizes, "square sizes, comma list");
+  bench_gemm->add_option("--shapes", b.shapes, "MxKxN shapes, comma list");
+  bench_gemm->add_option("--dtype", b.dtypes, "f32, f64 or f32,f64");
+  bench_gemm->add_option("--layout", b.layouts, "layouts of all three operands, comma list");
+  bench_gemm->add_option("--layout-a", b.layout_a);
+  bench_gemm->add_option("--layout-b", b.layout_b);
+  bench_gemm->add_option("--layout-c", b.layout_c);
+  bench_gemm->add_option("--threads", b.threads, "thread counts, comma list");
+  bench_gemm->add_option("--alpha", b.alpha);
+  bench_gemm->add_option("--beta", b.beta);
+  bench_gemm->add_option("--reps", b.reps, "timed repeats (default: adaptive)");
+  bench_gemm->add_option("--seed", b.seed);
+  bench_gemm->add_option("--csv", b.csv, "write the table as CSV");
+  bench_gemm->add_option("--json", b.json, "write the table as JSON");
+
+  try {
+    app.parse(argc, argv);
+    register_baselines(registry());
+    if (list->parsed()) return cmd_list(list_format);
+    if (gemm->parsed()) return cmd_gemm(g);
+    if (bench_gemm->parsed()) return cmd_bench_gemm(b);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "parray: error: %s\n", what.c_str());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "parray: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "parray: error: %s\n", what.c_str());
+    return 2;
+  }
+  return 2;
+}
