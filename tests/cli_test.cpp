@@ -52,7 +52,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_bad_input("bench gemm --impl gold --shapes 3x4", "is not MxKxN");
   expect_bad_input("bench gemm --impl gold", "give --sizes or --shapes");
   expect_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
-  expect_bad_input("frobnicate", "frobnicate");
+  expect_bad_input("frobnicate", "subcommand");
   expect_bad_input("list --format xml", "unknown format");
 }
 

@@ -8,6 +8,14 @@
 
 using namespace parray;
 
+namespace parray {
+// Test names carry the problem; this keeps gtest from printing its bytes.
+void PrintTo(const GemmProblem& p, std::ostream* os) {
+  *os << dtype_name(p.dtype) << " " << p.m << "x" << p.k << "x" << p.n << " " << p.layouts() << " alpha " << p.alpha
+      << " beta " << p.beta;
+}
+}  // namespace parray
+
 namespace {
 
 struct Shape {

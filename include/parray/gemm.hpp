@@ -24,6 +24,12 @@ template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options = {});
 
+// The same for views of non-const data (what Array::view returns).
+template <class T>
+void gemm(T alpha, MatrixView<T> a, MatrixView<T> b, T beta, MatrixView<T> c, const GemmOptions& options = {}) {
+  gemm<T>(alpha, MatrixView<const T>(a), MatrixView<const T>(b), beta, c, options);
+}
+
 // The CBLAS-shaped entry for callers holding plain pointers. The leading
 // dimensions follow BLAS rules: for row-major, lda >= max(1, columns of the
 // stored A), and so on.

@@ -16,9 +16,15 @@ namespace {
 std::string dims(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
 template <class T>
-void check_view(const MatrixView<T>& v, const char* name) {
+void check_sizes(const MatrixView<T>& v, const char* name) {
   if (v.rows() < 0 || v.cols() < 0)
     throw Error(std::string("gemm: ") + name + " has a negative size " + dims(v.rows(), v.cols()));
+}
+
+// Only operands that will be read or written must be real: with M or N == 0
+// nothing is touched, and with K == 0 or alpha == 0 A and B are not read.
+template <class T>
+void check_not_null(const MatrixView<T>& v, const char* name) {
   if (v.rows() > 0 && v.cols() > 0 && v.data == nullptr)
     throw Error(std::string("gemm: ") + name + " is a null pointer with size " + dims(v.rows(), v.cols()));
 }
@@ -45,9 +51,9 @@ int resolve_threads(int requested) {
 template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options) {
-  check_view(a, "A");
-  check_view(b, "B");
-  check_view(c, "C");
+  check_sizes(a, "A");
+  check_sizes(b, "B");
+  check_sizes(c, "C");
   const index_t m = c.rows(), n = c.cols(), k = a.cols();
   if (a.rows() != m || b.rows() != k || b.cols() != n)
     throw Error("gemm: dimensions do not match: A is " + dims(a.rows(), a.cols()) + ", B is " +
@@ -59,6 +65,7 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
     throw Error("gemm: implementation '" + impl.name + "' does not support " + dtype_name(dtype_of<T>()));
   const int threads = resolve_threads(options.threads);
   if (m == 0 || n == 0) return;
+  check_not_null(c, "C");
 
   const bool on_host = c.memory != Memory::device;
   if (k == 0 || alpha == T(0)) {  // BLAS: A and B are not read
@@ -66,6 +73,8 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
     scale_c(beta, c);
     return;
   }
+  check_not_null(a, "A");
+  check_not_null(b, "B");
   const bool want_device = impl.operand_memory == Memory::device;
   for (const Memory mem : {a.memory, b.memory, c.memory}) {
     if (want_device != (mem == Memory::device))

@@ -157,26 +157,38 @@ class TypedCase final : public GemmCase::Impl {
     dvc_ = dc_->view(tc_.view);
   }
 
-  // C_ref = alpha A B + beta C0 in FP64, row-major M x N, with OpenMP over rows.
+  // C_ref = alpha A B + beta C0 in FP64, row-major M x N, with OpenMP over
+  // rows. For problems up to kFullBoundWork the same pass accumulates |A||B|
+  // for the element-wise bound of every element; above it the bound is
+  // computed for a sample of elements from |A| and |B|^T kept row-contiguous.
   void compute_reference() {
     const index_t m = p_.m, n = p_.n, k = p_.k;
+    const bool full_bound = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <= kFullBoundWork;
     ref_.assign(static_cast<std::size_t>(m * n), 0.0);
-    std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+    if (full_bound) abs_ab_.assign(static_cast<std::size_t>(m * n), 0.0);
+    std::vector<double> b(static_cast<std::size_t>(k * n));
+    a64_.resize(static_cast<std::size_t>(m * k));
     for (index_t i = 0; i < m; ++i)
-      for (index_t l = 0; l < k; ++l) a[static_cast<std::size_t>(i * k + l)] = va_(i, l);
+      for (index_t l = 0; l < k; ++l) a64_[static_cast<std::size_t>(i * k + l)] = va_(i, l);
     for (index_t l = 0; l < k; ++l)
       for (index_t j = 0; j < n; ++j) b[static_cast<std::size_t>(l * n + j)] = vb_(l, j);
-    a_abs_ = a;
-    b_abs_ = b;
-    for (double& x : a_abs_) x = std::fabs(x);
-    for (double& x : b_abs_) x = std::fabs(x);
+    if (!full_bound) {
+      bt_abs_.resize(static_cast<std::size_t>(n * k));
+      for (index_t l = 0; l < k; ++l)
+        for (index_t j = 0; j < n; ++j) bt_abs_[static_cast<std::size_t>(j * k + l)] = std::fabs(b[static_cast<std::size_t>(l * n + j)]);
+    }
 #pragma omp parallel for schedule(static)
     for (index_t i = 0; i < m; ++i) {
       double* row = &ref_[static_cast<std::size_t>(i * n)];
+      double* abs_row = full_bound ? &abs_ab_[static_cast<std::size_t>(i * n)] : nullptr;
       for (index_t l = 0; l < k; ++l) {
-        const double ail = a[static_cast<std::size_t>(i * k + l)];
+        const double ail = a64_[static_cast<std::size_t>(i * k + l)];
         const double* brow = &b[static_cast<std::size_t>(l * n)];
         for (index_t j = 0; j < n; ++j) row[j] += ail * brow[j];
+        if (abs_row) {
+          const double abs_ail = std::fabs(ail);
+          for (index_t j = 0; j < n; ++j) abs_row[j] += abs_ail * std::fabs(brow[j]);
+        }
       }
       for (index_t j = 0; j < n; ++j) {
         row[j] *= p_.alpha;
@@ -189,8 +201,13 @@ class TypedCase final : public GemmCase::Impl {
   double element_bound(index_t i, index_t j) const {
     const index_t n = p_.n, k = p_.k;
     double s = 0;
-    for (index_t l = 0; l < k; ++l)
-      s += a_abs_[static_cast<std::size_t>(i * k + l)] * b_abs_[static_cast<std::size_t>(l * n + j)];
+    if (!abs_ab_.empty()) {
+      s = abs_ab_[static_cast<std::size_t>(i * n + j)];
+    } else {
+      const double* a = &a64_[static_cast<std::size_t>(i * k)];
+      const double* bt = &bt_abs_[static_cast<std::size_t>(j * k)];
+      for (index_t l = 0; l < k; ++l) s += std::fabs(a[l]) * bt[l];
+    }
     double bound = std::fabs(p_.alpha) * s;
     if (p_.beta != 0.0) bound += std::fabs(p_.beta) * std::fabs(static_cast<double>(vc_init_(i, j)));
     const double u = std::numeric_limits<T>::epsilon() / 2;
@@ -240,7 +257,7 @@ class TypedCase final : public GemmCase::Impl {
       }
       return true;
     };
-    if (work <= kFullBoundWork) {
+    if (!abs_ab_.empty() || work == 0) {
       for (index_t i = 0; i < m; ++i)
         for (index_t j = 0; j < n; ++j)
           if (!check_element(i, j)) return r;
@@ -259,7 +276,7 @@ class TypedCase final : public GemmCase::Impl {
   MatrixType ta_, tb_, tc_;
   Array<T> a_, b_, c_, c_init_;
   MatrixView<T> va_, vb_, vc_, vc_init_;
-  std::vector<double> ref_, a_abs_, b_abs_;
+  std::vector<double> ref_, a64_, abs_ab_, bt_abs_;  // reference, A in FP64, bound data
   std::unique_ptr<Array<T>> da_, db_, dc_;
   MatrixView<T> dva_, dvb_, dvc_;
 };

@@ -10,14 +10,20 @@
 
 namespace parray::ladder {
 
+namespace {
+
+struct Gold {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    triple_loop(a, b, c, call.a.cols(), call.alpha, call.beta, 0, call.c.rows(), 0, call.c.cols());
+  }
+};
+
+}  // namespace
+
 GemmImpl gold() {
-  return cpu_impl("gold", "plain i,j,k triple loop, one thread (paper fig. 8, seed 001 Gold)", false,
-                  "any layout, any M, N, K; always one thread", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) {
-                      triple_loop(a, b, c, call.a.cols(), call.alpha, call.beta, 0, call.c.rows(), 0,
-                                  call.c.cols());
-                    });
-                  });
+  return ladder_step<Gold>("gold", "plain i,j,k triple loop, one thread (paper fig. 8, seed 001 Gold)", false,
+                           "any layout, any M, N, K; always one thread");
 }
 
 }  // namespace parray::ladder

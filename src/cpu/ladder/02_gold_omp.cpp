@@ -10,15 +10,23 @@
 
 namespace parray::ladder {
 
-GemmImpl gold_omp() {
-  return cpu_impl("gold-omp", "triple loop, OpenMP parallel for over rows of C (seed 001 Gold with OpenMP)",
-                  true, "any layout, any M, N, K", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) {
-                      const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+namespace {
+
+struct GoldOmp {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
 #pragma omp parallel for schedule(dynamic) num_threads(call.threads)
-                      for (index_t i = 0; i < m; ++i) triple_loop(a, b, c, k, call.alpha, call.beta, i, i + 1, 0, n);
-                    });
-                  });
+    for (index_t i = 0; i < m; ++i) triple_loop(a, b, c, k, call.alpha, call.beta, i, i + 1, 0, n);
+  }
+};
+
+}  // namespace
+
+GemmImpl gold_omp() {
+  return ladder_step<GoldOmp>("gold-omp",
+                              "triple loop, OpenMP parallel for over rows of C (seed 001 Gold with OpenMP)", true,
+                              "any layout, any M, N, K");
 }
 
 }  // namespace parray::ladder

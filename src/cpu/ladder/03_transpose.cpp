@@ -14,35 +14,36 @@ namespace parray::ladder {
 
 namespace {
 
-template <class T, class A, class B, class C>
-void run(const GemmCall<T>& call, const A& a, const B& b, const C& c) {
-  const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
-  std::vector<T> bt(static_cast<std::size_t>(n * k_size));  // (N, K): row j is column j of B
+struct Transpose {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
+    std::vector<T> bt(static_cast<std::size_t>(n * k_size));  // (N, K): row j is column j of B
 #pragma omp parallel num_threads(call.threads)
-  {
+    {
 #pragma omp for schedule(static)
-    for (index_t j = 0; j < n; ++j)
-      for (index_t k = 0; k < k_size; ++k) bt[static_cast<std::size_t>(j * k_size + k)] = b(k, j);
+      for (index_t j = 0; j < n; ++j)
+        for (index_t k = 0; k < k_size; ++k) bt[static_cast<std::size_t>(j * k_size + k)] = b(k, j);
 #pragma omp for schedule(dynamic)
-    for (index_t i = 0; i < m; ++i) {
-      const index_t row = a.row(i);
-      for (index_t j = 0; j < n; ++j) {
-        const T* bj = bt.data() + j * k_size;
-        T acc = 0;
-        for (index_t k = 0; k < k_size; ++k) acc += a.data[row + a.col(k)] * bj[k];
-        update(c(i, j), acc, call.alpha, call.beta);
+      for (index_t i = 0; i < m; ++i) {
+        const index_t row = a.row(i);
+        for (index_t j = 0; j < n; ++j) {
+          const T* bj = bt.data() + j * k_size;
+          T acc = 0;
+          for (index_t k = 0; k < k_size; ++k) acc += a.data[row + a.col(k)] * bj[k];
+          update(c(i, j), acc, call.alpha, call.beta);
+        }
       }
     }
   }
-}
+};
 
 }  // namespace
 
 GemmImpl transpose() {
-  return cpu_impl("transpose", "B transposed into a contiguous buffer, rows of A times rows of B^T, OpenMP over rows",
-                  true, "any layout, any M, N, K; an extra N x K buffer", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) { run(call, a, b, c); });
-                  });
+  return ladder_step<Transpose>(
+      "transpose", "B transposed into a contiguous buffer, rows of A times rows of B^T, OpenMP over rows", true,
+      "any layout, any M, N, K; an extra N x K buffer");
 }
 
 }  // namespace parray::ladder

@@ -15,36 +15,37 @@ namespace {
 
 constexpr int kCols = 4;  // columns of B (and C) per group
 
-template <class T, class A, class B, class C>
-void run(const GemmCall<T>& call, const A& a, const B& b, const C& c) {
-  const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
+struct PackSingle {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
 #pragma omp parallel num_threads(call.threads)
-  {
-    std::vector<T> panel(static_cast<std::size_t>(k_size * kCols));  // (K, 4) columns j0..j0+3 of B
+    {
+      std::vector<T> panel(static_cast<std::size_t>(k_size * kCols));  // (K, 4) columns j0..j0+3 of B
 #pragma omp for schedule(dynamic)
-    for (index_t j0 = 0; j0 < n; j0 += kCols) {
-      pack_cols<kCols>(b, n, 0, k_size, j0, panel.data());
-      const index_t nc = std::min<index_t>(kCols, n - j0);
-      for (index_t i = 0; i < m; ++i) {
-        const index_t row = a.row(i);
-        T acc[1][kCols] = {};
-        for (index_t k = 0; k < k_size; ++k) {
-          const T aik = a.data[row + a.col(k)];
-          for (int col = 0; col < kCols; ++col) acc[0][col] += aik * panel[static_cast<std::size_t>(k * kCols + col)];
+      for (index_t j0 = 0; j0 < n; j0 += kCols) {
+        pack_cols<kCols>(b, n, 0, k_size, j0, panel.data());
+        const index_t nc = std::min<index_t>(kCols, n - j0);
+        for (index_t i = 0; i < m; ++i) {
+          const index_t row = a.row(i);
+          T acc[1][kCols] = {};
+          for (index_t k = 0; k < k_size; ++k) {
+            const T aik = a.data[row + a.col(k)];
+            for (int col = 0; col < kCols; ++col) acc[0][col] += aik * panel[static_cast<std::size_t>(k * kCols + col)];
+          }
+          store_tile(c, i, j0, 1, nc, acc, call.alpha, call.beta);
         }
-        store_tile(c, i, j0, 1, nc, acc, call.alpha, call.beta);
       }
     }
   }
-}
+};
 
 }  // namespace
 
 GemmImpl pack_single() {
-  return cpu_impl("pack-single", "groups of 4 B columns packed contiguous, each used by all rows of A, OpenMP over groups",
-                  true, "any layout, any M, N, K", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) { run(call, a, b, c); });
-                  });
+  return ladder_step<PackSingle>(
+      "pack-single", "groups of 4 B columns packed contiguous, each used by all rows of A, OpenMP over groups", true,
+      "any layout, any M, N, K");
 }
 
 }  // namespace parray::ladder

@@ -18,38 +18,39 @@ namespace {
 
 constexpr int kBlock = 4;  // the block of C is kBlock x kBlock
 
-template <class T, class A, class B, class C>
-void run(const GemmCall<T>& call, const A& a, const B& b, const C& c) {
-  const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
-  const index_t col_blocks = ceil_div(n, kBlock);
-  const auto panel_size = static_cast<std::size_t>(k_size * kBlock);
-  std::vector<T> b_panels(panel_size * static_cast<std::size_t>(col_blocks));  // col_blocks x (K, 4)
+struct PackDouble {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
+    const index_t col_blocks = ceil_div(n, kBlock);
+    const auto panel_size = static_cast<std::size_t>(k_size * kBlock);
+    std::vector<T> b_panels(panel_size * static_cast<std::size_t>(col_blocks));  // col_blocks x (K, 4)
 #pragma omp parallel num_threads(call.threads)
-  {
+    {
 #pragma omp for schedule(static)
-    for (index_t jb = 0; jb < col_blocks; ++jb)
-      pack_cols<kBlock>(b, n, 0, k_size, jb * kBlock, b_panels.data() + jb * panel_size);
-    std::vector<T> a_panel(panel_size);  // (K, 4): rows i0..i0+3 of A
+      for (index_t jb = 0; jb < col_blocks; ++jb)
+        pack_cols<kBlock>(b, n, 0, k_size, jb * kBlock, b_panels.data() + jb * panel_size);
+      std::vector<T> a_panel(panel_size);  // (K, 4): rows i0..i0+3 of A
 #pragma omp for schedule(dynamic)
-    for (index_t i0 = 0; i0 < m; i0 += kBlock) {
-      pack_rows<kBlock>(a, m, i0, 0, k_size, a_panel.data());
-      const index_t mr = std::min<index_t>(kBlock, m - i0);
-      for (index_t jb = 0; jb < col_blocks; ++jb) {
-        T acc[kBlock][kBlock] = {};
-        tile_product(k_size, a_panel.data(), b_panels.data() + jb * panel_size, acc);
-        store_tile(c, i0, jb * kBlock, mr, std::min<index_t>(kBlock, n - jb * kBlock), acc, call.alpha, call.beta);
+      for (index_t i0 = 0; i0 < m; i0 += kBlock) {
+        pack_rows<kBlock>(a, m, i0, 0, k_size, a_panel.data());
+        const index_t mr = std::min<index_t>(kBlock, m - i0);
+        for (index_t jb = 0; jb < col_blocks; ++jb) {
+          T acc[kBlock][kBlock] = {};
+          tile_product(k_size, a_panel.data(), b_panels.data() + jb * panel_size, acc);
+          store_tile(c, i0, jb * kBlock, mr, std::min<index_t>(kBlock, n - jb * kBlock), acc, call.alpha, call.beta);
+        }
       }
     }
   }
-}
+};
 
 }  // namespace
 
 GemmImpl pack_double() {
-  return cpu_impl("pack-double", "4x4 blocks of C from 4 packed rows of A x 4 packed columns of B, OpenMP over row blocks",
-                  true, "any layout, any M, N, K; an extra K x N buffer", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) { run(call, a, b, c); });
-                  });
+  return ladder_step<PackDouble>(
+      "pack-double", "4x4 blocks of C from 4 packed rows of A x 4 packed columns of B, OpenMP over row blocks",
+      true, "any layout, any M, N, K; an extra K x N buffer");
 }
 
 }  // namespace parray::ladder

@@ -32,51 +32,52 @@ constexpr index_t kKc = 256; // K slice: a kKc x kNr panel of B is 16 KiB (FP32)
 constexpr index_t kMc = 64;  // rows of A per block: kMc x kKc is 64 KiB (FP32), L2-resident
 constexpr index_t kNc = 4096;// columns of B packed at once, bounding the packed buffer
 
-template <class T, class A, class B, class C>
-void run(const GemmCall<T>& call, const A& a, const B& b, const C& c) {
-  const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
-  const index_t nc_max = std::min(kNc, ceil_div(n, kNr) * kNr);
-  std::vector<T> b_slice(static_cast<std::size_t>(std::min(kKc, k_size) * nc_max));  // (nc/16) x (kc, 16)
+struct Tile4x4 {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    const index_t m = call.c.rows(), n = call.c.cols(), k_size = call.a.cols();
+    const index_t nc_max = std::min(kNc, ceil_div(n, kNr) * kNr);
+    std::vector<T> b_slice(static_cast<std::size_t>(std::min(kKc, k_size) * nc_max));  // (nc/16) x (kc, 16)
 #pragma omp parallel num_threads(call.threads)
-  {
-    std::vector<T> a_block(static_cast<std::size_t>(kMc * kKc));  // (kMc/4) x (kc, 4)
-    for (index_t j0 = 0; j0 < n; j0 += kNc) {
-      const index_t nc = std::min(kNc, n - j0), panels = ceil_div(nc, kNr);
-      for (index_t k0 = 0; k0 < k_size; k0 += kKc) {
-        const index_t kc = std::min(kKc, k_size - k0);
-        const T beta = k0 == 0 ? call.beta : T(1);
+    {
+      std::vector<T> a_block(static_cast<std::size_t>(kMc * kKc));  // (kMc/4) x (kc, 4)
+      for (index_t j0 = 0; j0 < n; j0 += kNc) {
+        const index_t nc = std::min(kNc, n - j0), panels = ceil_div(nc, kNr);
+        for (index_t k0 = 0; k0 < k_size; k0 += kKc) {
+          const index_t kc = std::min(kKc, k_size - k0);
+          const T beta = k0 == 0 ? call.beta : T(1);
 #pragma omp for schedule(static)
-        for (index_t p = 0; p < panels; ++p)
-          pack_cols<kNr>(b, n, k0, kc, j0 + p * kNr, b_slice.data() + p * kc * kNr);
-        // the implicit barrier: b_slice is complete before anyone reads it
+          for (index_t p = 0; p < panels; ++p)
+            pack_cols<kNr>(b, n, k0, kc, j0 + p * kNr, b_slice.data() + p * kc * kNr);
+          // the implicit barrier: b_slice is complete before anyone reads it
 #pragma omp for schedule(dynamic)
-        for (index_t i0 = 0; i0 < m; i0 += kMc) {
-          const index_t mc = std::min(kMc, m - i0);
-          for (index_t r = 0; r < mc; r += kMr) pack_rows<kMr>(a, m, i0 + r, k0, kc, a_block.data() + r * kc);
-          for (index_t p = 0; p < panels; ++p) {
-            const T* bp = b_slice.data() + p * kc * kNr;
-            const index_t jp = j0 + p * kNr, nr = std::min<index_t>(kNr, n - jp);
-            for (index_t r = 0; r < mc; r += kMr) {
-              T acc[kMr][kNr] = {};
-              tile_product(kc, a_block.data() + r * kc, bp, acc);
-              store_tile(c, i0 + r, jp, std::min<index_t>(kMr, mc - r), nr, acc, call.alpha, beta);
+          for (index_t i0 = 0; i0 < m; i0 += kMc) {
+            const index_t mc = std::min(kMc, m - i0);
+            for (index_t r = 0; r < mc; r += kMr) pack_rows<kMr>(a, m, i0 + r, k0, kc, a_block.data() + r * kc);
+            for (index_t p = 0; p < panels; ++p) {
+              const T* bp = b_slice.data() + p * kc * kNr;
+              const index_t jp = j0 + p * kNr, nr = std::min<index_t>(kNr, n - jp);
+              for (index_t r = 0; r < mc; r += kMr) {
+                T acc[kMr][kNr] = {};
+                tile_product(kc, a_block.data() + r * kc, bp, acc);
+                store_tile(c, i0 + r, jp, std::min<index_t>(kMr, mc - r), nr, acc, call.alpha, beta);
+              }
             }
           }
+          // the implicit barrier: nobody repacks b_slice while it is in use
         }
-        // the implicit barrier: nobody repacks b_slice while it is in use
       }
     }
   }
-}
+};
 
 }  // namespace
 
 GemmImpl tile_4x4() {
-  return cpu_impl("tile-4x4",
-                  "4x16 register tiles (four 4x4 tiles) over packed, cache-blocked panels of A and B, OpenMP over row blocks",
-                  true, "any layout, any M, N, K", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) { run(call, a, b, c); });
-                  });
+  return ladder_step<Tile4x4>(
+      "tile-4x4",
+      "4x16 register tiles (four 4x4 tiles) over packed, cache-blocked panels of A and B, OpenMP over row blocks",
+      true, "any layout, any M, N, K");
 }
 
 }  // namespace parray::ladder

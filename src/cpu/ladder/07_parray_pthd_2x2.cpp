@@ -14,18 +14,27 @@
 
 namespace parray::ladder {
 
+namespace {
+
+struct PthdQuadrants {
+  template <class T, class A, class B, class C>
+  void operator()(const GemmCall<T>& call, const A& a, const B& b, const C& c) const {
+    const index_t m = call.c.rows(), n = call.c.cols();
+    // half[d][t] .. half[d][t + 1]: the rows (d = 0) or columns (d = 1) of thread coordinate t
+    const index_t half[2][3] = {{0, ceil_div(m, 2), m}, {0, ceil_div(n, 2), n}};
+    CpuThreadArray({2, 2}).detour([&](const ThreadCoord& t) {
+      triple_loop(a, b, c, call.a.cols(), call.alpha, call.beta, half[0][t[0]], half[0][t[0] + 1],
+                  half[1][t[1]], half[1][t[1] + 1]);
+    });
+  }
+};
+
+}  // namespace
+
 GemmImpl parray_pthd_2x2() {
-  return cpu_impl("parray-pthd-2x2", "fig-8 triple loop on a 2x2 CPU thread array, one quadrant of C each (paper fig. 10)",
-                  false, "any layout, any M, N, K; always 4 threads (pthd [2][2])", [](const auto& call) {
-                    with_accessors(call, [&](const auto& a, const auto& b, const auto& c) {
-                      const index_t m = call.c.rows(), n = call.c.cols();
-                      const index_t half[2][3] = {{0, ceil_div(m, 2), m}, {0, ceil_div(n, 2), n}};
-                      CpuThreadArray({2, 2}).detour([&](const ThreadCoord& t) {
-                        triple_loop(a, b, c, call.a.cols(), call.alpha, call.beta, half[0][t[0]],
-                                    half[0][t[0] + 1], half[1][t[1]], half[1][t[1] + 1]);
-                      });
-                    });
-                  });
+  return ladder_step<PthdQuadrants>(
+      "parray-pthd-2x2", "fig-8 triple loop on a 2x2 CPU thread array, one quadrant of C each (paper fig. 10)",
+      false, "any layout, any M, N, K; always 4 threads (pthd [2][2]), ignores --threads");
 }
 
 }  // namespace parray::ladder

@@ -49,7 +49,7 @@ struct OffsetTables {
   Tabled<T> over(T* data) const { return {data, rows.data(), cols.data()}; }
 };
 
-// Runs kernel(a, b, c) with the cheapest accessors that fit all three layouts.
+// Runs kernel(call, a, b, c) with the cheapest accessors that fit all three layouts.
 template <class T, class Kernel>
 void with_accessors(const GemmCall<T>& call, Kernel&& kernel) {
   const MatrixLayout &la = call.a.layout, &lb = call.b.layout, &lc = call.c.layout;
@@ -57,10 +57,10 @@ void with_accessors(const GemmCall<T>& call, Kernel&& kernel) {
     auto strided = [](auto* data, const MatrixLayout& l) {
       return Strided<std::remove_pointer_t<decltype(data)>>{data, l.rows.stride[0], l.cols.stride[0]};
     };
-    kernel(strided(call.a.data, la), strided(call.b.data, lb), strided(call.c.data, lc));
+    kernel(call, strided(call.a.data, la), strided(call.b.data, lb), strided(call.c.data, lc));
   } else {
     const OffsetTables ta(la), tb(lb), tc(lc);
-    kernel(ta.over(call.a.data), tb.over(call.b.data), tc.over(call.c.data));
+    kernel(call, ta.over(call.a.data), tb.over(call.b.data), tc.over(call.c.data));
   }
 }
 
@@ -147,19 +147,19 @@ void store_tile(const C& c, index_t i0, index_t j0, index_t mr, index_t nr, cons
 
 // ---- registration ----
 
-// A CPU GemmImpl whose FP32 and FP64 entries both call run(call), a generic
-// callable taking const GemmCall<T>&.
-template <class Run>
-GemmImpl cpu_impl(std::string name, std::string description, bool threaded, std::string preconditions,
-                  Run run) {
+// A CPU GemmImpl from a step's kernel: a class whose templated
+//   void operator()(const GemmCall<T>&, const A& a, const B& b, const C& c) const
+// computes C from the accessors that with_accessors chose; FP32 and FP64 both.
+template <class Kernel>
+GemmImpl ladder_step(std::string name, std::string description, bool threaded, std::string preconditions) {
   GemmImpl impl;
   impl.name = std::move(name);
   impl.description = std::move(description);
   impl.device = Device::cpu;
   impl.threaded = threaded;
   impl.preconditions = std::move(preconditions);
-  impl.run_f32 = [run](const GemmCall<float>& call) { run(call); };
-  impl.run_f64 = [run](const GemmCall<double>& call) { run(call); };
+  impl.run_f32 = [](const GemmCall<float>& call) { with_accessors(call, Kernel{}); };
+  impl.run_f64 = [](const GemmCall<double>& call) { with_accessors(call, Kernel{}); };
   return impl;
 }
 

@@ -23,7 +23,7 @@ template <int TILE, int Pad, class T, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(TILE* TILE) void smem_transposed_a(int M, int N, int K, T alpha, OpA a, OpB b,
                                                               T beta, OpC c) {
   using Store = SDense<TILE, TILE + Pad>;                        // smem T [TILE][TILE + Pad]
-  using AT = SNest<Store::template dim<0>, SResize<TILE, typename Store::template dim<1>>>;  // [#S_0][TILE #S_1]
+  using AT = SNest<typename Store::template dim<0>, SResize<TILE, typename Store::template dim<1>>>;  // [#S_0][TILE #S_1]
   using Tile = SDense<TILE, TILE>;
   __shared__ T AsT[Store::size];  // (TILE k, TILE rows of A): A transposed
   __shared__ T Bs[Tile::size];    // (TILE k, TILE columns of B)

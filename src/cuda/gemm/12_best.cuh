@@ -26,7 +26,7 @@ namespace parray::cuda::ladder {
 
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int STAGES, bool AK, bool BK_,
           class OpA, class OpB, class OpC>
-__global__ __launch_bounds__(NT, 2) void best_sgemm(int M, int N, int K, float alpha, OpA a, OpB b, float beta, OpC c,
+__global__ __launch_bounds__(NT, (BM * BN / NT <= 64) ? 2 : 1) void best_sgemm(int M, int N, int K, float alpha, OpA a, OpB b, float beta, OpC c,
                                                     bool veca, bool vecb, bool cvec, int kt_per_split,
                                                     float* workspace) {
   constexpr int GROUP = 8, WMITER = WM * WN / (32 * TM * TN * WNITER);

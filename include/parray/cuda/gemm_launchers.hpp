@@ -1,0 +1,30 @@
+// The host-side launchers of the CUDA GEMM ladder (src/cuda/launch_*.cu).
+// Each owns its grid/block arithmetic and checks its preconditions; operands
+// are already in device memory and the dispatcher has handled M, N, K == 0
+// and alpha == 0. All launches go to the default stream and are checked.
+#pragma once
+
+#include "parray/registry.hpp"
+
+namespace parray::cuda {
+
+template <class T> void gemm_naive_1d(const GemmCall<T>& call, int block_size);     // step 1
+template <class T> void gemm_grid_stride_2d(const GemmCall<T>& call);               // step 2
+template <class T> void gemm_coalesced(const GemmCall<T>& call);                    // step 3
+template <class T> void gemm_smem_tiles(const GemmCall<T>& call);                   // step 4
+template <class T> void gemm_smem_transposed_a(const GemmCall<T>& call, bool pad);  // step 5
+template <class T> void gemm_paper_2x2(const GemmCall<T>& call);                    // paper fig. 11
+template <class T> void gemm_paper_elem(const GemmCall<T>& call);                   // paper figs. 12-13, 17
+
+void gemm_blocktile_1d(const GemmCall<float>& call);   // step 6
+void gemm_blocktile_2d(const GemmCall<float>& call);   // step 7
+void gemm_vectorized(const GemmCall<float>& call);     // step 8
+void gemm_warptile(const GemmCall<float>& call);       // step 9
+void gemm_cp_async(const GemmCall<float>& call);       // step 10
+void gemm_parray_fig21(const GemmCall<float>& call);   // step 11
+enum class BestConfig { square128, wide128x256 };
+void gemm_best(const GemmCall<float>& call, BestConfig config = BestConfig::square128);  // step 12
+
+int sm_count();  // of the current device, cached
+
+}  // namespace parray::cuda

@@ -1,0 +1,44 @@
+// Parray's #copy on the device: element (i, j) of one matrix type to element
+// (i, j) of another, both in device memory (e.g. row-major into figure 18's
+// 2x2-block storage). One thread per element; the threads of a warp walk the
+// destination's contiguous direction so the stores coalesce.
+#include <algorithm>
+
+#include "parray/cuda/check.hpp"
+#include "parray/cuda/memory.hpp"
+#include "parray/cuda/operand.cuh"
+
+namespace parray::cuda {
+
+namespace {
+template <class T, bool RowsFast>
+__global__ __launch_bounds__(256) void copy_kernel(MatrixView<const T> src, MatrixView<T> dst) {
+  const index_t rows = dst.rows(), cols = dst.cols();
+  const index_t n = rows * cols;
+  for (index_t e = blockIdx.x * index_t(blockDim.x) + threadIdx.x; e < n; e += index_t(gridDim.x) * blockDim.x) {
+    const index_t i = RowsFast ? e % rows : e / cols, j = RowsFast ? e / rows : e % cols;
+    dst(i, j) = src(i, j);
+  }
+}
+}  // namespace
+
+template <class T>
+void copy(MatrixView<const T> src, MatrixView<T> dst) {
+  if (src.rows() != dst.rows() || src.cols() != dst.cols())
+    throw Error("cuda::copy: source is " + std::to_string(src.rows()) + "x" + std::to_string(src.cols()) +
+                ", destination is " + std::to_string(dst.rows()) + "x" + std::to_string(dst.cols()));
+  if (src.memory != Memory::device || dst.memory != Memory::device)
+    throw Error("cuda::copy: both views must be in device memory (use to_device/to_host for whole arrays)");
+  const index_t n = dst.rows() * dst.cols();
+  if (n == 0) return;
+  const bool rows_fast = dst.layout.is_col_major();
+  const unsigned blocks = unsigned(std::min<index_t>((n + 255) / 256, 65535));
+  if (rows_fast) copy_kernel<T, true><<<blocks, 256>>>(src, dst);
+  else copy_kernel<T, false><<<blocks, 256>>>(src, dst);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+template void copy<float>(MatrixView<const float>, MatrixView<float>);
+template void copy<double>(MatrixView<const double>, MatrixView<double>);
+
+}  // namespace parray::cuda

@@ -1,0 +1,158 @@
+// register_cuda_backend: every CUDA GEMM of parray (the paper's thread-array
+// GEMMs and the numbered ladder) plus the cuBLAS baseline, in one table.
+#include <cublas_v2.h>
+
+#include <string>
+
+#include "parray/cuda/check.hpp"
+#include "parray/cuda/gemm_launchers.hpp"
+#include "parray/registry.hpp"
+
+namespace parray {
+
+namespace {
+
+// ---- cuBLAS baseline ---------------------------------------------------------
+
+void cublas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusString(s));
+}
+
+cublasHandle_t cublas_handle() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t x;
+    cublas_check(cublasCreate(&x), "cublasCreate");
+    // FP32 on CUDA cores: no TF32 (CUBLAS_DEFAULT_MATH, compute type 32F).
+    cublas_check(cublasSetMathMode(x, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    return x;
+  }();
+  return h;
+}
+
+// A strided matrix as cuBLAS sees it (column-major): op and leading dimension.
+struct Blas {
+  cublasOperation_t op;
+  long long ld;
+};
+bool unit(const Axis& a) { return a.is_strided() && (a.stride[0] == 1 || a.size <= 1); }
+Blas as_blas(const MatrixLayout& l) {
+  if (unit(l.rows)) {  // column-major
+    const long long need = std::max<long long>(1, l.rows.size);
+    return {CUBLAS_OP_N, l.cols.size <= 1 ? need : std::max<long long>(need, l.cols.stride[0])};
+  }
+  const long long need = std::max<long long>(1, l.cols.size);  // row-major: the transpose is column-major
+  return {CUBLAS_OP_T, l.rows.size <= 1 ? need : std::max<long long>(need, l.rows.stride[0])};
+}
+std::string cublas_unsupported(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) {
+  for (const MatrixLayout* l : {&a, &b, &c})
+    if (!l->is_strided() || !(unit(l->rows) || unit(l->cols)))
+      return "cuBLAS takes only row- or column-major operands (not " + l->str() + ")";
+  return "";
+}
+
+template <class T>
+void cublas_gemm(const GemmCall<T>& call) {
+  MatrixView<const T> a = call.a, b = call.b;
+  MatrixView<T> c = call.c;
+  // cuBLAS computes column-major C; for row-major C compute C^T = B^T A^T.
+  if (!unit(c.layout.rows)) {
+    std::swap(a, b);
+    a = a.t(), b = b.t(), c = c.t();
+  }
+  const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
+  const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols());
+  if constexpr (std::is_same_v<T, float>)
+    cublas_check(cublasSgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+                             int(bb.ld), &call.beta, c.data, int(bc.ld)),
+                 "cublasSgemm");
+  else
+    cublas_check(cublasDgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+                             int(bb.ld), &call.beta, c.data, int(bc.ld)),
+                 "cublasDgemm");
+}
+
+GemmImpl gpu(std::string name, std::string description, std::string preconditions = "any M, N, K; any layout") {
+  GemmImpl i;
+  i.name = std::move(name);
+  i.description = std::move(description);
+  i.device = Device::gpu;
+  i.operand_memory = Memory::device;
+  i.preconditions = std::move(preconditions);
+  return i;
+}
+
+}  // namespace
+
+void register_cuda_backend(Registry& r) {
+  using namespace parray::cuda;
+  {
+    GemmImpl i = gpu("cublas", "cuBLAS SGEMM/DGEMM, FP32 on CUDA cores (no TF32): the baseline",
+                     "row- or column-major operands");
+    i.baseline = true;
+    i.run_f32 = cublas_gemm<float>;
+    i.run_f64 = cublas_gemm<double>;
+    i.unsupported = cublas_unsupported;
+    r.add(std::move(i));
+  }
+  {
+    GemmImpl i = gpu("parray-cuda-2x2", "Parray fig. 11: CUDA thread array [2][2], a quadrant of C per thread (slow)",
+                     "any M, N, K; any layout; only 4 GPU threads: small sizes");
+    i.run_f32 = gemm_paper_2x2<float>;
+    i.run_f64 = gemm_paper_2x2<double>;
+    r.add(std::move(i));
+  }
+  {
+    GemmImpl i = gpu("parray-cuda-elem", "Parray figs. 12-13/17: thread array [M][N], one thread per element");
+    i.run_f32 = gemm_paper_elem<float>;
+    i.run_f64 = gemm_paper_elem<double>;
+    r.add(std::move(i));
+  }
+  for (int bs : {32, 64, 128, 256, 512}) {
+    GemmImpl i = gpu("cuda-01-naive-bs" + std::to_string(bs),
+                     "ladder 1: seed 000, one thread per element, 1-D blocks of " + std::to_string(bs),
+                     "any M, N, K (N / " + std::to_string(bs) + " <= 65535); any layout");
+    i.run_f32 = [bs](const GemmCall<float>& c) { gemm_naive_1d(c, bs); };
+    i.run_f64 = [bs](const GemmCall<double>& c) { gemm_naive_1d(c, bs); };
+    r.add(std::move(i));
+  }
+  auto both = [&](std::string name, std::string desc, auto f32, auto f64) {
+    GemmImpl i = gpu(std::move(name), std::move(desc));
+    i.run_f32 = f32;
+    i.run_f64 = f64;
+    r.add(std::move(i));
+  };
+  both("cuda-02-grid-stride", "ladder 2: seed 003, 16x16 blocks, grid-stride loops", gemm_grid_stride_2d<float>,
+       gemm_grid_stride_2d<double>);
+  both("cuda-03-coalesced", "ladder 3: warps span 32 contiguous elements of C", gemm_coalesced<float>,
+       gemm_coalesced<double>);
+  both("cuda-04-smem-tiles", "ladder 4: 16x16 shared-memory tiles, zero-padded edges", gemm_smem_tiles<float>,
+       gemm_smem_tiles<double>);
+  both("cuda-05-smem-at-conflicts", "ladder 5a: A tile transposed in smem [16][16]: 8-way bank conflicts",
+       [](const GemmCall<float>& c) { gemm_smem_transposed_a(c, false); },
+       [](const GemmCall<double>& c) { gemm_smem_transposed_a(c, false); });
+  both("cuda-05-smem-at", "ladder 5: A tile transposed in smem [16][17]: conflicts removed by padding",
+       [](const GemmCall<float>& c) { gemm_smem_transposed_a(c, true); },
+       [](const GemmCall<double>& c) { gemm_smem_transposed_a(c, true); });
+  auto f32 = [&](std::string name, std::string desc, std::function<void(const GemmCall<float>&)> f) {
+    GemmImpl i = gpu(std::move(name), std::move(desc));
+    i.run_f32 = std::move(f);
+    r.add(std::move(i));
+  };
+  f32("cuda-06-blocktile-1d", "ladder 6: 64x64 tiles, 8 results per thread (1-D register blocking)",
+      gemm_blocktile_1d);
+  f32("cuda-07-blocktile-2d", "ladder 7: 128x128 tiles, 8x8 results per thread (2-D register blocking)",
+      gemm_blocktile_2d);
+  f32("cuda-08-vectorized", "ladder 8: float4 global/shared loads, A transposed in smem", gemm_vectorized);
+  f32("cuda-09-warptile", "ladder 9: warp tiling, 128x128x16, 128 threads", gemm_warptile);
+  f32("cuda-10-cp-async", "ladder 10: 3-stage cp.async pipeline over step 9's warp tiling", gemm_cp_async);
+  f32("cuda-11-parray-fig21", "ladder 11: Parray fig. 21 (Volkov-Demmel), 16x256 tiles, A in smem [32][17]",
+      gemm_parray_fig21);
+  f32("cuda-12-best", "ladder 12: tuned 128x128x16 cp.async, any transpose/layout, grouped order, split-K",
+      [](const GemmCall<float>& c) { gemm_best(c, BestConfig::square128); });
+  f32("cuda-12-best-wide", "ladder 12 variant: 128x256 tiles, 1 block per SM",
+      [](const GemmCall<float>& c) { gemm_best(c, BestConfig::wide128x256); });
+  r.set_default(Device::gpu, "cuda-12-best");
+}
+
+}  // namespace parray
