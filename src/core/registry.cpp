@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "parray/config.hpp"
+#include "../cpu/gemm/blocking.hpp"
 
 namespace parray {
 
@@ -51,6 +52,7 @@ Registry& registry() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_cpu_ladder(r);
+    cpu::register_cpu_gemm(r);  // after the ladder: it becomes the CPU default
 #if PARRAY_HAVE_CUDA
     register_cuda_backend(r);
 #endif

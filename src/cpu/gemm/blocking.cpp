@@ -1,0 +1,87 @@
+#include "blocking.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "parray/core.hpp"
+
+namespace parray::cpu {
+
+namespace {
+
+long cache_bytes(int name, long fallback) {
+  const long v = sysconf(name);
+  return v > 0 ? v : fallback;
+}
+
+Isa& override_slot() {
+  static Isa isa = [] {
+    if (const char* env = std::getenv("PARRAY_CPU_ISA"); env && *env) {
+      for (Isa i : {Isa::portable, Isa::avx2, Isa::avx512})
+        if (std::strcmp(env, isa_name(i)) == 0 && cpu_supports(i)) return i;
+    }
+    if (cpu_supports(Isa::avx512)) return Isa::avx512;
+    if (cpu_supports(Isa::avx2)) return Isa::avx2;
+    return Isa::portable;
+  }();
+  return isa;
+}
+
+index_t round_down(index_t x, index_t m) { return std::max<index_t>(m, x / m * m); }
+index_t round_up(index_t x, index_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    case Isa::portable: return "portable";
+  }
+  return "?";
+}
+
+bool cpu_supports(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return __builtin_cpu_supports("avx512f");
+    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::portable: return true;
+  }
+  return false;
+}
+
+Isa selected_isa() { return override_slot(); }
+
+void set_isa_override(const char* name) {
+  for (Isa i : {Isa::portable, Isa::avx2, Isa::avx512}) {
+    if (std::strcmp(name, isa_name(i)) == 0) {
+      if (!cpu_supports(i)) throw Error(std::string("this CPU cannot run the ") + name + " microkernel");
+      override_slot() = i;
+      return;
+    }
+  }
+  throw Error(std::string("unknown instruction set '") + name + "' (use portable, avx2 or avx512)");
+}
+
+BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads) {
+  const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+  const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+  const long l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
+  const auto e = static_cast<index_t>(element_bytes);
+  BlockSizes b;
+  b.kc = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
+  const index_t mc_max = std::max<index_t>(mr, round_down(l2 / 2 / (b.kc * e), mr));
+  // Enough row blocks for every thread, in a multiple of the thread count so
+  // that they divide evenly, none larger than mc_max.
+  index_t blocks = std::max<index_t>((m + mc_max - 1) / mc_max, 1);
+  if (threads > 1) blocks = round_up(std::max<index_t>(blocks, threads), threads);
+  b.mc = std::min(mc_max, round_up((m + blocks - 1) / blocks, mr));
+  b.nc = std::clamp<index_t>(round_down(l3 / 4 / (b.kc * e), nr), nr, 8192);
+  return b;
+}
+
+}  // namespace parray::cpu

@@ -1,0 +1,274 @@
+// parray's CPU GEMM: the BLIS/Goto algorithm over any layout.
+//
+//   for jc in N step NC:                   B block (KC x NC) lives in L3
+//     for pc in K step KC:  pack B         one packed copy shared by all threads
+//       for ic in M step MC (threads):     A block (MC x KC) lives in each core's L2
+//         pack A
+//         for jr in NC step NR:            B micro-panel (KC x NR) stays in L1
+//           for ir in MC step MR:          microkernel: MR x NR of C in registers
+//
+// Packing reads the operands through their layouts (strided fast path, offset
+// tables for the blocked layouts), so every layout costs the same in the
+// microkernel. Block sizes come from the cache sizes the machine reports
+// (blocking.cpp); the microkernel from cpuid or the override (isa.cpp).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "blocking.hpp"
+#include "microkernel.hpp"
+#include "parray/registry.hpp"
+
+namespace parray::cpu {
+
+namespace {
+
+// ---- operand access through the layout -------------------------------------
+
+// One axis of an operand as an offset function: strided or a table.
+struct StridedAxis {
+  index_t stride;
+  index_t operator()(index_t i) const { return i * stride; }
+};
+struct TableAxis {
+  const index_t* offsets;
+  index_t operator()(index_t i) const { return offsets[i]; }
+};
+
+// Offsets of a non-strided axis, computed once per call (O(M + N + K)).
+struct AxisOffsets {
+  std::vector<index_t> table;
+  explicit AxisOffsets(const Axis& a) {
+    if (!a.is_strided()) table = a.offsets();
+  }
+};
+
+index_t axis_offset(const Axis& axis, const AxisOffsets& offsets, index_t i) {
+  return axis.is_strided() ? i * axis.stride[0] : offsets.table[static_cast<std::size_t>(i)];
+}
+
+// Calls f(row_axis, col_axis) with the cheapest accessor types for a layout.
+template <class F>
+void with_axes(const MatrixLayout& l, const AxisOffsets& rows, const AxisOffsets& cols, F&& f) {
+  const bool rs = l.rows.is_strided(), cs = l.cols.is_strided();
+  if (rs && cs) f(StridedAxis{l.rows.stride[0]}, StridedAxis{l.cols.stride[0]});
+  else if (rs) f(StridedAxis{l.rows.stride[0]}, TableAxis{cols.table.data()});
+  else if (cs) f(TableAxis{rows.table.data()}, StridedAxis{l.cols.stride[0]});
+  else f(TableAxis{rows.table.data()}, TableAxis{cols.table.data()});
+}
+
+// ---- packing -----------------------------------------------------------------
+
+// A(i0 .. i0+mc, p0 .. p0+kc) into MR-row panels, column by column, zero-padded
+// to a multiple of MR rows.
+template <class T, class RowAx, class ColAx>
+void pack_a(const T* a, RowAx row, ColAx col, index_t i0, index_t mc, index_t p0, index_t kc, int mr, T* dst) {
+  for (index_t ir = 0; ir < mc; ir += mr) {
+    const index_t rows = std::min<index_t>(mr, mc - ir);
+    index_t row_off[16];
+    for (index_t i = 0; i < rows; ++i) row_off[i] = row(i0 + ir + i);
+    for (index_t p = 0; p < kc; ++p) {
+      const T* src = a + col(p0 + p);
+      for (index_t i = 0; i < rows; ++i) dst[i] = src[row_off[i]];
+      for (index_t i = rows; i < mr; ++i) dst[i] = T(0);
+      dst += mr;
+    }
+  }
+}
+
+// B(p0 .. p0+kc, j0 .. j0+nc) into NR-column panels, row by row, zero-padded.
+template <class T, class RowAx, class ColAx>
+void pack_b_panel(const T* b, RowAx row, ColAx col, index_t p0, index_t kc, index_t j0, index_t cols, int nr, T* dst) {
+  index_t col_off[64];
+  for (index_t j = 0; j < cols; ++j) col_off[j] = col(j0 + j);
+  for (index_t p = 0; p < kc; ++p) {
+    const T* src = b + row(p0 + p);
+    for (index_t j = 0; j < cols; ++j) dst[j] = src[col_off[j]];
+    for (index_t j = cols; j < nr; ++j) dst[j] = T(0);
+    dst += nr;
+  }
+}
+
+// ---- buffers -------------------------------------------------------------------
+
+template <class T>
+T* thread_buffer(std::size_t elements, int which) {
+  // Grow-only, 64-byte aligned, one per thread and purpose: no allocation on
+  // the steady-state path.
+  struct Buffer {
+    std::unique_ptr<T[], void (*)(void*)> data{nullptr, std::free};
+    std::size_t size = 0;
+  };
+  thread_local Buffer buffers[2];
+  Buffer& b = buffers[which];
+  if (b.size < elements) {
+    const std::size_t bytes = (elements * sizeof(T) + 63) / 64 * 64;
+    b.data.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    if (!b.data) throw Error("parray cpu gemm: cannot allocate a " + std::to_string(bytes) + "-byte packing buffer");
+    b.size = elements;
+  }
+  return b.data.get();
+}
+
+// ---- the small-problem path ---------------------------------------------------
+
+// Below this many multiply-adds, packing and the microkernel's fixed costs do
+// not pay; an i-p-j loop through the layout is faster (docs/cpu-gemm.md).
+constexpr double kSmallWork = 24.0 * 24 * 24;
+
+template <class T>
+void small_gemm(const GemmCall<T>& call) {
+  const MatrixView<const T>& a = call.a;
+  const MatrixView<const T>& b = call.b;
+  const MatrixView<T>& c = call.c;
+  const index_t m = c.rows(), n = c.cols(), k = a.cols();
+  T acc[64];
+  for (index_t j0 = 0; j0 < n; j0 += 64) {
+    const index_t nb = std::min<index_t>(64, n - j0);
+    for (index_t i = 0; i < m; ++i) {
+      for (index_t j = 0; j < nb; ++j) acc[j] = T(0);
+      for (index_t p = 0; p < k; ++p) {
+        const T aip = a(i, p);
+        for (index_t j = 0; j < nb; ++j) acc[j] += aip * b(p, j0 + j);
+      }
+      for (index_t j = 0; j < nb; ++j) {
+        T& out = c(i, j0 + j);
+        out = call.beta == T(0) ? call.alpha * acc[j] : call.alpha * acc[j] + call.beta * out;
+      }
+    }
+  }
+}
+
+// ---- the blocked algorithm -------------------------------------------------------
+
+template <class T>
+void blocked_gemm(GemmCall<T> call, const MicroKernel<T>& uk) {
+  // The microkernel writes rows of C with NR contiguous columns. A C whose
+  // columns are strided but whose rows are contiguous is computed as
+  // C^T = B^T A^T instead.
+  const Axis& ccols = call.c.layout.cols;
+  const Axis& crows = call.c.layout.rows;
+  if (!(ccols.is_strided() && ccols.stride[0] == 1) && crows.is_strided() && crows.stride[0] == 1) {
+    call = GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
+  }
+  const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+  const int mr = uk.mr, nr = uk.nr;
+  const BlockSizes bs = block_sizes(sizeof(T), mr, nr, m, call.threads);
+
+  const AxisOffsets a_rows(call.a.layout.rows), a_cols(call.a.layout.cols);
+  const AxisOffsets b_rows(call.b.layout.rows), b_cols(call.b.layout.cols);
+  const AxisOffsets c_rows_t(call.c.layout.rows), c_cols_t(call.c.layout.cols);
+  auto c_row = [&](index_t i) { return axis_offset(call.c.layout.rows, c_rows_t, i); };
+  auto c_col = [&](index_t j) { return axis_offset(call.c.layout.cols, c_cols_t, j); };
+
+  const index_t nc_max = std::min<index_t>(bs.nc, (n + nr - 1) / nr * nr);
+  const index_t kc_max = std::min<index_t>(bs.kc, k);
+  T* b_packed = thread_buffer<T>(static_cast<std::size_t>(nc_max * kc_max), 1);
+  const index_t ic_blocks = (m + bs.mc - 1) / bs.mc;
+  const int threads = static_cast<int>(std::min<index_t>(call.threads, std::max<index_t>(ic_blocks, 1)));
+
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    T* a_packed = thread_buffer<T>(static_cast<std::size_t>(bs.mc * kc_max), 0);
+    alignas(64) T edge[16 * 64];
+    index_t edge_rows[16], c_rows[16];
+    for (int i = 0; i < mr; ++i) edge_rows[i] = static_cast<index_t>(i) * nr;
+
+    for (index_t jc = 0; jc < n; jc += bs.nc) {
+      const index_t nc = std::min<index_t>(bs.nc, n - jc);
+      const index_t panels = (nc + nr - 1) / nr;
+      for (index_t pc = 0; pc < k; pc += bs.kc) {
+        const index_t kc = std::min<index_t>(bs.kc, k - pc);
+        // All threads pack the shared B block, one NR panel at a time.
+#pragma omp for schedule(static)
+        for (index_t jp = 0; jp < panels; ++jp)
+          with_axes(call.b.layout, b_rows, b_cols, [&](auto row, auto col) {
+            pack_b_panel(call.b.data, row, col, pc, kc, jc + jp * nr, std::min<index_t>(nr, nc - jp * nr), nr,
+                         b_packed + jp * nr * kc);
+          });  // implicit barrier: B is packed before anyone uses it
+        const T beta = pc == 0 ? call.beta : T(1);
+#pragma omp for schedule(dynamic, 1)
+        for (index_t ib = 0; ib < ic_blocks; ++ib) {
+          const index_t ic = ib * bs.mc, mc = std::min<index_t>(bs.mc, m - ic);
+          with_axes(call.a.layout, a_rows, a_cols, [&](auto row, auto col) {
+            pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, a_packed);
+          });
+          for (index_t jp = 0; jp < panels; ++jp) {
+            const index_t j = jc + jp * nr, cols = std::min<index_t>(nr, n - j);
+            const T* bp = b_packed + jp * nr * kc;
+            // Columns contiguous in C: straight into C, else through the edge buffer.
+            const bool contiguous = cols == nr && c_col(j + nr - 1) - c_col(j) == nr - 1;
+            T* c_tile = call.c.data + c_col(j);
+            for (index_t ir = 0; ir < mc; ir += mr) {
+              const index_t i = ic + ir, rows = std::min<index_t>(mr, mc - ir);
+              const T* ap = a_packed + ir * kc;
+              if (contiguous && rows == mr) {
+                for (int r = 0; r < mr; ++r) c_rows[r] = c_row(i + r);
+                uk.run(kc, ap, bp, call.alpha, beta, c_tile, c_rows);
+              } else {
+                uk.run(kc, ap, bp, T(1), T(0), edge, edge_rows);
+                for (index_t r = 0; r < rows; ++r) {
+                  const index_t row_off = c_row(i + r);
+                  for (index_t cidx = 0; cidx < cols; ++cidx) {
+                    T& out = call.c.data[row_off + c_col(j + cidx)];
+                    const T v = call.alpha * edge[r * nr + cidx];
+                    out = beta == T(0) ? v : v + beta * out;
+                  }
+                }
+              }
+            }
+          }
+        }  // implicit barrier before B is repacked
+      }
+    }
+  }
+}
+
+template <class T>
+const MicroKernel<T>& microkernel(Isa isa) {
+  if constexpr (std::is_same_v<T, float>) {
+    return isa == Isa::avx512 ? microkernel_avx512_f32() : isa == Isa::avx2 ? microkernel_avx2_f32() : microkernel_portable_f32();
+  } else {
+    return isa == Isa::avx512 ? microkernel_avx512_f64() : isa == Isa::avx2 ? microkernel_avx2_f64() : microkernel_portable_f64();
+  }
+}
+
+template <class T>
+void cpu_gemm(const GemmCall<T>& call, Isa isa) {
+  const double work = static_cast<double>(call.c.rows()) * static_cast<double>(call.c.cols()) *
+                      static_cast<double>(call.a.cols());
+  if (work <= kSmallWork) small_gemm(call);
+  else blocked_gemm(call, microkernel<T>(isa));
+}
+
+void add(Registry& r, const std::string& name, const std::string& what, std::function<Isa()> isa) {
+  GemmImpl impl;
+  impl.name = name;
+  impl.description = "BLIS-style: packed panels, cache blocking from the cache sizes, " + what + ", OpenMP over row blocks";
+  impl.device = Device::cpu;
+  impl.threaded = true;
+  impl.preconditions = "any layout, any M, N, K";
+  impl.run_f32 = [isa](const GemmCall<float>& c) { cpu_gemm(c, isa()); };
+  impl.run_f64 = [isa](const GemmCall<double>& c) { cpu_gemm(c, isa()); };
+  r.add(std::move(impl));
+}
+
+}  // namespace
+
+void register_cpu_gemm(Registry& r) {
+  add(r, "parray-cpu", "the widest microkernel this CPU runs (or PARRAY_CPU_ISA)", [] { return selected_isa(); });
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::portable}) {
+    const std::string name = std::string("parray-") + isa_name(isa);
+    if (!cpu_supports(isa)) {
+      r.add_missing({name, std::string("this CPU lacks ") + isa_name(isa)});
+      continue;
+    }
+    add(r, name, std::string("the ") + isa_name(isa) + " microkernel", [isa] { return isa; });
+  }
+  r.set_default(Device::cpu, "parray-cpu");
+}
+
+}  // namespace parray::cpu

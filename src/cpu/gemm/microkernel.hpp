@@ -1,0 +1,43 @@
+// The contract between parray's BLIS-style CPU driver (driver.cpp) and its
+// register-blocked microkernels, one file per instruction set.
+//
+// A microkernel computes one MR x NR tile of C from packed panels:
+//   a: the MR x k panel of A, packed column by column (a[p * MR + i] = A(i, p))
+//   b: the k x NR panel of B, packed row by row      (b[p * NR + j] = B(p, j))
+//   C(i, j) for j < NR lives at c[row_offset[i] + j]: rows anywhere, but the NR
+//   columns of each row contiguous. C = alpha * a * b + beta * C, and beta == 0
+//   means C is not read.
+// Edge tiles (and tiles whose columns are not contiguous in C) are computed
+// into a local buffer by the same kernel and merged by the driver.
+//
+// This header is included by the ISA-specific files, which are compiled with
+// -mavx512f / -mavx2: it must not define inline functions or templates that
+// other translation units also instantiate (the linker could pick the AVX-512
+// copy for a machine without AVX-512). Plain declarations and PODs only.
+#pragma once
+
+#include <cstdint>
+
+namespace parray::cpu {
+
+using index_t = std::int64_t;
+
+enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
+
+template <class T>
+struct MicroKernel {
+  int mr;
+  int nr;
+  void (*run)(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset);
+  const char* name;
+};
+
+// Defined in microkernel_avx512.cpp, microkernel_avx2.cpp, microkernel_portable.cpp.
+const MicroKernel<float>& microkernel_avx512_f32();
+const MicroKernel<double>& microkernel_avx512_f64();
+const MicroKernel<float>& microkernel_avx2_f32();
+const MicroKernel<double>& microkernel_avx2_f64();
+const MicroKernel<float>& microkernel_portable_f32();
+const MicroKernel<double>& microkernel_portable_f64();
+
+}  // namespace parray::cpu
