@@ -54,6 +54,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
   expect_bad_input("frobnicate", "subcommand");
   expect_bad_input("list --format xml", "unknown format");
+  expect_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
 }
 
 TEST(Cli, ListShowsTheLadderAndMissingParts) {
@@ -74,6 +75,12 @@ TEST(Cli, GemmVerifies) {
                        "--dtype f64 --alpha -1 --beta 0.5 --reps 1");
   EXPECT_EQ(f.status, 0) << f.err;
   EXPECT_NE(f.out.find("check OK"), std::string::npos) << f.out;
+}
+
+TEST(Cli, IsaOverrideSelectsTheMicrokernel) {
+  const Result r = run("--isa portable list");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("parray-cpu uses the portable microkernel"), std::string::npos) << r.out;
 }
 
 TEST(Cli, PrintShowsASmallIntegerProduct) {

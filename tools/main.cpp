@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "parray/config.hpp"
+#include "parray/cpu.hpp"
 #include "parray/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
@@ -109,7 +110,7 @@ int cmd_list(const std::string& format) {
                              i.baseline ? "[baseline] " : "", i.description, "", i.preconditions);
   std::cout << fmt::format("\ndefaults: cpu -> {}, gpu -> {}\n", r.default_name(Device::cpu),
                            r.default_name(Device::gpu).empty() ? "(none)" : r.default_name(Device::gpu));
-  std::cout << fmt::format("cpu: {} vector unit\n", cpu_vector_isa());
+  std::cout << fmt::format("cpu: {} vector unit; parray-cpu uses the {} microkernel\n", cpu_vector_isa(), cpu_isa());
 #if PARRAY_HAVE_CUDA
   if (cuda_available()) std::cout << "gpu: " << cuda::device_description() << "\n";
   else std::cout << "gpu: built with CUDA, but no GPU is present\n";
@@ -246,6 +247,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", PARRAY_VERSION);
 
+  std::string isa;
+  app.add_option("--isa", isa, "microkernel of parray-cpu: avx512, avx2 or portable (default: cpuid, or PARRAY_CPU_ISA)");
   std::string list_format = "table";
   CLI::App* list = app.add_subcommand("list", "List every implementation and the optional parts that are missing");
   list->add_option("--format", list_format, "table or csv");
@@ -290,6 +293,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    if (!isa.empty()) set_cpu_isa(isa);
     register_baselines(registry());
     if (list->parsed()) return cmd_list(list_format);
     if (gemm->parsed()) return cmd_gemm(g);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "parray/core.hpp"
+#include "parray/cpu.hpp"
 
 namespace parray::cpu {
 
@@ -74,6 +75,8 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
   const auto e = static_cast<index_t>(element_bytes);
   BlockSizes b;
   b.kc = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
+  // PARRAY_CPU_KC overrides KC, for tuning on a new machine (docs/cpu-gemm.md).
+  if (const char* kc = std::getenv("PARRAY_CPU_KC"); kc && std::atol(kc) > 0) b.kc = std::atol(kc);
   const index_t mc_max = std::max<index_t>(mr, round_down(l2 / 2 / (b.kc * e), mr));
   // Enough row blocks for every thread, in a multiple of the thread count so
   // that they divide evenly, none larger than mc_max.
@@ -85,3 +88,10 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
 }
 
 }  // namespace parray::cpu
+
+namespace parray {
+
+std::string cpu_isa() { return cpu::isa_name(cpu::selected_isa()); }
+void set_cpu_isa(const std::string& name) { cpu::set_isa_override(name.c_str()); }
+
+}  // namespace parray
