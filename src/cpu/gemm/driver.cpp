@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "blocking.hpp"
@@ -62,17 +63,32 @@ void with_axes(const MatrixLayout& l, const AxisOffsets& rows, const AxisOffsets
 
 // ---- packing -----------------------------------------------------------------
 
+// Whether n offsets are a contiguous run (true within one block of the
+// figure-17/18 layouts too, whatever the axis type).
+bool consecutive(const index_t* offsets, index_t n) {
+  for (index_t i = 1; i < n; ++i)
+    if (offsets[i] - offsets[i - 1] != 1) return false;
+  return true;
+}
+
 // A(i0 .. i0+mc, p0 .. p0+kc) into MR-row panels, column by column, zero-padded
-// to a multiple of MR rows.
+// to a multiple of MR rows. Rows that are a contiguous run (column-major
+// A) copy straight; otherwise MR rows are read in step, one element each.
 template <class T, class RowAx, class ColAx>
 void pack_a(const T* a, RowAx row, ColAx col, index_t i0, index_t mc, index_t p0, index_t kc, int mr, T* dst) {
   for (index_t ir = 0; ir < mc; ir += mr) {
     const index_t rows = std::min<index_t>(mr, mc - ir);
     index_t row_off[16];
     for (index_t i = 0; i < rows; ++i) row_off[i] = row(i0 + ir + i);
+    const bool unit_rows = consecutive(row_off, rows);
     for (index_t p = 0; p < kc; ++p) {
       const T* src = a + col(p0 + p);
-      for (index_t i = 0; i < rows; ++i) dst[i] = src[row_off[i]];
+      if (unit_rows) {
+        const T* run = src + row_off[0];
+        for (index_t i = 0; i < rows; ++i) dst[i] = run[i];
+      } else {
+        for (index_t i = 0; i < rows; ++i) dst[i] = src[row_off[i]];
+      }
       for (index_t i = rows; i < mr; ++i) dst[i] = T(0);
       dst += mr;
     }
@@ -80,13 +96,21 @@ void pack_a(const T* a, RowAx row, ColAx col, index_t i0, index_t mc, index_t p0
 }
 
 // B(p0 .. p0+kc, j0 .. j0+nc) into NR-column panels, row by row, zero-padded.
+// Columns that are a contiguous run (row-major B, or inside one block of
+// the figure-17/18 layouts) copy straight.
 template <class T, class RowAx, class ColAx>
 void pack_b_panel(const T* b, RowAx row, ColAx col, index_t p0, index_t kc, index_t j0, index_t cols, int nr, T* dst) {
   index_t col_off[64];
   for (index_t j = 0; j < cols; ++j) col_off[j] = col(j0 + j);
+  const bool unit_cols = consecutive(col_off, cols);
   for (index_t p = 0; p < kc; ++p) {
     const T* src = b + row(p0 + p);
-    for (index_t j = 0; j < cols; ++j) dst[j] = src[col_off[j]];
+    if (unit_cols) {
+      const T* run = src + col_off[0];
+      for (index_t j = 0; j < cols; ++j) dst[j] = run[j];
+    } else {
+      for (index_t j = 0; j < cols; ++j) dst[j] = src[col_off[j]];
+    }
     for (index_t j = cols; j < nr; ++j) dst[j] = T(0);
     dst += nr;
   }
@@ -200,8 +224,10 @@ void blocked_gemm(GemmCall<T> call, const MicroKernel<T>& uk) {
             const index_t j = jc + jp * nr, cols = std::min<index_t>(nr, n - j);
             const T* bp = b_packed + jp * nr * kc;
             // Columns contiguous in C: straight into C, else through the edge buffer.
-            const bool contiguous = cols == nr && c_col(j + nr - 1) - c_col(j) == nr - 1;
-            T* c_tile = call.c.data + c_col(j);
+            index_t tile_cols[64];
+            for (index_t cidx = 0; cidx < cols; ++cidx) tile_cols[cidx] = c_col(j + cidx);
+            const bool contiguous = cols == nr && consecutive(tile_cols, nr);
+            T* c_tile = call.c.data + tile_cols[0];
             for (index_t ir = 0; ir < mc; ir += mr) {
               const index_t i = ic + ir, rows = std::min<index_t>(mr, mc - ir);
               const T* ap = a_packed + ir * kc;
@@ -213,7 +239,7 @@ void blocked_gemm(GemmCall<T> call, const MicroKernel<T>& uk) {
                 for (index_t r = 0; r < rows; ++r) {
                   const index_t row_off = c_row(i + r);
                   for (index_t cidx = 0; cidx < cols; ++cidx) {
-                    T& out = call.c.data[row_off + c_col(j + cidx)];
+                    T& out = call.c.data[row_off + tile_cols[cidx]];
                     const T v = call.alpha * edge[r * nr + cidx];
                     out = beta == T(0) ? v : v + beta * out;
                   }
