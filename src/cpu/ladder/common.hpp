@@ -46,7 +46,9 @@ struct OffsetTables {
   std::vector<index_t> rows, cols;
   explicit OffsetTables(const MatrixLayout& l) : rows(l.rows.offsets()), cols(l.cols.offsets()) {}
   template <class T>
-  Tabled<T> over(T* data) const { return {data, rows.data(), cols.data()}; }
+  Tabled<T> over(T* data) const {
+    return {data, rows.data(), cols.data()};
+  }
 };
 
 // Runs kernel(call, a, b, c) with the cheapest accessors that fit all three layouts.
@@ -73,8 +75,8 @@ inline void update(T& c, T acc, T alpha, T beta) {
 // The paper's fig-8 loop on the block [i0, i1) x [j0, j1) of C: one element of
 // C at a time, a register accumulator over k. Steps 1, 2 and 7 share it.
 template <class T, class A, class B, class C>
-void triple_loop(const A& a, const B& b, const C& c, index_t k_size, T alpha, T beta, index_t i0,
-                 index_t i1, index_t j0, index_t j1) {
+void triple_loop(const A& a, const B& b, const C& c, index_t k_size, T alpha, T beta, index_t i0, index_t i1,
+                 index_t j0, index_t j1) {
   for (index_t i = i0; i < i1; ++i)
     for (index_t j = j0; j < j1; ++j) {
       T acc = 0;
@@ -136,12 +138,11 @@ inline void tile_product(index_t kc, const T* __restrict ap, const T* __restrict
 
 // Writes the valid mr x nr corner of a register tile to C at (i0, j0).
 template <int MR, int NR, class T, class C>
-void store_tile(const C& c, index_t i0, index_t j0, index_t mr, index_t nr, const T (&acc)[MR][NR],
-                T alpha, T beta) {
+void store_tile(const C& c, index_t i0, index_t j0, index_t mr, index_t nr, const T (&acc)[MR][NR], T alpha,
+                T beta) {
   for (index_t r = 0; r < mr; ++r) {
     const index_t row = c.row(i0 + r);
-    for (index_t col = 0; col < nr; ++col)
-      update(c.data[row + c.col(j0 + col)], acc[r][col], alpha, beta);
+    for (index_t col = 0; col < nr; ++col) update(c.data[row + c.col(j0 + col)], acc[r][col], alpha, beta);
   }
 }
 
