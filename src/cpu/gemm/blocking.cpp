@@ -69,14 +69,16 @@ void set_isa_override(const char* name) {
 }
 
 BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads) {
-  const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
-  const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-  const long l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
+  // sysconf reads /sys on every call: ask once.
+  static const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+  static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+  static const long l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
+  static const char* kc_override = std::getenv("PARRAY_CPU_KC");
   const auto e = static_cast<index_t>(element_bytes);
   BlockSizes b;
   b.kc = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
   // PARRAY_CPU_KC overrides KC, for tuning on a new machine (docs/cpu-gemm.md).
-  if (const char* kc = std::getenv("PARRAY_CPU_KC"); kc && std::atol(kc) > 0) b.kc = std::atol(kc);
+  if (kc_override && std::atol(kc_override) > 0) b.kc = std::atol(kc_override);
   const index_t mc_max = std::max<index_t>(mr, round_down(l2 / 2 / (b.kc * e), mr));
   // Enough row blocks for every thread, in a multiple of the thread count so
   // that they divide evenly, none larger than mc_max.
