@@ -7,7 +7,12 @@
 #include <cmath>
 #include <string>
 
+#include "parray/config.hpp"
 #include "parray/registry.hpp"
+
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda/memory.hpp"
+#endif
 
 namespace parray {
 
@@ -67,10 +72,16 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
   if (m == 0 || n == 0) return;
   check_not_null(c, "C");
 
-  const bool on_host = c.memory != Memory::device;
   if (k == 0 || alpha == T(0)) {  // BLAS: A and B are not read
-    if (!on_host) throw Error("gemm: scaling device-resident C needs the CUDA backend");
-    scale_c(beta, c);
+    if (c.memory == Memory::device) {
+#if PARRAY_HAVE_CUDA
+      cuda::scale<T>(beta, c);
+#else
+      throw Error("gemm: C is in device memory but parray was built without CUDA");
+#endif
+    } else {
+      scale_c(beta, c);
+    }
     return;
   }
   check_not_null(a, "A");

@@ -20,7 +20,24 @@ __global__ __launch_bounds__(256) void copy_kernel(MatrixView<const T> src, Matr
     dst(i, j) = src(i, j);
   }
 }
+template <class T>
+__global__ __launch_bounds__(256) void scale_kernel(T beta, MatrixView<T> c) {
+  const index_t rows = c.rows(), n = rows * c.cols();
+  for (index_t e = blockIdx.x * index_t(blockDim.x) + threadIdx.x; e < n; e += index_t(gridDim.x) * blockDim.x) {
+    T& x = c(e / c.cols(), e % c.cols());
+    x = beta == T(0) ? T(0) : beta * x;
+  }
+}
 }  // namespace
+
+template <class T>
+void scale(T beta, MatrixView<T> c) {
+  if (c.memory != Memory::device) throw Error("cuda::scale: C must be in device memory");
+  const index_t n = c.rows() * c.cols();
+  if (n == 0) return;
+  scale_kernel<T><<<unsigned(std::min<index_t>((n + 255) / 256, 65535)), 256>>>(beta, c);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
 
 template <class T>
 void copy(MatrixView<const T> src, MatrixView<T> dst) {
@@ -40,5 +57,7 @@ void copy(MatrixView<const T> src, MatrixView<T> dst) {
 
 template void copy<float>(MatrixView<const float>, MatrixView<float>);
 template void copy<double>(MatrixView<const double>, MatrixView<double>);
+template void scale<float>(float, MatrixView<float>);
+template void scale<double>(double, MatrixView<double>);
 
 }  // namespace parray::cuda

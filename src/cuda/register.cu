@@ -148,10 +148,10 @@ void register_cuda_backend(Registry& r) {
   f32("cuda-10-cp-async", "ladder 10: 3-stage cp.async pipeline over step 9's warp tiling", gemm_cp_async);
   f32("cuda-11-parray-fig21", "ladder 11: Parray fig. 21 (Volkov-Demmel), 16x256 tiles, A in smem [32][17]",
       gemm_parray_fig21);
-  f32("cuda-12-best", "ladder 12: tuned 128x128x16 cp.async, any transpose/layout, grouped order, split-K",
-      [](const GemmCall<float>& c) { gemm_best(c, BestConfig::square128); });
-  f32("cuda-12-best-wide", "ladder 12 variant: 128x256 tiles, 1 block per SM",
-      [](const GemmCall<float>& c) { gemm_best(c, BestConfig::wide128x256); });
+  f32("cuda-12-best",
+      "ladder 12: 128x128x16, 256 threads, 8x8 per thread, 3-stage cp.async, tiles addressed once (any "
+      "transpose/layout), grouped order, split-K",
+      gemm_best);
   r.set_default(Device::gpu, "cuda-12-best");
 }
 

@@ -22,8 +22,10 @@ void gemm_vectorized(const GemmCall<float>& call);     // step 8
 void gemm_warptile(const GemmCall<float>& call);       // step 9
 void gemm_cp_async(const GemmCall<float>& call);       // step 10
 void gemm_parray_fig21(const GemmCall<float>& call);   // step 11
-enum class BestConfig { square128, wide128x256 };
-void gemm_best(const GemmCall<float>& call, BestConfig config = BestConfig::square128);  // step 12
+void gemm_best(const GemmCall<float>& call);          // step 12
+// Step 12 with candidate tile shape `shape` (tuning); false when the operands
+// are not a case the candidates are built for.
+bool gemm_best_candidate(const GemmCall<float>& call, int shape);
 
 int sm_count();  // of the current device, cached
 

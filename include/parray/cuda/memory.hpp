@@ -21,6 +21,11 @@ namespace parray::cuda {
 template <class T>
 void copy(MatrixView<const T> src, MatrixView<T> dst);
 
+// C = beta * C on the device, C not read when beta == 0 (BLAS: the K == 0 and
+// alpha == 0 cases of a GEMM whose C is in device memory). Any layout.
+template <class T>
+void scale(T beta, MatrixView<T> c);
+
 // The same storage (same type) in another memory space, copied whole.
 template <class T>
 Array<T> to_device(const Array<T>& host) {
@@ -39,5 +44,7 @@ Array<T> to_host(const Array<T>& dev, Memory memory = Memory::paged) {
 
 extern template void copy<float>(MatrixView<const float>, MatrixView<float>);
 extern template void copy<double>(MatrixView<const double>, MatrixView<double>);
+extern template void scale<float>(float, MatrixView<float>);
+extern template void scale<double>(double, MatrixView<double>);
 
 }  // namespace parray::cuda

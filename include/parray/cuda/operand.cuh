@@ -19,6 +19,16 @@
 
 namespace parray::cuda {
 
+// A run of `len` consecutive indices of one axis starting at i0, seen as
+// strided: offset(i0 + d) = base + d * step for 0 <= d < len when `ok`. Every
+// strided axis is; a nested (mixed-radix) axis is when the run does not cross
+// a carry of its innermost digit, which is how the step-12 kernel addresses a
+// figure-17/18 tile once per tile instead of once per element.
+struct AxisRun {
+  index_t base, step;
+  bool ok;
+};
+
 template <class T>
 struct StridedOperand {
   T* p;
@@ -27,17 +37,45 @@ struct StridedOperand {
   PARRAY_HD index_t offset(index_t i, index_t j) const { return i * rs + j * cs; }
   PARRAY_HD index_t row(index_t i) const { return i * rs; }
   PARRAY_HD index_t col(index_t j) const { return j * cs; }
+  PARRAY_HD AxisRun row_run(index_t i0, index_t) const { return {i0 * rs, rs, true}; }
+  PARRAY_HD AxisRun col_run(index_t j0, index_t) const { return {j0 * cs, cs, true}; }
   PARRAY_HD T& operator()(index_t i, index_t j) const { return p[offset(i, j)]; }
 };
+
+// Axis::offset with 32-bit digit arithmetic: a 64-bit division is a ~60-
+// instruction subroutine on the GPU, a 32-bit one ~15, and kernels index
+// with int (M, N, K < 2^31), so the digits fit.
+PARRAY_HD inline index_t axis_offset(const Axis& a, index_t i64) {
+  if (a.levels == 1) return i64 * a.stride[0];
+  unsigned i = static_cast<unsigned>(i64);
+  index_t off = 0;
+  for (int l = a.levels - 1; l > 0; --l) {
+    const unsigned e = static_cast<unsigned>(a.extent[l]);
+    off += index_t(i % e) * a.stride[l];
+    i /= e;
+  }
+  return off + index_t(i) * a.stride[0];
+}
+
+// The run [i0, i0 + len) of an axis: strided inside one digit of the
+// innermost level (len >= 1, i0 + len <= size).
+PARRAY_HD inline AxisRun axis_run(const Axis& a, index_t i0, index_t len) {
+  if (a.levels == 1) return {i0 * a.stride[0], a.stride[0], true};
+  const int l = a.levels - 1;
+  const unsigned e = static_cast<unsigned>(a.extent[l]);
+  return {axis_offset(a, i0), a.stride[l], static_cast<unsigned>(i0) % e + static_cast<unsigned>(len) <= e};
+}
 
 template <class T>
 struct LayoutOperand {
   T* p;
   MatrixLayout l;
   static constexpr bool strided = false;
-  PARRAY_HD index_t offset(index_t i, index_t j) const { return l.offset(i, j); }
-  PARRAY_HD index_t row(index_t i) const { return l.rows.offset(i); }
-  PARRAY_HD index_t col(index_t j) const { return l.cols.offset(j); }
+  PARRAY_HD index_t offset(index_t i, index_t j) const { return row(i) + col(j); }
+  PARRAY_HD index_t row(index_t i) const { return axis_offset(l.rows, i); }
+  PARRAY_HD index_t col(index_t j) const { return axis_offset(l.cols, j); }
+  PARRAY_HD AxisRun row_run(index_t i0, index_t len) const { return axis_run(l.rows, i0, len); }
+  PARRAY_HD AxisRun col_run(index_t j0, index_t len) const { return axis_run(l.cols, j0, len); }
   PARRAY_HD T& operator()(index_t i, index_t j) const { return p[offset(i, j)]; }
 };
 

@@ -61,10 +61,15 @@ __device__ __forceinline__ void load_tile(float* dst, const Src& src, int x0, in
       ko[q] = kin[q] ? src.k(k) : 0;
     }
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int kk = t % 8 + 8 * (p % KP), x = t / 8 + XSTEP * (p / KP);
-      const bool in = kin[p % KP] && x0 + x < X;
-      cp_async4(&dst[kk * LD + x], in ? base + src.x(x0 + x) + ko[p % KP] : base, in);
+    for (int px = 0; px < P / KP; ++px) {  // one x offset per KP copies
+      const int x = t / 8 + XSTEP * px;
+      const bool xin = x0 + x < X;
+      const index_t xo = xin ? src.x(x0 + x) : 0;
+#pragma unroll
+      for (int q = 0; q < KP; ++q) {
+        const bool in = kin[q] && xin;
+        cp_async4(&dst[(t % 8 + 8 * q) * LD + x], in ? base + xo + ko[q] : base, in);
+      }
     }
   } else {
     static_assert(NT % (BX / 4) == 0, "tile/thread mismatch");
@@ -74,14 +79,18 @@ __device__ __forceinline__ void load_tile(float* dst, const Src& src, int x0, in
       const float* px = base + src.x(x0 + x);
 #pragma unroll
       for (int p = 0; p < P; ++p) cp_async16(&dst[(kb + KSTEP * p) * LD + x], px + src.k(k0 + kb + KSTEP * p));
-    } else {
+    } else {  // offsets separate: 4 along x and P along k per tile, not 4 P of each
+      index_t xo[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) xo[e] = x0 + x + e < X ? src.x(x0 + x + e) : 0;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         const int k = k0 + kb + KSTEP * p;
+        const index_t ko = k < K ? src.k(k) : 0;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const bool in = k < K && x0 + x + e < X;
-          cp_async4(&dst[(kb + KSTEP * p) * LD + x + e], in ? base + src.x(x0 + x + e) + src.k(k) : base, in);
+          cp_async4(&dst[(kb + KSTEP * p) * LD + x + e], in ? base + xo[e] + ko : base, in);
         }
       }
     }

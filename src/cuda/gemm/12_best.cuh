@@ -1,64 +1,84 @@
-// Step 12 — the best FP32 CUDA-core SGEMM here, for Hopper.
+// Step 12 — the best FP32 CUDA-core SGEMM here, for Hopper (no tensor cores,
+// no TF32).
 //
-// Over step 10 (whose cp.async pipeline and loader it reuses):
-//  * tuned tiles: 256 threads (8 warps as 2 x 4) on a 128 x 128 x 16 tile,
-//    warp tile 64 x 32, 8 x 8 accumulators per thread, so ~128 registers and
-//    two blocks (16 warps) per SM, 3 stages (~100 KB of shared memory per SM);
-//  * every transpose case at full speed: the loader is chosen per operand by
-//    which dimension is contiguous (A k-contiguous: 4-byte copies mapped 8 k x
-//    4 m; A m-contiguous: 16-byte copies), the shared tiles are always
-//    (k, m) and (k, n) with rows padded by 4 words (16 bytes), which keeps
-//    16-byte alignment and makes both store patterns conflict-free (padding
-//    where a swizzle would do the same job);
-//  * figure 17/18 layouts run through the layout itself (LayoutOperand): the
-//    separable offsets fx(x) + fk(k) are computed once per thread per tile;
-//  * a grouped (swizzled) tile order: consecutive blocks walk down GROUP = 8
-//    tile rows before moving right, so the A and B panels they share stay in
-//    L2;
-//  * split-K for shapes with too few tiles to fill 132 SMs (e.g. 1037^3 has
-//    81 tiles): blockIdx.z takes a slice of K, partial sums go to a
-//    workspace and a second kernel adds them and applies alpha/beta.
+// Over step 10 (its cp.async pipeline and warp-tiled inner product):
+//  * tile shape as a type (BestShape, 12_best_tiles.cuh), chosen by measuring
+//    (src/cuda/launch_best.cu, docs/perf-notes.md): by default 128 x 128 x 16
+//    with 256 threads (8 warps of 64 x 32, 8 x 8 results per thread as 2 x 2
+//    sub-tiles of 4 x 4 so that a warp's fragment reads are 128 contiguous
+//    bytes) and at most 128 registers, so two blocks — 16 warps — share an SM;
+//  * tiles addressed once per tile (AxisRun): the four transpose cases, row
+//    padding and the figure-17/18 layouts all run the strided copy, and
+//    unaligned leading dimensions fall back to 4-byte copies tile by tile;
+//  * a grouped tile order (`group` tile rows walked before moving right) so
+//    that concurrently running blocks share A and B panels in L2;
+//  * split-K for shapes with too few tiles for the SMs (1037 x 1031 is 81
+//    tiles of 128 x 128 for 132 SMs): blockIdx.z takes a slice of the k-tiles
+//    and writes raw partial sums through the same epilogue into a workspace,
+//    and splitk_sum adds the slices in a fixed order (deterministic) and
+//    applies alpha and beta.
 #pragma once
 
-#include "10_cp_async.cuh"
+#include "12_best_tiles.cuh"
 
 namespace parray::cuda::ladder {
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int STAGES, bool AK, bool BK_,
-          class OpA, class OpB, class OpC>
-__global__ __launch_bounds__(NT, (BM * BN / NT <= 64) ? 2 : 1) void best_sgemm(int M, int N, int K, float alpha, OpA a, OpB b, float beta, OpC c,
-                                                    bool veca, bool vecb, bool cvec, int kt_per_split,
-                                                    float* workspace) {
-  constexpr int GROUP = 8, WMITER = WM * WN / (32 * TM * TN * WNITER);
-  extern __shared__ __align__(16) float smem[];
-  // Grouped tile order (blockIdx.x is linear).
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int pid = blockIdx.x, per_group = GROUP * tiles_n, first_m = (pid / per_group) * GROUP;
-  const int gsz = min(tiles_m - first_m, GROUP);
-  const int tm = first_m + (pid % per_group) % gsz, tn = (pid % per_group) / gsz;
-  const int m0 = tm * BM, n0 = tn * BN;
-  const int kts = (K + BK - 1) / BK, kt0 = blockIdx.z * kt_per_split, kt1 = min(kts, kt0 + kt_per_split);
-  float acc[WMITER * TM][WNITER * TN] = {};
-  mainloop<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, STAGES, AK, BK_>(smem, XK<OpA, false>{a}, XK<OpB, true>{b}, M, N,
-                                                                     K, m0, n0, kt0, kt1, veca, vecb, acc);
-  if (workspace == nullptr) {
-    epilogue<BM, BN, WM, WN, WNITER, TM, TN>(c, M, N, m0, n0, alpha, beta, cvec, acc);
-  } else {  // split-K: raw partial sums, row-major M x N per slice
-    StridedOperand<float> w{workspace + size_t(blockIdx.z) * M * N, N, 1};
-    epilogue<BM, BN, WM, WN, WNITER, TM, TN>(w, M, N, m0, n0, 1.f, 0.f, N % 4 == 0, acc);
+// alpha acc (+ beta C) into the (BM, BN) tile at (m0, n0): as a strided tile
+// (16-byte stores where C's rows allow) when C's runs are strided, else
+// element by element through C's layout.
+template <class S, class OpC>
+__device__ __forceinline__ void best_epilogue(const OpC& c, int M, int N, int m0, int n0, float alpha, float beta,
+                                              float (&acc)[S::WMITER * S::TM][S::WNITER * S::TN]) {
+  const int mlen = min(S::BM, M - m0), nlen = min(S::BN, N - n0);
+  const AxisRun rr = c.row_run(m0, mlen), cr = c.col_run(n0, nlen);
+  if (rr.ok && cr.ok) {
+    const StridedOperand<float> t{c.p + rr.base + cr.base, rr.step, cr.step};  // (mlen, nlen) tile of C
+    const bool cvec = cr.step == 1 && rr.step % 4 == 0 && (reinterpret_cast<std::uintptr_t>(t.p) & 15u) == 0;
+    epilogue<S::BM, S::BN, S::WM, S::WN, S::WNITER, S::TM, S::TN>(t, mlen, nlen, 0, 0, alpha, beta, cvec, acc);
+  } else {
+    epilogue<S::BM, S::BN, S::WM, S::WN, S::WNITER, S::TM, S::TN>(c, M, N, m0, n0, alpha, beta, false, acc);
   }
 }
 
-// C = alpha * sum over slices + beta * C.
-template <class OpC>
-__global__ __launch_bounds__(256) void splitk_reduce(int M, int N, int splits, const float* workspace, float alpha,
-                                                     float beta, OpC c) {
-  const size_t mn = size_t(M) * N;
-  for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < mn; e += size_t(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-    for (int z = 0; z < splits; ++z) s += workspace[z * mn + e];
-    store_c(c(int(e / N), int(e % N)), alpha * s, beta);
+// blockIdx.x: linear tile index; blockIdx.z: K slice of kt_per_split k-tiles,
+// whose results go to C + z * split_stride (split-K: C is the workspace,
+// alpha = 1, beta = 0).
+template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
+__global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K, float alpha, OpA a, OpB b,
+                                                             float beta, OpC c, int group, int kt_per_split,
+                                                             index_t split_stride) {
+  extern __shared__ __align__(16) float smem[];
+  const int tiles_m = (M + S::BM - 1) / S::BM, tiles_n = (N + S::BN - 1) / S::BN, pid = blockIdx.x;
+  int tm, tn;
+  if (group > 1) {  // grouped order: down `group` tile rows, then right
+    const int per_group = group * tiles_n, first_m = (pid / per_group) * group;
+    const int gsz = min(tiles_m - first_m, group);
+    tm = first_m + (pid % per_group) % gsz, tn = (pid % per_group) / gsz;
+  } else {
+    tm = pid / tiles_n, tn = pid % tiles_n;
   }
+  const int m0 = tm * S::BM, n0 = tn * S::BN;
+  const int kts = (K + S::BK - 1) / S::BK, kt0 = blockIdx.z * kt_per_split;
+  const int kt1 = min(kts, kt0 + kt_per_split);
+  float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
+  best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, kt0, kt1, acc);
+  OpC cz = c;
+  cz.p += blockIdx.z * split_stride;
+  best_epilogue<S>(cz, M, N, m0, n0, alpha, beta, acc);
+}
+
+// C = alpha * (sum of the slices, in order) + beta * C; slice z of the
+// workspace is row-major M x N with row length ldw.
+template <class OpC>
+__global__ __launch_bounds__(256) void splitk_sum(int M, int N, int splits, const float* ws, index_t ldw,
+                                                  index_t slice, float alpha, float beta, OpC c) {
+  for (int i = blockIdx.y; i < M; i += gridDim.y)
+    for (int j = blockIdx.x * 256 + threadIdx.x; j < N; j += gridDim.x * 256) {
+      const float* w = ws + i * ldw + j;
+      float s = 0.f;
+      for (int z = 0; z < splits; ++z) s += w[z * slice];
+      store_c(c(i, j), alpha * s, beta);
+    }
 }
 
 }  // namespace parray::cuda::ladder

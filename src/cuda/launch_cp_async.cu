@@ -1,0 +1,56 @@
+// Launchers of ladder steps 10 (cp.async pipeline) and 11 (the paper's
+// figure-21 kernel), FP32.
+#include "gemm/11_parray_fig21.cuh"
+#include "pipelined_common.cuh"
+
+namespace parray::cuda {
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    PARRAY_CUDA_CHECK(cudaGetDevice(&dev));
+    PARRAY_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
+using namespace pipelined;
+
+namespace {
+// Step 10: 128 x 128 x 16, 128 threads, warp tile 64 x 64, 3 stages.
+template <bool AK, bool BK_>
+struct LaunchCpAsync {
+  template <class OpA, class OpB, class OpC>
+  static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan& p) {
+    constexpr int BM = 128, BN = 128, BK = 16, ST = 3;
+    constexpr int smem = ST * BK * (BM + 4 + BN + 4) * 4;
+    auto k = ladder::cp_async_pipelined<BM, BN, BK, 64, 64, 4, 8, 4, 128, ST, AK, BK_, OpA, OpB, OpC>;
+    allow_smem(k, smem);
+    k<<<dim3(ceil_div(cur.N, BN), ceil_div(cur.M, BM)), 128, smem>>>(cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta,
+                                                                      c, p.veca, p.vecb, p.cvec);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+};
+
+}  // namespace
+
+void gemm_cp_async(const GemmCall<float>& call) {
+  set_problem(call, "cuda-10-cp-async");
+  if (ceil_div(cur.M, 128) > 65535) throw Error("cuda-10-cp-async: M too large for grid y");
+  with_operands(call, [&](auto a, auto b, auto c) { by_contiguity<LaunchCpAsync>(plan(a, b, c, call), a, b, c); });
+}
+
+void gemm_parray_fig21(const GemmCall<float>& call) {
+  set_problem(call, "cuda-11-parray-fig21");
+  if (ceil_div(cur.M, 16) > 65535) throw Error("cuda-11-parray-fig21: M over 65535 * 16");
+  with_operands(call, [&](auto a, auto b, auto c) {
+    bool pairs = false;  // $cnt(B_1_1_1)$: are B's column pairs adjacent (and float2-aligned)?
+    if constexpr (decltype(b)::strided) pairs = b.cs == 1 && b.rs % 2 == 0 && (reinterpret_cast<std::uintptr_t>(b.p) % 8) == 0;
+    ladder::parray_fig21<<<dim3(ceil_div(cur.N, 256), ceil_div(cur.M, 16)), dim3(32, 4)>>>(
+        cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, pairs);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace parray::cuda

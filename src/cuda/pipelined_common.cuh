@@ -1,0 +1,154 @@
+// Shared by the launchers of steps 10-12 (src/cuda/launch_*.cu): how each
+// operand is loaded (which dimension is contiguous, whether 16-byte copies are
+// allowed) and the choice of kernel instantiation from that.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+
+#include "gemm/12_best.cuh"
+#include "parray/cuda/gemm_launchers.hpp"
+
+namespace parray::cuda::pipelined {
+
+// How the loaders of steps 10 and 12 take each operand.
+struct LoadPlan {
+  bool a_k_contig, b_k_contig;  // operand contiguous along k (else along m / n)
+  bool veca, vecb, cvec;        // 16-byte copies allowed (layout + alignment)
+};
+
+template <class OpA, class OpB, class OpC>
+LoadPlan plan(const OpA& a, const OpB& b, const OpC& c, const GemmCall<float>& call) {
+  LoadPlan p{};
+  // Contiguity from the innermost digit of each axis (nested layouts too).
+  auto inner = [](const Axis& ax) { return ax.stride[ax.levels - 1]; };
+  const MatrixLayout &la = call.a.layout, &lb = call.b.layout;
+  p.a_k_contig = !(inner(la.rows) == 1 && inner(la.cols) != 1);
+  p.b_k_contig = inner(lb.rows) == 1 && inner(lb.cols) != 1;
+  if constexpr (OpA::strided) p.veca = !p.a_k_contig && a.rs == 1 && a.cs % 4 == 0 && aligned16(a.p);
+  if constexpr (OpB::strided) p.vecb = !p.b_k_contig && b.cs == 1 && b.rs % 4 == 0 && aligned16(b.p);
+  if constexpr (OpC::strided) p.cvec = c.cs == 1 && c.rs % 4 == 0 && aligned16(c.p);
+  return p;
+}
+
+template <class Kernel>
+void allow_smem(Kernel k, int bytes) {
+  PARRAY_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+// Picks the instantiation for the two loaders; layout operands take one
+// (k-contiguous A, n-contiguous B: how the figure-17/18 types store blocks).
+template <template <bool, bool> class Launch, class OpA, class OpB, class OpC>
+void by_contiguity(const LoadPlan& p, const OpA& a, const OpB& b, const OpC& c) {
+  if constexpr (OpA::strided) {
+    if (p.a_k_contig && !p.b_k_contig) Launch<true, false>::run(a, b, c, p);
+    else if (p.a_k_contig) Launch<true, true>::run(a, b, c, p);
+    else if (!p.b_k_contig) Launch<false, false>::run(a, b, c, p);
+    else Launch<false, true>::run(a, b, c, p);
+  } else {
+    Launch<true, false>::run(a, b, c, p);
+  }
+}
+
+struct Problem {
+  int M, N, K;
+  float alpha, beta;
+};
+inline thread_local Problem cur;
+
+inline void set_problem(const GemmCall<float>& call, const char* impl) {
+  check_int_sizes(call, impl);
+  cur = {int(call.c.rows()), int(call.c.cols()), int(call.a.cols()), call.alpha, call.beta};
+}
+
+// ---- step 12 ------------------------------------------------------------------
+
+// K slices for a grid of `tiles` blocks of `kts` k-tiles on `sms` SMs: the
+// count that minimises (blocks per SM, rounded up) x (k-tiles per block), the
+// time of the busiest SM, plus a small charge for the summing pass; 1 when
+// the tiles fill the SMs. Each slice keeps >= 4 k-tiles.
+inline int choose_splits(long long tiles, int kts, int sms, int blocks_per_sm) {
+  if (tiles >= static_cast<long long>(sms) * blocks_per_sm) return 1;
+  int best = 1;
+  long long best_cost = (tiles + sms - 1) / sms * kts;
+  for (int s = 2; s <= 16 && (kts + s - 1) / s >= 4; ++s) {
+    const long long cost = (tiles * s + sms - 1) / sms * ((kts + s - 1) / s) + 2;
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
+}
+
+// The split-K workspace: one device buffer, grown when needed, reused (a
+// cudaMallocAsync per call measured as a large part of a small GEMM's time).
+inline float* splitk_workspace(size_t floats) {
+  static std::mutex mu;
+  static float* buf = nullptr;
+  static size_t cap = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (floats > cap) {
+    if (buf) PARRAY_CUDA_CHECK(cudaFree(buf));
+    buf = nullptr;
+    PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), floats * sizeof(float)));
+    cap = floats;
+  }
+  return buf;
+}
+
+// An integer from the environment, or `fallback` (tuning knobs).
+inline int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// Blocks of kernel k (NT threads, smem bytes) that fit on one SM.
+template <class Kernel>
+int blocks_per_sm(Kernel k, int nt, int smem) {
+  int n = 0;
+  PARRAY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, nt, smem));
+  return std::max(n, 1);
+}
+
+// Launches step 12 with tile shape S on the current problem (`cur`), with
+// split-K when the tiles are too few.
+template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
+void launch_best(const OpA& a, const OpB& b, const OpC& c) {
+  auto k = ladder::best_sgemm<S, AK, BKc, OpA, OpB, OpC>;
+  static const int per_sm = [&] {
+    allow_smem(k, S::smem_bytes);
+    return blocks_per_sm(k, S::NT, S::smem_bytes);
+  }();
+  const int group = env_int("PARRAY_CUDA_BEST_GROUP", 8);
+  const long long tiles = static_cast<long long>(ceil_div(cur.M, S::BM)) * ceil_div(cur.N, S::BN);
+  if (tiles > 0x7fffffff) throw Error("cuda-12-best: too many tiles for one grid");
+  const int kts = int(ceil_div(cur.K, S::BK));
+  int splits = env_int("PARRAY_CUDA_BEST_SPLITS", 0);
+  if (splits <= 0) splits = choose_splits(tiles, kts, sm_count(), per_sm);
+  const int per = (kts + splits - 1) / splits;
+  splits = (kts + per - 1) / per;
+  if (splits == 1) {
+    k<<<dim3(unsigned(tiles), 1, 1), S::NT, S::smem_bytes>>>(cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c,
+                                                             group, kts, 0);
+    PARRAY_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // Split-K: raw slices into a row-major workspace (rows padded to 4 floats
+  // for 16-byte stores), then C = alpha * sum + beta * C.
+  const index_t ldw = (index_t(cur.N) + 3) / 4 * 4, slice = ldw * cur.M;
+  float* ws = splitk_workspace(size_t(splits) * size_t(slice));
+  auto ks = ladder::best_sgemm<S, AK, BKc, OpA, OpB, StridedOperand<float>>;
+  static const bool ks_ready = [&] {
+    allow_smem(ks, S::smem_bytes);
+    return true;
+  }();
+  (void)ks_ready;
+  ks<<<dim3(unsigned(tiles), 1, unsigned(splits)), S::NT, S::smem_bytes>>>(
+      cur.M, cur.N, cur.K, 1.f, a, b, 0.f, StridedOperand<float>{ws, ldw, 1}, group, per, slice);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  const dim3 grid(ceil_div(cur.N, 256), unsigned(std::min(cur.M, 65535)));
+  ladder::splitk_sum<<<grid, 256>>>(cur.M, cur.N, splits, ws, ldw, slice, cur.alpha, cur.beta, c);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace parray::cuda::pipelined

@@ -1,0 +1,147 @@
+// Every registered GPU implementation (the CUDA ladder, the paper's thread-
+// array GEMMs and cuBLAS) over one grid of shapes x layouts x alpha/beta,
+// against the FP64 reference, through the same harness as the CPU tests
+// (GemmCase copies the operands to device memory, runs, copies C back and
+// verifies; C is NaN-poisoned when beta == 0). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "parray/harness.hpp"
+
+using namespace parray;
+
+namespace parray {
+// Failure messages name the problem (the CPU test binary has its own copy).
+inline void PrintTo(const GemmProblem& p, std::ostream* os) {
+  *os << dtype_name(p.dtype) << " " << p.m << "x" << p.k << "x" << p.n << " " << p.layouts() << " alpha " << p.alpha
+      << " beta " << p.beta;
+}
+}  // namespace parray
+
+namespace {
+
+struct Shape {
+  index_t m, k, n;
+};
+
+// Implementations that are too slow for large sizes (4 GPU threads).
+bool small_only(const GemmImpl& impl) { return impl.name == "parray-cuda-2x2"; }
+
+// PARRAY_GPU_TEST_IMPLS=a,b,...: test only these implementations (e.g. one
+// kernel under each of its tuning shapes, PARRAY_CUDA_BEST_SHAPE).
+bool selected(const GemmImpl& impl) {
+  const char* v = std::getenv("PARRAY_GPU_TEST_IMPLS");
+  if (!v || !*v) return true;
+  const std::string list = std::string(",") + v + ",";
+  return list.find("," + impl.name + ",") != std::string::npos;
+}
+
+std::vector<GemmProblem> grid() {
+  const std::vector<Shape> shapes = {{64, 64, 64},  {128, 128, 128}, {1, 300, 257}, {257, 300, 1}, {77, 1, 65},
+                                     {1, 1, 1},     {0, 5, 7},       {5, 0, 7},     {5, 7, 0},     {129, 67, 33},
+                                     {130, 260, 131}, {37, 41, 43},
+                                     // split-K (few tiles, long K), and tiles that cross the
+                                     // blocks of the figure-17/18 layouts with split-K
+                                     {65, 2100, 70},  {300, 1000, 260}};
+  struct Layouts {
+    const char *a, *b, *c;
+  };
+  const std::vector<Layouts> layouts = {{"row", "row", "row"},       {"col", "col", "col"},
+                                        {"row", "col", "row"},       {"col", "row", "col"},
+                                        {"row-pad", "row-pad", "row-pad"}, {"fig17", "fig17", "fig17"},
+                                        {"fig18", "fig18", "fig18"}, {"fig17x4", "col", "fig18"}};
+  // alpha = 0 is the dispatcher's (it scales C itself), so it is not a kernel case.
+  const std::vector<std::pair<double, double>> scalars = {{1.0, 0.0}, {-1.5, 0.5}};
+  std::vector<GemmProblem> out;
+  for (Dtype d : {Dtype::f32, Dtype::f64})
+    for (const Shape& s : shapes)
+      for (const Layouts& l : layouts)
+        for (auto [alpha, beta] : scalars) {
+          if (d == Dtype::f64 && std::string(l.a) != "row" && std::string(l.a) != "fig18") continue;
+          GemmProblem p;
+          p.dtype = d;
+          p.m = s.m, p.k = s.k, p.n = s.n;
+          p.layout_a = l.a, p.layout_b = l.b, p.layout_c = l.c;
+          p.alpha = alpha, p.beta = beta;
+          p.seed = static_cast<std::uint64_t>(s.m * 131 + s.k * 17 + s.n + 7);
+          out.push_back(p);
+        }
+  // The seeds' odd size, on row-major, a transpose case and the paper's layouts.
+  for (const char* l : {"row", "col", "fig17", "fig18"}) {
+    GemmProblem p;
+    p.m = 1037, p.k = 1055, p.n = 1031;
+    p.layout_a = p.layout_b = p.layout_c = l;
+    p.beta = 0.5;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string name_of(const testing::TestParamInfo<GemmProblem>& info) {
+  const GemmProblem& p = info.param;
+  std::string s = fmt::format("{}_{}x{}x{}_{}_{}_{}_a{}_b{}", dtype_name(p.dtype), p.m, p.k, p.n, p.layout_a,
+                              p.layout_b, p.layout_c, p.alpha, p.beta);
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s + "_" + std::to_string(info.index);
+}
+
+class GpuGemm : public testing::TestWithParam<GemmProblem> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device (or parray built without CUDA): GPU tests skipped";
+  }
+};
+
+}  // namespace
+
+TEST_P(GpuGemm, AgreesWithFp64Reference) {
+  const GemmProblem& p = GetParam();
+  GemmCase gcase(p);
+  int ran = 0;
+  for (const GemmImpl& impl : registry().all()) {
+    if (impl.device != Device::gpu || !impl.supports(p.dtype) || !selected(impl)) continue;
+    if (small_only(impl) && p.m * p.n * p.k > 300 * 300 * 300) continue;
+    if (std::string why = gcase.why_not(impl); !why.empty()) {
+      // Only the cuBLAS baseline may decline a layout; parray's kernels take every one.
+      EXPECT_TRUE(impl.baseline) << impl.name << " declined: " << why;
+      continue;
+    }
+    const CheckResult r = gcase.run_and_check(impl, 1);
+    EXPECT_TRUE(r.ok) << impl.name << ": " << r.reason << " (rel_err " << r.rel_err << ", tolerance "
+                      << r.tolerance << ")";
+    ++ran;
+  }
+  if (!std::getenv("PARRAY_GPU_TEST_IMPLS")) {
+    EXPECT_GE(ran, 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), name_of);
+
+// The device #copy: row-major into figure 18's blocks and back is the identity.
+#include "parray/cuda/memory.hpp"
+
+TEST(GpuCopy, RowMajorToFig18AndBack) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const index_t m = 37, n = 29;
+  Array<float> host(Layout::dense({m, n}));
+  for (index_t i = 0; i < m * n; ++i) host[i] = float(i) * 0.5f - 3.f;
+  Array<float> dev = cuda::to_device(host);
+  const MatrixType f18 = make_matrix_type("fig18", m, n);
+  Array<float> blocked(f18.storage, Memory::device);
+  cuda::copy<float>(dev.view(), blocked.view(f18.view));
+  Array<float> back(Layout::dense({m, n}), Memory::device);
+  cuda::copy<float>(blocked.view(f18.view), back.view());
+  Array<float> out = cuda::to_host(back);
+  Array<float> blocked_host = cuda::to_host(blocked);
+  const MatrixLayout l = MatrixLayout::from(f18.view);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      ASSERT_EQ(out[i * n + j], host[i * n + j]) << i << "," << j;
+      ASSERT_EQ(blocked_host[l.offset(i, j)], host[i * n + j]) << i << "," << j;
+    }
+}
