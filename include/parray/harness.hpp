@@ -33,6 +33,10 @@ struct GemmProblem {
   double alpha = 1.0, beta = 0.0;
   std::uint64_t seed = 42;
   bool int_inputs = false;  // values 0..8 instead of [-1, 1)
+  // Compute the FP64 reference on the GPU when the problem is large (above
+  // 2.2e9 multiply-adds) and a GPU is present; the bench sets it when every
+  // implementation being checked is a GPU one.
+  bool reference_on_device = false;
 
   std::string layouts() const;  // "row" if all three agree, else "a/b/c"
 };

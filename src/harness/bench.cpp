@@ -67,7 +67,10 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
       std::fprintf(stderr, "[bench] %s %lldx%lldx%lld %s: computing the FP64 reference\n", dtype_name(p.dtype),
                    static_cast<long long>(p.m), static_cast<long long>(p.k), static_cast<long long>(p.n),
                    p.layouts().c_str());
-    GemmCase gcase(p);
+    GemmProblem problem = p;
+    problem.reference_on_device = std::all_of(impls.begin(), impls.end(),
+                                              [](const GemmImpl* i) { return i->device == Device::gpu; });
+    GemmCase gcase(problem);
     for (const GemmImpl* impl : impls) {
       for (int threads : o.threads) {
         ++step;

@@ -13,6 +13,7 @@
 #include "parray/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
+#include "parray/cuda/reference.hpp"
 #include "parray/cuda_runtime.hpp"
 #endif
 
@@ -92,6 +93,7 @@ class TypedCase final : public GemmCase::Impl {
     fill(va_);
     fill(vb_);
     if (p.beta != 0.0) fill(vc_init_);  // else C stays NaN: beta == 0 must not read it
+    std::memcpy(c_.data(), c_init_.data(), bytes(c_));
     compute_reference();
   }
 
@@ -155,6 +157,9 @@ class TypedCase final : public GemmCase::Impl {
     dva_ = da_->view(ta_.view);
     dvb_ = db_->view(tb_.view);
     dvc_ = dc_->view(tc_.view);
+    dc_init_ = std::make_unique<Array<T>>(tc_.storage, Memory::device);
+    copy_bytes(dc_init_->data(), Memory::device, c_init_.data(), Memory::paged, bytes(c_));
+    dvc_init_ = dc_init_->view(tc_.view);
   }
 
   // C_ref = alpha A B + beta C0 in FP64, row-major M x N, with OpenMP over
@@ -163,7 +168,15 @@ class TypedCase final : public GemmCase::Impl {
   // computed for a sample of elements from |A| and |B|^T kept row-contiguous.
   void compute_reference() {
     const index_t m = p_.m, n = p_.n, k = p_.k;
-    const bool full_bound = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <= kFullBoundWork;
+    const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    const bool full_bound = work <= kFullBoundWork;
+#if PARRAY_HAVE_CUDA
+    // Large problems on a machine with a GPU: the FP64 product on the device
+    // (cuda::reference_gemm_f64), the bound data on the host as usual.
+    const bool on_device = p_.reference_on_device && !full_bound && cuda_available();
+#else
+    const bool on_device = false;
+#endif
     ref_.assign(static_cast<std::size_t>(m * n), 0.0);
     if (full_bound) abs_ab_.assign(static_cast<std::size_t>(m * n), 0.0);
     std::vector<double> b(static_cast<std::size_t>(k * n));
@@ -177,6 +190,15 @@ class TypedCase final : public GemmCase::Impl {
       for (index_t l = 0; l < k; ++l)
         for (index_t j = 0; j < n; ++j) bt_abs_[static_cast<std::size_t>(j * k + l)] = std::fabs(b[static_cast<std::size_t>(l * n + j)]);
     }
+#if PARRAY_HAVE_CUDA
+    if (on_device) {
+      ensure_device_copies();
+      Array<double> out(Layout::dense({m, n}), Memory::device);
+      cuda::reference_gemm_f64<T>(p_.alpha, dva_, dvb_, p_.beta, dvc_init_, out.view());
+      copy_bytes(ref_.data(), Memory::paged, out.data(), Memory::device, ref_.size() * sizeof(double));
+      return;
+    }
+#endif
 #pragma omp parallel for schedule(static)
     for (index_t i = 0; i < m; ++i) {
       double* row = &ref_[static_cast<std::size_t>(i * n)];
@@ -277,8 +299,8 @@ class TypedCase final : public GemmCase::Impl {
   Array<T> a_, b_, c_, c_init_;
   MatrixView<T> va_, vb_, vc_, vc_init_;
   std::vector<double> ref_, a64_, abs_ab_, bt_abs_;  // reference, A in FP64, bound data
-  std::unique_ptr<Array<T>> da_, db_, dc_;
-  MatrixView<T> dva_, dvb_, dvc_;
+  std::unique_ptr<Array<T>> da_, db_, dc_, dc_init_;
+  MatrixView<T> dva_, dvb_, dvc_, dvc_init_;
 };
 
 }  // namespace
