@@ -1,5 +1,11 @@
 // The GEMM dispatcher: argument checks, the BLAS corner cases handled once for
 // every implementation, then the registered implementation.
+// GCC 12 reports a false -Wrestrict inside std::string's operator+ once it is
+// inlined into the error messages below (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 #include "parray/gemm.hpp"
 
 #include <omp.h>

@@ -170,12 +170,14 @@ class TypedCase final : public GemmCase::Impl {
     const index_t m = p_.m, n = p_.n, k = p_.k;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     const bool full_bound = work <= kFullBoundWork;
+    (void)work;
 #if PARRAY_HAVE_CUDA
     // Large problems on a machine with a GPU: the FP64 product on the device
     // (cuda::reference_gemm_f64), the bound data on the host as usual.
     const bool on_device = p_.reference_on_device && !full_bound && cuda_available();
 #else
-    const bool on_device = false;
+    constexpr bool on_device = false;  // no GPU reference without CUDA
+    (void)on_device;
 #endif
     ref_.assign(static_cast<std::size_t>(m * n), 0.0);
     if (full_bound) abs_ab_.assign(static_cast<std::size_t>(m * n), 0.0);
