@@ -20,6 +20,7 @@
 #include "parray/config.hpp"
 #include "parray/cpu.hpp"
 #include "parray/harness.hpp"
+#include "commands.hpp"
 
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"
@@ -291,6 +292,10 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
 
+  std::vector<tools::CliCommand> extra;
+  for (tools::CommandAdder adder : tools::command_adders())
+    for (tools::CliCommand& c : adder(app, *bench)) extra.push_back(std::move(c));
+
   try {
     app.parse(argc, argv);
     if (!isa.empty()) set_cpu_isa(isa);
@@ -298,6 +303,8 @@ int main(int argc, char** argv) {
     if (list->parsed()) return cmd_list(list_format);
     if (gemm->parsed()) return cmd_gemm(g);
     if (bench_gemm->parsed()) return cmd_bench_gemm(b);
+    for (const tools::CliCommand& c : extra)
+      if (c.command->parsed()) return c.run();
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

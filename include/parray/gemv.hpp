@@ -1,0 +1,82 @@
+// GEMV: y = alpha * A * x + beta * y for A of any matrix layout, and the one
+// table of GEMV implementations (CPU, the GPU ladder of seed 002, baselines)
+// that the CLI, the tests and the benchmarks read.
+//
+// BLAS semantics as for gemm(): beta == 0 means y is not read; alpha == 0
+// means A and x are not read; M == 0 or N == 0 is valid. x and y are
+// contiguous vectors (x of length N = A.cols(), y of length M = A.rows()) in
+// the memory space the implementation asks for.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "parray/registry.hpp"
+
+namespace parray {
+
+template <class T>
+struct GemvCall {
+  T alpha;
+  MatrixView<const T> a;  // M x N
+  const T* x;             // N
+  T beta;
+  T* y;                   // M
+  int threads;            // >= 1, resolved
+};
+
+struct GemvImpl {
+  std::string name, description;
+  Device device = Device::cpu;
+  bool baseline = false;
+  bool threaded = false;
+  std::string preconditions;
+  Memory operand_memory = Memory::paged;
+  std::function<void(const GemvCall<float>&)> run_f32;
+  std::function<void(const GemvCall<double>&)> run_f64;
+  // Why this implementation cannot take A of this layout, or "".
+  std::function<std::string(const MatrixLayout& a)> unsupported;
+
+  bool supports(Dtype d) const { return d == Dtype::f32 ? bool(run_f32) : bool(run_f64); }
+  std::string dtypes() const {
+    std::string s;
+    if (run_f32) s += "f32";
+    if (run_f64) s += s.empty() ? "f64" : ",f64";
+    return s;
+  }
+  std::string why_not(const MatrixLayout& a) const { return unsupported ? unsupported(a) : std::string(); }
+};
+
+class GemvRegistry {
+ public:
+  void add(GemvImpl impl);
+  const GemvImpl* find_or_null(const std::string& name) const;  // "cpu" / "gpu": the device's default
+  const GemvImpl& find(const std::string& name) const;          // throws parray::Error listing the names
+  const std::vector<GemvImpl>& all() const { return impls_; }
+  std::vector<MissingPart> missing;
+
+ private:
+  std::vector<GemvImpl> impls_;
+};
+
+// Filled on first use with parray's CPU GEMV and, with CUDA, the GPU ladder
+// and cuBLAS. OpenBLAS is added by register_gemv_baselines() (harness side).
+GemvRegistry& gemv_registry();
+void register_cpu_gemv(GemvRegistry& r);
+void register_cuda_gemv(GemvRegistry& r);  // only when built with CUDA
+void register_gemv_baselines(GemvRegistry& r);
+
+struct GemvOptions {
+  std::string impl = "cpu";
+  int threads = 0;  // 0: OMP_NUM_THREADS or all cores
+};
+
+template <class T>
+void gemv(T alpha, MatrixView<const T> a, const T* x, T beta, T* y, const GemvOptions& options = {});
+
+extern template void gemv<float>(float, MatrixView<const float>, const float*, float, float*, const GemvOptions&);
+extern template void gemv<double>(double, MatrixView<const double>, const double*, double, double*,
+                                  const GemvOptions&);
+
+}  // namespace parray

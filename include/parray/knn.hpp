@@ -1,0 +1,90 @@
+// Exact k-nearest-neighbour search and seed 002's sorted distances.
+//
+// Distances come from parray's own GEMM (GEMV for one query):
+//   L2:  ||q - x||^2 = ||q||^2 + ||x||^2 - 2 q.x, negative results clamped to 0;
+//   IP:  q.x, the largest first.
+// Results are ordered by (distance, index): equal distances keep the smaller
+// base index first, on every device, so results are deterministic and
+// comparable. The k best per query are kept while the distance tiles are
+// produced (never the full Q x N matrix): memory stays bounded whatever Q and N.
+// Inputs must be finite (the .fvecs reader and the CLI check it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parray/core.hpp"
+
+namespace parray {
+
+enum class Metric { l2, ip };
+inline const char* metric_name(Metric m) { return m == Metric::l2 ? "l2" : "ip"; }
+Metric parse_metric(const std::string& s);  // "l2" or "ip", else parray::Error
+
+struct KnnOptions {
+  index_t k = 10;
+  Metric metric = Metric::l2;
+  int threads = 0;          // CPU threads, 0: OMP_NUM_THREADS or all cores
+  index_t query_tile = 0;   // queries per GEMM tile, 0: automatic
+  index_t base_tile = 0;    // base vectors per GEMM tile, 0: automatic
+  std::string gemm = "";    // GPU: GEMM implementation for the inner products ("" = the GPU default)
+};
+
+// Checks k, n, q, d and throws parray::Error with a message that says what is wrong.
+void check_knn_problem(index_t n, index_t q, index_t d, const KnnOptions& options);
+
+// CPU k-NN. base: n x d, queries: q x d, both row-major and contiguous, host
+// memory. distances and indices: q x k row-major (L2: squared distances,
+// ascending; IP: inner products, descending). T = float uses parray's CPU
+// SGEMM; T = double (the ground truth) its DGEMM.
+template <class T>
+void knn_cpu(const T* base, index_t n, const T* queries, index_t q, index_t d, const KnnOptions& options,
+             T* distances, index_t* indices);
+
+// Optional 16-bit storage of the base (half the memory and bandwidth): IEEE
+// binary16 or bfloat16 bit patterns. Each base tile is widened to FP32 just
+// before its GEMM; norms come from the widened values, so the search is exact
+// for the stored (rounded) base.
+enum class Storage { f32, f16, bf16 };
+Storage parse_storage(const std::string& s);  // "f32", "f16" or "bf16"
+inline const char* storage_name(Storage s) { return s == Storage::f32 ? "f32" : s == Storage::f16 ? "f16" : "bf16"; }
+// Round to nearest even; f16 overflows to infinity (the CLI checks |x| <= 65504).
+std::vector<std::uint16_t> to_16bit(const float* x, index_t count, Storage storage);
+void from_16bit(const std::uint16_t* x, index_t count, Storage storage, float* out);
+void knn_cpu_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
+                   const KnnOptions& options, float* distances, index_t* indices);
+
+// Seed 002: the distances from one query to all n base vectors, sorted with
+// their indices (ties by index). The products come from parray's CPU GEMV.
+template <class T>
+void distances_sorted_cpu(const T* base, index_t n, index_t d, const T* query, Metric metric, int threads,
+                          T* distances, index_t* indices);
+
+// recall@k of `found` (q x k_found, the first k used) against exact ground
+// truth `truth` (q x k_truth, k_truth >= k), as ann-benchmarks counts it: a
+// returned neighbour counts when its exact (FP64) distance is no worse than
+// the k-th true distance, up to a relative 1e-5 (FP32 rounding of the GEMM
+// expansion is ~1e-6 relative), so ties at the k-th distance count.
+double knn_recall(const float* base, index_t n, const float* queries, index_t q, index_t d, Metric metric,
+                  const index_t* found, index_t k_found, const std::int32_t* truth, index_t k_truth, index_t k);
+
+// Uniform [-1, 1) synthetic vectors (n x d), seeded.
+std::vector<float> synthetic_vectors(index_t n, index_t d, std::uint64_t seed);
+
+namespace cuda {
+
+// GPU versions (src/cuda/knn/), defined only when built with CUDA. All
+// pointers are device memory; calls are synchronous with the default stream.
+// k <= 2048: one pass of GEMM tile + fused selection per base chunk; larger k
+// merges sorted passes. Indices are int64.
+void knn_device(const float* base, index_t n, const float* queries, index_t q, index_t d, const KnnOptions& options,
+                float* distances, index_t* indices);
+// Seed 002 on the GPU: one fused kernel (distances + bitonic sort in shared
+// memory) for n <= 4096, else GEMV + norms + CUB radix sort.
+void distances_sorted_device(const float* base, index_t n, index_t d, const float* query, Metric metric,
+                             float* distances, index_t* indices);
+
+}  // namespace cuda
+
+}  // namespace parray

@@ -1,0 +1,230 @@
+// Launchers of the GPU GEMV ladder (01-05, seed 002's four kernels and the
+// tuned one) and the cuBLAS SGEMV/DGEMV baseline, registered in the GEMV
+// table. Each launcher checks its layout preconditions; the dispatcher
+// (src/cpu/gemv/gemv.cpp) has checked sizes, memory spaces and M > 0.
+// All launches go to the default stream and are checked.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "01_global_rows.cuh"
+#include "02_coalesced_colmajor.cuh"
+#include "03_constant_x.cuh"
+#include "04_shared_x.cuh"
+#include "05_tuned.cuh"
+#include "parray/cuda/check.hpp"
+#include "parray/cuda/gemm_launchers.hpp"
+#include "parray/gemv.hpp"
+
+namespace parray {
+
+namespace {
+
+using namespace cuda::gemv_kernels;
+
+unsigned blocks_for(index_t m, int per_block) {
+  const index_t b = (m + per_block - 1) / per_block;
+  if (b > 2147483647) throw Error("gpu gemv: M = " + std::to_string(m) + " is too large for one grid");
+  return unsigned(std::max<index_t>(b, 1));
+}
+
+std::string strided_only(const MatrixLayout& a) {
+  return a.is_strided() ? "" : "the GPU GEMV kernels take strided layouts (row-/column-major, any ld), not " + a.str();
+}
+std::string col_major_only(const MatrixLayout& a) {
+  if (!a.is_strided() || !(a.rows.stride[0] == 1 || a.rows.size == 1))
+    return "step 2 needs a column-major A (the seed transposes A first); got " + a.str();
+  return "";
+}
+std::string unit_stride_only(const MatrixLayout& a) {
+  if (!a.is_strided()) return strided_only(a);
+  if (a.rows.stride[0] == 1 || a.cols.stride[0] == 1 || a.rows.size == 1 || a.cols.size == 1) return "";
+  return "the tuned GEMV needs a row- or column-major A; got " + a.str();
+}
+
+template <class T>
+void launch_global_rows(const GemvCall<T>& c) {
+  global_rows<T><<<blocks_for(c.a.rows(), 256), 256>>>(c.a.rows(), c.a.cols(), c.a.data, c.a.layout.rows.stride[0],
+                                                       c.a.layout.cols.stride[0], c.x, c.y, c.alpha, c.beta);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void launch_coalesced(const GemvCall<T>& c) {
+  if (std::string why = col_major_only(c.a.layout); !why.empty()) throw Error(why);
+  const index_t ld = c.a.cols() <= 1 ? std::max<index_t>(c.a.rows(), 1) : c.a.layout.cols.stride[0];
+  coalesced_colmajor<T><<<blocks_for(c.a.rows(), 256), 256>>>(c.a.rows(), c.a.cols(), c.a.data, ld, c.x, c.y,
+                                                              c.alpha, c.beta);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void launch_constant(const GemvCall<T>& c) {
+  const index_t m = c.a.rows(), n = c.a.cols(), chunk = ConstantX<T>::kChunk;
+  const void* symbol = sizeof(T) == 4 ? static_cast<const void*>(&c_x_f32) : static_cast<const void*>(&c_x_f64);
+  if (n == 0) {  // y = beta y
+    constant_x<T><<<blocks_for(m, 256), 256>>>(m, 0, 0, c.a.data, 0, 0, c.y, c.alpha, c.beta);
+    PARRAY_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  for (index_t j0 = 0; j0 < n; j0 += chunk) {  // x does not fit: chunks, accumulating into y
+    const index_t len = std::min(chunk, n - j0);
+    PARRAY_CUDA_CHECK(cudaMemcpyToSymbolAsync(symbol, c.x + j0, size_t(len) * sizeof(T), 0, cudaMemcpyDeviceToDevice));
+    constant_x<T><<<blocks_for(m, 256), 256>>>(m, j0, len, c.a.data, c.a.layout.rows.stride[0],
+                                               c.a.layout.cols.stride[0], c.y, c.alpha, j0 == 0 ? c.beta : T(1));
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <class T>
+void launch_shared(const GemvCall<T>& c) {
+  shared_x<T, 256><<<blocks_for(c.a.rows(), 256), 256>>>(c.a.rows(), c.a.cols(), c.a.data, c.a.layout.rows.stride[0],
+                                                         c.a.layout.cols.stride[0], c.x, c.y, c.alpha, c.beta);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+// A grow-only device workspace for the column-major partial sums.
+void* workspace(std::size_t bytes) {
+  static void* p = nullptr;
+  static std::size_t size = 0;
+  if (bytes > size) {
+    if (p) PARRAY_CUDA_CHECK(cudaFree(p));
+    PARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
+    size = bytes;
+  }
+  return p;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+template <class T>
+void launch_tuned(const GemvCall<T>& c) {
+  if (std::string why = unit_stride_only(c.a.layout); !why.empty()) throw Error(why);
+  const index_t m = c.a.rows(), n = c.a.cols();
+  constexpr int kVec = 16 / sizeof(T);
+  const MatrixLayout& l = c.a.layout;
+  const bool row_major = (l.cols.stride[0] == 1 || n == 1) && !(l.rows.stride[0] == 1 && m > 1 && n > 1);
+  const int sms = cuda::sm_count();
+  if (row_major) {
+    const index_t ld = m == 1 ? std::max<index_t>(n, 1) : l.rows.stride[0];
+    const bool vec = ld % kVec == 0 && aligned16(c.a.data) && aligned16(c.x);
+    const unsigned blocks = unsigned(std::min<index_t>((m + 7) / 8, index_t(sms) * 16));
+    if (vec) tuned_rows<T, kVec, 4><<<blocks, 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
+    else tuned_rows<T, 1, 8><<<blocks, 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
+    PARRAY_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const index_t ld = n == 1 ? std::max<index_t>(m, 1) : l.cols.stride[0];
+  const bool vec = ld % kVec == 0 && aligned16(c.a.data);
+  const int rows_per_block = 256 * (vec ? kVec : 1);
+  const index_t row_blocks = (m + rows_per_block - 1) / rows_per_block;
+  // Enough blocks for ~8 per SM, each slice at least 32 columns.
+  const index_t want = std::max<index_t>(1, index_t(sms) * 8 / std::max<index_t>(row_blocks, 1));
+  const int slices = int(std::clamp<index_t>(std::min(want, (n + 31) / 32), 1, 65535));
+  const index_t per_slice = (n + slices - 1) / slices;
+  T* part = static_cast<T*>(workspace(size_t(slices) * size_t(m) * sizeof(T)));
+  const dim3 grid{unsigned(row_blocks), unsigned(slices), 1u};
+  if (vec) tuned_cols_partial<T, kVec, 4><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part);
+  else tuned_cols_partial<T, 1, 8><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  tuned_cols_reduce<T><<<blocks_for(m, 256), 256>>>(m, slices, part, c.y, c.alpha, c.beta);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+// ---- cuBLAS ------------------------------------------------------------------
+
+cublasHandle_t handle() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t x;
+    if (cublasCreate(&x) != CUBLAS_STATUS_SUCCESS) throw Error("cublasCreate failed");
+    return x;
+  }();
+  return h;
+}
+
+template <class T>
+void cublas_gemv(const GemvCall<T>& c) {
+  if (std::string why = unit_stride_only(c.a.layout); !why.empty()) throw Error(why);
+  const MatrixLayout& l = c.a.layout;
+  const int m = int(c.a.rows()), n = int(c.a.cols());
+  const bool col = (l.rows.stride[0] == 1 || m == 1) && !(l.cols.stride[0] == 1 && n > 1 && m > 1 && l.rows.stride[0] != 1);
+  cublasStatus_t s;
+  if (col) {  // column-major: y = A x
+    const int ld = int(n == 1 ? std::max(m, 1) : std::max<index_t>(l.cols.stride[0], std::max(m, 1)));
+    if constexpr (sizeof(T) == 4) s = cublasSgemv(handle(), CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    else s = cublasDgemv(handle(), CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+  } else {  // row-major A is a column-major A^T (n x m): y = (A^T)^T x
+    const int ld = int(m == 1 ? std::max(n, 1) : l.rows.stride[0]);
+    if constexpr (sizeof(T) == 4) s = cublasSgemv(handle(), CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    else s = cublasDgemv(handle(), CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+  }
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas gemv: ") + cublasGetStatusString(s));
+}
+
+GemvImpl gemv_gpu_impl(std::string name, std::string description, std::string pre) {
+  GemvImpl i;
+  i.name = std::move(name);
+  i.description = std::move(description);
+  i.device = Device::gpu;
+  i.operand_memory = Memory::device;
+  i.preconditions = std::move(pre);
+  return i;
+}
+
+}  // namespace
+
+void register_cuda_gemv(GemvRegistry& r) {
+  {
+    GemvImpl i = gemv_gpu_impl("gemv-gpu-01-global", "seed 002 kernel 1: one thread per row, global memory",
+                     "strided layouts; coalesced only when column-major");
+    i.run_f32 = launch_global_rows<float>;
+    i.run_f64 = launch_global_rows<double>;
+    i.unsupported = strided_only;
+    r.add(std::move(i));
+  }
+  {
+    GemvImpl i = gemv_gpu_impl("gemv-gpu-02-coalesced", "seed 002 kernel 2: one thread per row over the transposed (column-major) A",
+                     "column-major A");
+    i.run_f32 = launch_coalesced<float>;
+    i.run_f64 = launch_coalesced<double>;
+    i.unsupported = col_major_only;
+    r.add(std::move(i));
+  }
+  {
+    GemvImpl i = gemv_gpu_impl("gemv-gpu-03-constant", "seed 002 kernel 3: x in constant memory (32 KiB chunks when it does not fit)",
+                     "strided layouts");
+    i.run_f32 = launch_constant<float>;
+    i.run_f64 = launch_constant<double>;
+    i.unsupported = strided_only;
+    r.add(std::move(i));
+  }
+  {
+    GemvImpl i = gemv_gpu_impl("gemv-gpu-04-shared", "seed 002 kernel 4: x staged in shared memory, 256 at a time",
+                     "strided layouts");
+    i.run_f32 = launch_shared<float>;
+    i.run_f64 = launch_shared<double>;
+    i.unsupported = strided_only;
+    r.add(std::move(i));
+  }
+  {
+    GemvImpl i = gemv_gpu_impl("gemv-gpu-tuned", "step 5: warp per row with 128-bit loads x4 in flight (row-major); "
+                     "128-bit column loads with split columns + ordered reduction (column-major)",
+                     "row- or column-major A, any ld (128-bit path when ld and pointers are 16-byte aligned)");
+    i.run_f32 = launch_tuned<float>;
+    i.run_f64 = launch_tuned<double>;
+    i.unsupported = unit_stride_only;
+    r.add(std::move(i));
+  }
+  {
+    GemvImpl i = gemv_gpu_impl("gemv-cublas", "cuBLAS cublasSgemv/cublasDgemv: the baseline", "row- or column-major A; sizes < 2^31");
+    i.baseline = true;
+    i.run_f32 = cublas_gemv<float>;
+    i.run_f64 = cublas_gemv<double>;
+    i.unsupported = unit_stride_only;
+    r.add(std::move(i));
+  }
+}
+
+}  // namespace parray

@@ -1,0 +1,159 @@
+// `parray bench knn`: parray's k-NN (CPU, GPU) and the baselines (FAISS on the
+// CPU) on the same synthetic data in one run. Every result is checked for
+// recall@k against exact FP64 ground truth (parray's CPU DGEMM) before it is
+// timed; queries/s = Q / median time of a whole search (device-resident data
+// on the GPU, as PyTorch's side measures it).
+#include <omp.h>
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "parray/array.hpp"
+#include "parray/config.hpp"
+#include "parray/harness.hpp"
+#include "parray/knn_bench.hpp"
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda_runtime.hpp"
+#endif
+
+namespace parray {
+
+std::vector<std::int32_t> knn_ground_truth(const float* base, index_t n, const float* queries, index_t q, index_t d,
+                                           index_t k, Metric metric, int threads) {
+  if (n > INT32_MAX) throw Error("ground truth: " + std::to_string(n) + " base vectors do not fit .ivecs's int32");
+  std::vector<double> b(base, base + n * d), qs(queries, queries + q * d), dist(size_t(q * k));
+  std::vector<index_t> idx(size_t(q * k));
+  KnnOptions o;
+  o.k = k, o.metric = metric, o.threads = threads;
+  knn_cpu<double>(b.data(), n, qs.data(), q, d, o, dist.data(), idx.data());
+  return std::vector<std::int32_t>(idx.begin(), idx.end());
+}
+
+std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
+  const index_t kmax = *std::max_element(o.ks.begin(), o.ks.end());
+  KnnOptions check;
+  check.k = kmax;
+  check_knn_problem(o.n, o.q, o.d, check);
+  const std::vector<float> base = synthetic_vectors(o.n, o.d, o.seed);
+  const std::vector<float> queries = synthetic_vectors(o.q, o.d, o.seed + 1);
+  if (o.progress) std::fprintf(stderr, "[knn] exact FP64 ground truth, k = %lld\n", (long long)kmax);
+  const int gt_threads = *std::max_element(o.threads.begin(), o.threads.end());
+  const std::vector<std::int32_t> gt =
+      knn_ground_truth(base.data(), o.n, queries.data(), o.q, o.d, kmax, o.metric, gt_threads);
+
+  std::unique_ptr<FaissFlatIndex> faiss;
+  std::vector<std::uint16_t> base16;
+  if (o.storage != Storage::f32) base16 = to_16bit(base.data(), o.n * o.d, o.storage);
+#if PARRAY_HAVE_CUDA
+  std::unique_ptr<Array<float>> base_dev, queries_dev, dist_dev;
+  std::unique_ptr<Array<index_t>> idx_dev;
+#endif
+  std::vector<KnnBenchRow> rows;
+  for (const std::string& item : o.impls) {
+    // "gpu:NAME" runs the GPU k-NN with GEMM implementation NAME (parray list)
+    const std::string impl = item.rfind("gpu:", 0) == 0 ? "gpu" : item;
+    const std::string gemm_name = item.rfind("gpu:", 0) == 0 ? item.substr(4) : "";
+    const bool gpu = impl == "gpu";
+    if (impl != "cpu" && impl != "gpu" && impl != "faiss")
+      throw Error("unknown k-NN implementation '" + impl + "' (known: cpu, gpu, gpu:GEMM, faiss)");
+    for (index_t k : o.ks) {
+      for (int threads : gpu ? std::vector<int>{1} : o.threads) {
+        KnnBenchRow r;
+        r.impl = impl == "cpu" ? "knn-cpu" : impl == "gpu" ? "knn-gpu" : "faiss-flat";
+        if (!gemm_name.empty()) r.impl += ":" + gemm_name;
+        r.device = gpu ? "gpu" : "cpu";
+        r.metric = metric_name(o.metric);
+        r.n = o.n, r.d = o.d, r.q = o.q, r.k = k, r.threads = threads;
+        std::vector<float> dist(size_t(o.q * k));
+        std::vector<index_t> idx(size_t(o.q * k), -1);
+        std::function<void()> run, finish;
+        KnnOptions ko;
+        ko.k = k, ko.metric = o.metric, ko.threads = threads, ko.gemm = gemm_name;
+        if (impl == "cpu" && o.storage != Storage::f32) {
+          r.impl += std::string("-") + storage_name(o.storage);
+          run = [&] {
+            knn_cpu_16bit(base16.data(), o.storage, o.n, queries.data(), o.q, o.d, ko, dist.data(), idx.data());
+          };
+        } else if (impl == "cpu") {
+          run = [&] { knn_cpu<float>(base.data(), o.n, queries.data(), o.q, o.d, ko, dist.data(), idx.data()); };
+        } else if (impl == "faiss") {
+          if (!faiss_available()) {
+            r.note = "skipped: " + faiss_description();
+            rows.push_back(r);
+            continue;
+          }
+          if (!faiss) faiss = std::make_unique<FaissFlatIndex>(base.data(), o.n, o.d, o.metric);
+          run = [&] { faiss->search(queries.data(), o.q, k, threads, dist.data(), idx.data()); };
+        } else {
+#if PARRAY_HAVE_CUDA
+          if (!cuda_available()) {
+            r.note = "skipped: no GPU";
+            rows.push_back(r);
+            continue;
+          }
+          if (!base_dev) {
+            base_dev = std::make_unique<Array<float>>(Layout::dense({o.n, o.d}), Memory::device);
+            queries_dev = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(o.q, 1), o.d}), Memory::device);
+            copy_bytes(base_dev->data(), Memory::device, base.data(), Memory::paged, base.size() * sizeof(float));
+            copy_bytes(queries_dev->data(), Memory::device, queries.data(), Memory::paged, queries.size() * sizeof(float));
+          }
+          dist_dev = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(o.q * k, 1)}), Memory::device);
+          idx_dev = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(o.q * k, 1)}), Memory::device);
+          run = [&] {
+            cuda::knn_device(base_dev->data(), o.n, queries_dev->data(), o.q, o.d, ko, dist_dev->data(), idx_dev->data());
+          };
+          finish = [] { cuda::synchronize(); };
+#else
+          r.note = "skipped: built without CUDA";
+          rows.push_back(r);
+          continue;
+#endif
+        }
+        if (o.progress)
+          std::fprintf(stderr, "[knn] %s k=%lld threads=%d\n", r.impl.c_str(), (long long)k, threads);
+        try {
+          run();
+          if (finish) finish();
+#if PARRAY_HAVE_CUDA
+          if (gpu) copy_bytes(idx.data(), Memory::paged, idx_dev->data(), Memory::device, idx.size() * sizeof(index_t));
+#endif
+          r.recall = knn_recall(base.data(), o.n, queries.data(), o.q, o.d, o.metric, idx.data(), k, gt.data(), kmax, k);
+          const TimingStats t = time_repeated(run, 1, o.min_reps, o.max_reps, o.target_seconds, finish);
+          r.ms = t.median_ms;
+          r.qps = double(o.q) / (r.ms * 1e-3);
+          // 16-bit storage rounds the base: recall against the FP32 data's ground truth may drop.
+          r.ok = r.recall >= 1.0 || (impl == "cpu" && o.storage != Storage::f32);
+          if (r.recall < 1.0)
+            r.note = o.storage != Storage::f32 && impl == "cpu"
+                         ? fmt::format("base stored as {}: recall against the FP32 data", storage_name(o.storage))
+                         : fmt::format("recall {:.6f} < 1", r.recall);
+        } catch (const Error& e) {
+          r.note = e.what();
+        }
+        rows.push_back(r);
+      }
+    }
+  }
+  return rows;
+}
+
+std::string knn_bench_csv(const std::vector<KnnBenchRow>& rows) {
+  std::string s = "impl,device,metric,n,d,q,k,threads,ms,qps,recall,ok,note\n";
+  for (const KnnBenchRow& r : rows)
+    s += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.6f},{},\"{}\"\n", r.impl, r.device, r.metric, r.n, r.d,
+                     r.q, r.k, r.threads, r.ms, r.qps, r.recall, r.ok ? 1 : 0, r.note);
+  return s;
+}
+
+std::string knn_bench_table(const std::vector<KnnBenchRow>& rows) {
+  std::string s = fmt::format("{:<11} {:<4} {:<3} {:>8} {:>5} {:>6} {:>5} {:>3} {:>10} {:>11} {:>8}  {}\n", "impl",
+                              "dev", "met", "N", "d", "Q", "k", "thr", "ms", "queries/s", "recall", "note");
+  for (const KnnBenchRow& r : rows)
+    s += fmt::format("{:<11} {:<4} {:<3} {:>8} {:>5} {:>6} {:>5} {:>3} {:>10.3f} {:>11.0f} {:>8.4f}  {}\n", r.impl,
+                     r.device, r.metric, r.n, r.d, r.q, r.k, r.threads, r.ms, r.qps, r.recall, r.note);
+  return s;
+}
+
+}  // namespace parray

@@ -1,0 +1,508 @@
+// The k-NN and GEMV commands of the parray tool (issue 6):
+//
+//   parray knn   --base B.fvecs --queries Q.fvecs --k K [--metric l2|ip] [--out I.ivecs] [--gt GT.ivecs]
+//   parray knn   --synthetic N,d,Q --k K ...        (uniform [-1,1) data, recall against FP64 ground truth)
+//   parray knn   ... --write-gt --out GT.ivecs       (exact FP64 ground truth)
+//   parray dist  --base B.fvecs --query Q.fvecs [--query-index I] | --synthetic N,d [--impl cpu|gpu]
+//   parray bench knn  --impl cpu,gpu,faiss --synthetic N,d,Q --k LIST [--threads LIST] [--csv FILE]
+//   parray bench gemv --impl LIST|all --shapes MxN,... [--layout row,col] [--dtype f32,f64] [--threads LIST] [--csv FILE]
+//
+// Bad input: parray::Error, turned into one line and exit status 2 by main().
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "parray/array.hpp"
+#include "parray/config.hpp"
+#include "parray/harness.hpp"
+#include "parray/knn_bench.hpp"
+#include "parray/vecs_io.hpp"
+#include "commands.hpp"
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda_runtime.hpp"
+#endif
+
+using namespace parray;
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+index_t whole(const std::string& text, const std::string& what, index_t lo, index_t hi) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size()) throw Error(what + " '" + text + "' is not a whole number");
+  if (v < lo || v > hi) throw Error(what + " " + text + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+std::vector<index_t> whole_list(const std::string& s, const std::string& what, index_t lo, index_t hi) {
+  std::vector<index_t> out;
+  for (const std::string& t : split_list(s, ',')) out.push_back(whole(t, what, lo, hi));
+  if (out.empty()) throw Error(what + " is empty");
+  return out;
+}
+
+int resolve_threads(int t) {
+  if (t < 0) throw Error("--threads " + std::to_string(t) + " is negative");
+  return t > 0 ? t : omp_get_max_threads();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write " + path);
+  f << text;
+  std::fprintf(stderr, "[parray] wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
+struct KnnCli {
+  CLI::App *knn = nullptr, *dist = nullptr, *bench_knn = nullptr, *bench_gemv = nullptr;
+  // knn
+  std::string base, queries, out, gt, synthetic, metric = "l2", impl = "cpu", save_data;
+  std::string k, tiles, storage = "f32";
+  bool write_gt = false;
+  int threads = 0, reps = 0;
+  std::uint64_t seed = 42;
+  // dist
+  std::string query, dist_synthetic;
+  std::string query_index = "0", top = "10", dist_csv;
+  // bench knn
+  std::string b_impl = "cpu,faiss", b_synthetic, b_k = "10", b_threads = "1", b_csv, b_metric = "l2", b_storage = "f32";
+  // bench gemv
+  std::string g_impl = "all", g_shapes, g_layouts = "row,col", g_dtypes = "f32", g_threads = "1", g_csv;
+  double g_alpha = 1.0, g_beta = 0.0;
+  bool g_list = false;
+};
+
+namespace {
+
+struct Data {
+  std::vector<float> base, queries;
+  index_t n = 0, d = 0, q = 0;
+  bool synthetic = false;
+};
+
+Data load_knn_data(const KnnCli& c) {
+  Data x;
+  if (!c.synthetic.empty()) {
+    if (!c.base.empty() || !c.queries.empty()) throw Error("give either --synthetic or --base/--queries, not both");
+    const std::vector<index_t> v = whole_list(c.synthetic, "--synthetic", 1, index_t(1) << 31);
+    if (v.size() != 3) throw Error("--synthetic '" + c.synthetic + "' is not N,d,Q");
+    x.n = v[0], x.d = v[1], x.q = v[2];
+    x.base = synthetic_vectors(x.n, x.d, c.seed);
+    x.queries = synthetic_vectors(x.q, x.d, c.seed + 1);
+    x.synthetic = true;
+    return x;
+  }
+  if (c.base.empty() || c.queries.empty()) throw Error("give --base and --queries (.fvecs or .bvecs), or --synthetic N,d,Q");
+  Vectors<float> b = read_vectors_as_float(c.base), q = read_vectors_as_float(c.queries);
+  if (b.d != q.d)
+    throw Error("dimension mismatch: " + c.base + " has d = " + std::to_string(b.d) + ", " + c.queries + " has d = " +
+                std::to_string(q.d));
+  x.n = b.n, x.d = b.d, x.q = q.n;
+  x.base = std::move(b.data);
+  x.queries = std::move(q.data);
+  return x;
+}
+
+int cmd_knn(const KnnCli& c) {
+  const Data x = load_knn_data(c);
+  if (!c.save_data.empty()) {  // the same data for other tools (bench/baselines/torch_knn.py)
+    Vectors<float> v;
+    v.n = x.n, v.d = x.d, v.data = x.base;
+    write_fvecs(c.save_data + "_base.fvecs", v);
+    v.n = x.q, v.data = x.queries;
+    write_fvecs(c.save_data + "_queries.fvecs", v);
+    std::cout << fmt::format("wrote {}_base.fvecs ({} x {}) and {}_queries.fvecs ({} x {})\n", c.save_data, x.n, x.d,
+                             c.save_data, x.q, x.d);
+    return 0;
+  }
+  KnnOptions o;
+  o.k = whole(c.k, "--k", 1, INT32_MAX);
+  o.metric = parse_metric(c.metric);
+  o.threads = resolve_threads(c.threads);
+  if (!c.tiles.empty()) {
+    const std::vector<index_t> t = whole_list(c.tiles, "--tiles", 1, index_t(1) << 30);
+    if (t.size() != 2) throw Error("--tiles '" + c.tiles + "' is not QT,NT");
+    o.query_tile = t[0], o.base_tile = t[1];
+  }
+  check_knn_problem(x.n, x.q, x.d, o);
+  if (!c.out.empty() && x.n > INT32_MAX) throw Error("--out: indices above 2^31 do not fit .ivecs");
+  if (c.write_gt) {
+    if (c.out.empty()) throw Error("--write-gt needs --out GT.ivecs");
+    const auto t0 = std::chrono::steady_clock::now();
+    Vectors<std::int32_t> g;
+    g.n = x.q, g.d = o.k;
+    g.data = knn_ground_truth(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.k, o.metric, o.threads);
+    write_ivecs(c.out, g);
+    std::cout << fmt::format("exact FP64 ground truth: {} queries x k = {} ({}), {} base vectors of d = {}, {:.2f} s -> {}\n",
+                             x.q, o.k, metric_name(o.metric), x.n, x.d,
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), c.out);
+    return 0;
+  }
+  // Ground truth: from --gt, or computed in FP64 for synthetic data.
+  Vectors<std::int32_t> gt;
+  if (!c.gt.empty()) {
+    gt = read_ivecs(c.gt);
+    if (gt.n != x.q)
+      throw Error(c.gt + " holds ground truth for " + std::to_string(gt.n) + " queries, the query set has " +
+                  std::to_string(x.q));
+    if (gt.d < o.k)
+      throw Error(c.gt + " holds " + std::to_string(gt.d) + " neighbours per query, fewer than k = " + std::to_string(o.k));
+  } else if (x.synthetic) {
+    gt.n = x.q, gt.d = o.k;
+    gt.data = knn_ground_truth(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.k, o.metric, o.threads);
+  }
+  std::vector<float> dist(std::size_t(x.q * o.k));
+  std::vector<index_t> idx(std::size_t(x.q * o.k), -1);
+  std::function<void()> run, finish;
+  std::unique_ptr<FaissFlatIndex> faiss;
+#if PARRAY_HAVE_CUDA
+  std::unique_ptr<Array<float>> bd, qd, dd;
+  std::unique_ptr<Array<index_t>> id;
+#endif
+  std::string name;
+  const Storage storage = parse_storage(c.storage);
+  std::vector<std::uint16_t> base16;
+  if (storage != Storage::f32) {
+    if (c.impl != "cpu") throw Error("--storage " + c.storage + " is implemented for --impl cpu only");
+    if (storage == Storage::f16)
+      for (float v : x.base)
+        if (std::abs(v) > 65504.0f) throw Error("--storage f16: the base holds " + std::to_string(v) + ", beyond FP16's 65504");
+    base16 = to_16bit(x.base.data(), x.n * x.d, storage);
+  }
+  if (c.impl == "cpu" && storage != Storage::f32) {
+    name = std::string("knn-cpu-") + storage_name(storage);
+    run = [&] {
+      knn_cpu_16bit(base16.data(), storage, x.n, x.queries.data(), x.q, x.d, o, dist.data(), idx.data());
+    };
+  } else if (c.impl == "cpu") {
+    name = "knn-cpu";
+    run = [&] { knn_cpu<float>(x.base.data(), x.n, x.queries.data(), x.q, x.d, o, dist.data(), idx.data()); };
+  } else if (c.impl == "faiss") {
+    name = "faiss-flat";
+    faiss = std::make_unique<FaissFlatIndex>(x.base.data(), x.n, x.d, o.metric);
+    run = [&] { faiss->search(x.queries.data(), x.q, o.k, o.threads, dist.data(), idx.data()); };
+  } else if (c.impl == "gpu") {
+    name = "knn-gpu";
+#if PARRAY_HAVE_CUDA
+    if (!cuda_available()) throw Error("--impl gpu: no GPU is present");
+    bd = std::make_unique<Array<float>>(Layout::dense({x.n, x.d}), Memory::device);
+    qd = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q, 1), x.d}), Memory::device);
+    dd = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q * o.k, 1)}), Memory::device);
+    id = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(x.q * o.k, 1)}), Memory::device);
+    copy_bytes(bd->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
+    copy_bytes(qd->data(), Memory::device, x.queries.data(), Memory::paged, x.queries.size() * 4);
+    run = [&] { cuda::knn_device(bd->data(), x.n, qd->data(), x.q, x.d, o, dd->data(), id->data()); };
+    finish = [] { cuda::synchronize(); };
+#else
+    throw Error("--impl gpu: parray was built without CUDA");
+#endif
+  } else {
+    throw Error("unknown --impl '" + c.impl + "' (use cpu, gpu or faiss)");
+  }
+  run();
+  if (finish) finish();
+  const TimingStats t = time_repeated(run, 0, c.reps > 0 ? c.reps : 1, c.reps > 0 ? c.reps : 5, 1.0, finish);
+#if PARRAY_HAVE_CUDA
+  if (c.impl == "gpu") {
+    copy_bytes(dist.data(), Memory::paged, dd->data(), Memory::device, dist.size() * 4);
+    copy_bytes(idx.data(), Memory::paged, id->data(), Memory::device, idx.size() * sizeof(index_t));
+  }
+#endif
+  std::cout << fmt::format("{}: {} queries x {} base vectors, d = {}, k = {}, {}, {} thread(s)\n", name, x.q, x.n, x.d,
+                           o.k, metric_name(o.metric), o.threads);
+  std::cout << fmt::format("time {:.3f} ms (median of {}), {:.0f} queries/s\n", t.median_ms, t.reps,
+                           double(x.q) / (t.median_ms * 1e-3));
+  int rc = 0;
+  if (!gt.data.empty()) {
+    const double r = knn_recall(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.metric, idx.data(), o.k,
+                                gt.data.data(), gt.d, o.k);
+    std::cout << fmt::format("recall@{} {:.6f} (against {})\n", o.k, r, c.gt.empty() ? "exact FP64 ground truth" : c.gt);
+  }
+  if (!c.out.empty()) {
+    Vectors<std::int32_t> v;
+    v.n = x.q, v.d = o.k;
+    v.data.assign(idx.begin(), idx.end());
+    write_ivecs(c.out, v);
+  }
+  return rc;
+}
+
+int cmd_dist(const KnnCli& c) {
+  std::vector<float> base, query;
+  index_t n = 0, d = 0;
+  if (!c.dist_synthetic.empty()) {
+    if (!c.base.empty()) throw Error("give either --synthetic or --base, not both");
+    const std::vector<index_t> v = whole_list(c.dist_synthetic, "--synthetic", 1, index_t(1) << 31);
+    if (v.size() != 2) throw Error("--synthetic '" + c.dist_synthetic + "' is not N,d");
+    n = v[0], d = v[1];
+    base = synthetic_vectors(n, d, c.seed);
+    query = synthetic_vectors(1, d, c.seed + 1);
+  } else {
+    if (c.base.empty()) throw Error("give --base B.fvecs (and --query Q.fvecs), or --synthetic N,d");
+    Vectors<float> b = read_vectors_as_float(c.base);
+    n = b.n, d = b.d;
+    base = std::move(b.data);
+    const index_t qi = whole(c.query_index, "--query-index", 0, INT32_MAX);
+    if (c.query.empty()) {
+      if (qi >= n) throw Error("--query-index " + std::to_string(qi) + " is past the " + std::to_string(n) + " base vectors");
+      query.assign(base.begin() + qi * d, base.begin() + (qi + 1) * d);
+    } else {
+      Vectors<float> q = read_vectors_as_float(c.query, qi + 1);
+      if (q.d != d)
+        throw Error("dimension mismatch: " + c.base + " has d = " + std::to_string(d) + ", " + c.query + " has d = " +
+                    std::to_string(q.d));
+      if (qi >= q.n) throw Error("--query-index " + std::to_string(qi) + " is past the " + std::to_string(q.n) + " queries");
+      query.assign(q.row(qi), q.row(qi) + d);
+    }
+  }
+  const Metric metric = parse_metric(c.metric);
+  const int threads = resolve_threads(c.threads);
+  const index_t top = whole(c.top, "--top", 0, INT64_MAX);
+  std::vector<float> dist(std::size_t(n), std::nanf(""));
+  std::vector<index_t> idx(std::size_t(n), -1);
+  std::function<void()> run, finish;
+#if PARRAY_HAVE_CUDA
+  std::unique_ptr<Array<float>> bd, qd, dd;
+  std::unique_ptr<Array<index_t>> id;
+#endif
+  if (c.impl == "cpu") {
+    run = [&] { distances_sorted_cpu<float>(base.data(), n, d, query.data(), metric, threads, dist.data(), idx.data()); };
+  } else if (c.impl == "gpu") {
+#if PARRAY_HAVE_CUDA
+    if (!cuda_available()) throw Error("--impl gpu: no GPU is present");
+    bd = std::make_unique<Array<float>>(Layout::dense({n, d}), Memory::device);
+    qd = std::make_unique<Array<float>>(Layout::dense({d}), Memory::device);
+    dd = std::make_unique<Array<float>>(Layout::dense({n}), Memory::device);
+    id = std::make_unique<Array<index_t>>(Layout::dense({n}), Memory::device);
+    copy_bytes(bd->data(), Memory::device, base.data(), Memory::paged, base.size() * 4);
+    copy_bytes(qd->data(), Memory::device, query.data(), Memory::paged, query.size() * 4);
+    run = [&] { cuda::distances_sorted_device(bd->data(), n, d, qd->data(), metric, dd->data(), id->data()); };
+    finish = [] { cuda::synchronize(); };
+#else
+    throw Error("--impl gpu: parray was built without CUDA");
+#endif
+  } else {
+    throw Error("unknown --impl '" + c.impl + "' (use cpu or gpu)");
+  }
+  run();
+  if (finish) finish();
+  const TimingStats t = time_repeated(run, 10, c.reps > 0 ? c.reps : 50, c.reps > 0 ? c.reps : 2000, 0.3, finish);
+#if PARRAY_HAVE_CUDA
+  if (c.impl == "gpu") {
+    copy_bytes(dist.data(), Memory::paged, dd->data(), Memory::device, dist.size() * 4);
+    copy_bytes(idx.data(), Memory::paged, id->data(), Memory::device, idx.size() * sizeof(index_t));
+  }
+#endif
+  // Check against FP64: a permutation, each distance within FP32 rounding of
+  // the exact one, and (distance, index) non-decreasing in the order returned.
+  std::vector<char> seen(std::size_t(n), 0);
+  double worst = 0;
+  bool ok = true;
+  for (index_t r = 0; r < n; ++r) {
+    const index_t j = idx[std::size_t(r)];
+    if (j < 0 || j >= n || seen[std::size_t(j)]) { ok = false; break; }
+    seen[std::size_t(j)] = 1;
+    double e = 0, scale = 0;
+    for (index_t t2 = 0; t2 < d; ++t2) {
+      const double a = query[std::size_t(t2)], b = base[std::size_t(j * d + t2)];
+      e += metric == Metric::l2 ? (a - b) * (a - b) : a * b;
+      scale += a * a + b * b;
+    }
+    const double err = std::abs(double(dist[std::size_t(r)]) - e) / std::max(scale, 1e-30);
+    worst = std::max(worst, err);
+    if (!std::isfinite(dist[std::size_t(r)]) || err > 1e-5) ok = false;
+    if (r > 0) {
+      const float p = dist[std::size_t(r - 1)], cur = dist[std::size_t(r)];
+      const bool ordered = metric == Metric::l2 ? (p < cur || (p == cur && idx[std::size_t(r - 1)] < j))
+                                                : (p > cur || (p == cur && idx[std::size_t(r - 1)] < j));
+      if (!ordered) ok = false;
+    }
+  }
+  std::cout << fmt::format("dist ({}, {}): 1 query x {} vectors of d = {}, sorted; {:.2f} us per call (median of {})\n",
+                           c.impl, metric_name(metric), n, d, t.median_ms * 1e3, t.reps);
+  std::cout << fmt::format("check {}: max |d - d_exact| / (|q|^2 + |x|^2) = {:.2e}, order by (distance, index)\n",
+                           ok ? "OK" : "FAILED", worst);
+  std::cout << "rank,index,distance\n";
+  for (index_t r = 0; r < std::min(top, n); ++r)
+    std::cout << fmt::format("{},{},{:.7g}\n", r, idx[std::size_t(r)], dist[std::size_t(r)]);
+  if (!c.dist_csv.empty()) {
+    std::string s = "rank,index,distance\n";
+    for (index_t r = 0; r < n; ++r) s += fmt::format("{},{},{:.9g}\n", r, idx[std::size_t(r)], dist[std::size_t(r)]);
+    write_text(c.dist_csv, s);
+  }
+  return ok ? 0 : 1;
+}
+
+int cmd_bench_knn(const KnnCli& c) {
+  KnnBenchOptions o;
+  o.impls = split_list(c.b_impl, ',');
+  if (o.impls.empty()) throw Error("--impl is empty");
+  const std::vector<index_t> v = whole_list(c.b_synthetic, "--synthetic", 1, index_t(1) << 31);
+  if (v.size() != 3) throw Error("--synthetic '" + c.b_synthetic + "' is not N,d,Q");
+  o.n = v[0], o.d = v[1], o.q = v[2];
+  o.ks = whole_list(c.b_k, "--k", 1, INT32_MAX);
+  o.metric = parse_metric(c.b_metric);
+  o.storage = parse_storage(c.b_storage);
+  o.threads.clear();
+  for (index_t t : whole_list(c.b_threads, "--threads", 1, 1024)) o.threads.push_back(int(t));
+  o.seed = c.seed;
+  if (c.reps > 0) o.min_reps = o.max_reps = c.reps;
+  const std::vector<KnnBenchRow> rows = run_knn_bench(o);
+  std::cout << knn_bench_table(rows);
+  if (!c.b_csv.empty()) write_text(c.b_csv, knn_bench_csv(rows));
+  for (const KnnBenchRow& r : rows)
+    if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
+  return 0;
+}
+
+int cmd_bench_gemv(const KnnCli& c) {
+  GemvRegistry& reg = gemv_registry();
+  register_gemv_baselines(reg);
+  if (c.g_list) {
+    for (const GemvImpl& i : reg.all())
+      std::cout << fmt::format("{:<22} {:<4} {:<8} {}{}\n{:<36}({})\n", i.name, device_name(i.device), i.dtypes(),
+                               i.baseline ? "[baseline] " : "", i.description, "", i.preconditions);
+    for (const MissingPart& m : reg.missing) std::cout << fmt::format("missing: {}: {}\n", m.name, m.reason);
+    return 0;
+  }
+  GemvBenchOptions o;
+  for (const std::string& item : split_list(c.g_impl, ',')) {
+    if (item == "all") {
+      for (const GemvImpl& i : reg.all()) o.impls.push_back(i.name);
+    } else if (item == "cpu" || item == "gpu") {
+      for (const GemvImpl& i : reg.all())
+        if (device_name(i.device) == item) o.impls.push_back(i.name);
+    } else {
+      o.impls.push_back(reg.find(item).name);
+    }
+  }
+  if (o.impls.empty()) throw Error("--impl names no GEMV implementation");
+  std::vector<std::string> unique;  // "cpu,gemv-openblas" names OpenBLAS twice
+  for (const std::string& n : o.impls)
+    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
+  o.impls = unique;
+  for (const std::string& s : split_list(c.g_shapes, ',')) {
+    const std::vector<std::string> p = split_list(s, 'x');
+    if (p.size() != 2) throw Error("--shapes '" + s + "' is not MxN");
+    o.shapes.emplace_back(whole(p[0], "M", 1, index_t(1) << 31), whole(p[1], "N", 1, index_t(1) << 31));
+  }
+  if (o.shapes.empty()) throw Error("give --shapes MxN,...");
+  o.layouts = split_list(c.g_layouts, ',');
+  for (const std::string& l : o.layouts) make_matrix_type(l, 1, 1);  // unknown names throw
+  o.dtypes.clear();
+  for (const std::string& d : split_list(c.g_dtypes, ',')) {
+    if (d == "f32") o.dtypes.push_back(Dtype::f32);
+    else if (d == "f64") o.dtypes.push_back(Dtype::f64);
+    else throw Error("unknown dtype '" + d + "' (use f32 or f64)");
+  }
+  o.threads.clear();
+  for (index_t t : whole_list(c.g_threads, "--threads", 1, 1024)) o.threads.push_back(int(t));
+  o.alpha = c.g_alpha, o.beta = c.g_beta;
+  if (c.reps > 0) o.min_reps = o.max_reps = c.reps;
+  const std::vector<GemvBenchRow> rows = run_gemv_bench(o);
+  std::cout << gemv_bench_table(rows);
+  if (!c.g_csv.empty()) write_text(c.g_csv, gemv_bench_csv(rows));
+  for (const GemvBenchRow& r : rows)
+    if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
+  auto c = std::make_shared<KnnCli>();
+  c->knn = app.add_subcommand("knn", "Exact k-nearest-neighbour search (.fvecs/.bvecs or synthetic data)");
+  c->knn->add_option("--base", c->base, "base vectors (.fvecs or .bvecs)");
+  c->knn->add_option("--queries", c->queries, "query vectors (.fvecs or .bvecs)");
+  c->knn->add_option("--synthetic", c->synthetic, "N,d,Q: uniform [-1,1) base and queries");
+  c->knn->add_option("--k", c->k, "neighbours per query (1..N)")->required();
+  c->knn->add_option("--metric", c->metric, "l2 or ip");
+  c->knn->add_option("--impl", c->impl, "cpu, gpu or faiss");
+  c->knn->add_option("--out", c->out, "write the neighbour indices (.ivecs)");
+  c->knn->add_option("--gt", c->gt, "ground truth (.ivecs) for recall@k");
+  c->knn->add_flag("--write-gt", c->write_gt, "compute exact ground truth in FP64 and write it to --out");
+  c->knn->add_option("--threads", c->threads, "CPU threads (default: all)");
+  c->knn->add_option("--reps", c->reps, "timed repeats");
+  c->knn->add_option("--seed", c->seed, "seed of --synthetic");
+  c->knn->add_option("--storage", c->storage, "base storage for the CPU search: f32, f16 or bf16");
+  c->knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
+  c->knn->add_option("--save-data", c->save_data, "write the data as PREFIX_base.fvecs / PREFIX_queries.fvecs and exit");
+
+  c->dist = app.add_subcommand("dist", "Seed 002: distances from one query to N vectors, sorted (ties by index)");
+  c->dist->add_option("--base", c->base, "vectors (.fvecs or .bvecs)");
+  c->dist->add_option("--query", c->query, "query file (default: a base vector)");
+  c->dist->add_option("--query-index", c->query_index, "which vector of the query file (or of the base)");
+  c->dist->add_option("--synthetic", c->dist_synthetic, "N,d: random data (the seed's case is 1024,32)");
+  c->dist->add_option("--metric", c->metric, "l2 or ip");
+  c->dist->add_option("--impl", c->impl, "cpu or gpu");
+  c->dist->add_option("--threads", c->threads, "CPU threads (default: all)");
+  c->dist->add_option("--top", c->top, "rows to print (default 10)");
+  c->dist->add_option("--csv", c->dist_csv, "write all N sorted (rank, index, distance) rows");
+  c->dist->add_option("--reps", c->reps, "timed repeats");
+  c->dist->add_option("--seed", c->seed, "seed of --synthetic");
+
+  c->bench_knn = bench.add_subcommand("knn", "Time k-NN implementations and FAISS on the same data");
+  c->bench_knn->add_option("--impl", c->b_impl, "comma list of cpu, gpu, gpu:GEMM (a GPU GEMM by name), faiss");
+  c->bench_knn->add_option("--synthetic", c->b_synthetic, "N,d,Q")->required();
+  c->bench_knn->add_option("--k", c->b_k, "comma list of k");
+  c->bench_knn->add_option("--metric", c->b_metric, "l2 or ip");
+  c->bench_knn->add_option("--storage", c->b_storage, "base storage of the CPU k-NN: f32, f16 or bf16");
+  c->bench_knn->add_option("--threads", c->b_threads, "comma list of CPU thread counts");
+  c->bench_knn->add_option("--csv", c->b_csv, "write the table as CSV");
+  c->bench_knn->add_option("--reps", c->reps, "timed repeats");
+  c->bench_knn->add_option("--seed", c->seed);
+
+  c->bench_gemv = bench.add_subcommand("gemv", "Verify and time GEMV implementations (GB/s, % of copy bandwidth)");
+  c->bench_gemv->add_option("--impl", c->g_impl, "comma list of names, or all, cpu, gpu");
+  c->bench_gemv->add_option("--shapes", c->g_shapes, "MxN shapes, comma list");
+  c->bench_gemv->add_option("--layout", c->g_layouts, "layouts of A, comma list (row, col, row-pad, fig17, ...)");
+  c->bench_gemv->add_option("--dtype", c->g_dtypes, "f32, f64 or f32,f64");
+  c->bench_gemv->add_option("--threads", c->g_threads, "comma list of CPU thread counts");
+  c->bench_gemv->add_option("--alpha", c->g_alpha);
+  c->bench_gemv->add_option("--beta", c->g_beta);
+  c->bench_gemv->add_option("--reps", c->reps, "timed repeats");
+  c->bench_gemv->add_option("--csv", c->g_csv, "write the table as CSV");
+  c->bench_gemv->add_flag("--list", c->g_list, "list the GEMV implementations");
+  return c;
+}
+
+namespace {
+
+// Registered with main() through tools/commands.hpp: no edit of main.cpp.
+std::vector<parray::tools::CliCommand> knn_commands(CLI::App& app, CLI::App& bench) {
+  std::shared_ptr<KnnCli> c = add_knn_commands(app, bench);  // the lambdas keep it alive
+  return {{c->knn, [c] { return cmd_knn(*c); }},
+          {c->dist, [c] { return cmd_dist(*c); }},
+          {c->bench_knn, [c] { return cmd_bench_knn(*c); }},
+          {c->bench_gemv, [c] { return cmd_bench_gemv(*c); }}};
+}
+
+const parray::tools::RegisterCommands registered(&knn_commands);
+
+}  // namespace
