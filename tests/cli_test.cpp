@@ -1,6 +1,7 @@
 // The CLI: bad input gets one line on stderr and exit status 2; good input runs.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -14,7 +15,8 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "parray_cli_stderr.txt";
+  // One file per process: ctest runs several test binaries at once.
+  const std::string err_file = testing::TempDir() + "parray_cli_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(PARRAY_CLI_PATH) + " " + args + " 2>" + err_file;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");

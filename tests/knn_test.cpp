@@ -3,6 +3,7 @@
 // any tile, L2 and IP, file round trips and corrupt files, and the CLI's
 // bad-input contract (one line, exit status 2).
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -213,7 +214,10 @@ TEST(Knn, FaissAgreesWhenBuiltIn) {
 // ---- files ------------------------------------------------------------------------
 
 namespace {
-std::string tmp(const std::string& name) { return testing::TempDir() + "parray_knn_" + name; }
+// Per process: ctest runs the test cases of this binary in parallel.
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + "parray_knn_" + std::to_string(getpid()) + "_" + name;
+}
 void write_raw(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(bytes.data(), std::streamsize(bytes.size()));
@@ -319,6 +323,13 @@ TEST(KnnCli, RunsAndRejectsBadInput) {
   write_fvecs(tmp("b.fvecs"), b);
   write_fvecs(tmp("q.fvecs"), q);
   write_fvecs(tmp("q9.fvecs"), q2);
+  // Its own bad files: a truncated base and ground truth for 2 queries, not 4.
+  std::vector<char> truncated = read_raw(tmp("b.fvecs"));
+  truncated.resize(truncated.size() - 5);
+  write_raw(tmp("t.fvecs"), truncated);
+  Vectors<std::int32_t> two;
+  two.n = 2, two.d = 4, two.data = {1, 2, 3, 4, 5, 6, 7, 8};
+  write_ivecs(tmp("a.ivecs"), two);
   const std::string base = " --base " + tmp("b.fvecs") + " --queries " + tmp("q.fvecs");
   CliRun r = cli("knn" + base + " --k 5 --write-gt --out " + tmp("gt.ivecs"));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -117,6 +117,7 @@ void bench_problem(const GemvBenchOptions& o, const std::string& layout, index_t
       r.impl = impl.name, r.device = device_name(impl.device), r.dtype = dtype_name(dtype_of<T>()), r.layout = layout;
       r.m = m, r.n = n, r.threads = threads;
       if (!impl.supports(dtype_of<T>())) r.note = "skipped: no " + r.dtype;
+      else if (gpu && !cuda_available()) r.note = "skipped: no CUDA device";
       else if (std::string why = impl.why_not(ops.type.view.rank() == 2 ? MatrixLayout::from(ops.type.view)
                                                                         : MatrixLayout{});
                !why.empty())
