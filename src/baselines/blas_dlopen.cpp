@@ -41,8 +41,15 @@ struct BlasLibrary {
     dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
     if (!sgemm || !dgemm) return "no cblas_sgemm/cblas_dgemm in " + path;
     void* st = dlsym(handle, set_threads_symbol);
-    if (name == "openblas") set_threads_int = reinterpret_cast<void (*)(int)>(st);
-    else set_threads_long = reinterpret_cast<void (*)(long)>(st);
+    if (name == "openblas") {
+      set_threads_int = reinterpret_cast<void (*)(int)>(st);
+    } else {
+      set_threads_long = reinterpret_cast<void (*)(long)>(st);
+      // BLIS initialises itself lazily on its first call and then reads the
+      // thread count from the environment, overwriting one set before: so
+      // initialise it now, and the count set before each call sticks.
+      if (auto init = reinterpret_cast<void (*)()>(dlsym(handle, "bli_init"))) init();
+    }
     return "";
   }
   void set_threads(int n) const {

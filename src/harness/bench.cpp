@@ -1,6 +1,8 @@
 // The GEMM benchmark table: every implementation verified before it is timed,
 // baselines timed in the same run by the same helper, ratios per shape.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -59,6 +61,13 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
   std::vector<BenchRow> rows;
   std::vector<const GemmImpl*> impls;
   for (const std::string& name : o.impls) impls.push_back(&registry().find(name));
+  // Measure the CPU peaks first, before any BLAS library has started worker
+  // threads that keep spinning for a while after each call and would steal
+  // cycles from the measurement.
+  for (const GemmProblem& p : o.problems)
+    for (const GemmImpl* impl : impls)
+      if (impl->device == Device::cpu)
+        for (int threads : o.threads) measured_cpu_peak_gflops(p.dtype, impl->threaded ? threads : 1);
   std::size_t step = 0;
   const std::size_t steps = o.problems.size() * impls.size() * o.threads.size();
   for (const GemmProblem& p : o.problems) {
@@ -100,6 +109,9 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
           rows.push_back(row);
           continue;
         }
+        // OpenBLAS's and OpenMP's worker threads spin for a while after a
+        // call; let those of the previous implementation go idle first.
+        if (impl->device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(150));
         const TimingStats t = measure(gcase, *impl, row.threads, o);
         row.ms = t.median_ms;
         row.gflops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) /
