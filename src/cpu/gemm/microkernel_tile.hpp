@@ -15,6 +15,13 @@ void tile_kernel(index_t k, const T* __restrict a, const T* __restrict b, T alph
   using R = typename V::type;
   constexpr int L = V::lanes;
   R c0[MR], c1[MR];
+  // C's rows are read (or written) only after the k loop; fetch them now so
+  // that their cache misses overlap the FMAs instead of stalling after them.
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + row_offset[i]), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + row_offset[i] + 2 * L - 1), _MM_HINT_T0);
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = V::zero();
   for (index_t p = 0; p < k; ++p) {
