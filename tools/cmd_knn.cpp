@@ -27,6 +27,7 @@
 #include "parray/harness.hpp"
 #include "parray/knn_bench.hpp"
 #include "parray/vecs_io.hpp"
+#include "cli_util.hpp"
 #include "commands.hpp"
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"
@@ -36,34 +37,9 @@ using namespace parray;
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-index_t whole(const std::string& text, const std::string& what, index_t lo, index_t hi) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size()) throw Error(what + " '" + text + "' is not a whole number");
-  if (v < lo || v > hi) throw Error(what + " " + text + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-  return v;
-}
-
-std::vector<index_t> whole_list(const std::string& s, const std::string& what, index_t lo, index_t hi) {
-  std::vector<index_t> out;
-  for (const std::string& t : split_list(s, ',')) out.push_back(whole(t, what, lo, hi));
-  if (out.empty()) throw Error(what + " is empty");
-  return out;
-}
+using tools::split_list;
+using tools::whole;
+using tools::whole_list;
 
 int resolve_threads(int t) {
   if (t < 0) throw Error("--threads " + std::to_string(t) + " is negative");

@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "parray/config.hpp"
 #include "parray/gemm.hpp"
@@ -38,30 +39,9 @@ namespace {
 
 using namespace parray;
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
+// Sizes of the seeds' tables: 1 .. 2^20.
 std::vector<index_t> parse_sizes(const std::string& s, const std::string& what) {
-  std::vector<index_t> out;
-  for (const std::string& t : split_list(s)) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != t.size() || v < 1 || v > (1 << 20)) throw Error(what + " '" + t + "' is not a size in 1..2^20");
-    out.push_back(v);
-  }
-  if (out.empty()) throw Error(what + " is empty");
-  return out;
+  return tools::whole_list(s, what, 1, index_t{1} << 20);
 }
 
 void require_gpu(const std::string& cmd) {
@@ -141,7 +121,7 @@ int table4(const SeedArgs& a) {
   require_gpu("table4");
   const std::vector<index_t> sizes = parse_sizes(a.sizes, "--sizes");
   BenchOptions o = options(a);
-  for (const std::string& i : split_list(a.impls)) o.impls.push_back(registry().find(i).name);
+  for (const std::string& i : tools::split_list(a.impls)) o.impls.push_back(registry().find(i).name);
   if (o.impls.empty()) throw Error("--impl is empty");
   for (index_t n : sizes) o.problems.push_back(square(n));
   const std::vector<BenchRow> rows = run_gemm_bench(o);
@@ -192,7 +172,7 @@ int odd(const SeedArgs& a) {
   p.m = M, p.k = K, p.n = N;
   const std::vector<std::string> gpu = [&] {
     std::vector<std::string> v;
-    for (const std::string& i : split_list(a.odd_impls)) v.push_back(registry().find(i).name);
+    for (const std::string& i : tools::split_list(a.odd_impls)) v.push_back(registry().find(i).name);
     return v;
   }();
   if (gpu.empty()) throw Error("--impl is empty");

@@ -20,6 +20,7 @@
 #include "parray/config.hpp"
 #include "parray/cpu.hpp"
 #include "parray/harness.hpp"
+#include "cli_util.hpp"
 #include "commands.hpp"
 
 #if PARRAY_HAVE_CUDA
@@ -27,36 +28,11 @@
 #endif
 
 using namespace parray;
+using tools::parse_dtype;
+using tools::split_list;
+using tools::whole;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-index_t parse_size(const std::string& text, const std::string& what) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty()) throw Error(what + " '" + text + "' is not a whole number");
-  if (v < 0) throw Error(what + " " + text + " is negative");
-  return v;
-}
-
-Dtype parse_dtype(const std::string& s) {
-  if (s == "f32") return Dtype::f32;
-  if (s == "f64") return Dtype::f64;
-  throw Error("unknown dtype '" + s + "' (use f32 or f64)");
-}
 
 void check_layout_name(const std::string& s) {
   for (const std::string& n : matrix_layout_names())
@@ -80,7 +56,7 @@ void check_fits(const GemmProblem& p) {
 
 std::vector<std::string> expand_impls(const std::string& list) {
   std::vector<std::string> names;
-  for (const std::string& item : split(list, ',')) {
+  for (const std::string& item : split_list(list, ',')) {
     if (item == "all") {
       for (const GemmImpl& i : registry().all()) names.push_back(i.name);
     } else if (item == "baselines") {
@@ -133,9 +109,9 @@ struct GemmArgs {
 int cmd_gemm(const GemmArgs& g) {
   GemmProblem p;
   p.dtype = parse_dtype(g.dtype);
-  p.m = parse_size(g.m, "-m");
-  p.n = parse_size(g.n, "-n");
-  p.k = parse_size(g.k, "-k");
+  p.m = whole(g.m, "-m");
+  p.n = whole(g.n, "-n");
+  p.k = whole(g.k, "-k");
   for (const std::string* l : {&g.layout_a, &g.layout_b, &g.layout_c}) check_layout_name(*l);
   p.layout_a = g.layout_a, p.layout_b = g.layout_b, p.layout_c = g.layout_c;
   p.alpha = g.alpha, p.beta = g.beta, p.seed = g.seed, p.int_inputs = g.int_inputs || g.print;
@@ -190,27 +166,27 @@ int cmd_bench_gemm(const BenchArgs& b) {
   BenchOptions o;
   o.impls = expand_impls(b.impls);
   o.threads.clear();
-  for (const std::string& t : split(b.threads, ',')) {
-    const index_t v = parse_size(t, "--threads");
+  for (const std::string& t : split_list(b.threads, ',')) {
+    const index_t v = whole(t, "--threads");
     if (v < 1 || v > 1024) throw Error("--threads " + t + " is out of range 1..1024");
     o.threads.push_back(static_cast<int>(v));
   }
   if (o.threads.empty()) throw Error("--threads is empty");
   if (b.reps > 0) o.min_reps = o.max_reps = b.reps;
   std::vector<std::array<index_t, 3>> shapes;  // m, k, n
-  for (const std::string& s : split(b.sizes, ',')) {
-    const index_t v = parse_size(s, "--sizes");
+  for (const std::string& s : split_list(b.sizes, ',')) {
+    const index_t v = whole(s, "--sizes");
     shapes.push_back({v, v, v});
   }
-  for (const std::string& s : split(b.shapes, ',')) {
-    const std::vector<std::string> parts = split(s, 'x');
+  for (const std::string& s : split_list(b.shapes, ',')) {
+    const std::vector<std::string> parts = split_list(s, 'x');
     if (parts.size() != 3) throw Error("--shapes '" + s + "' is not MxKxN");
-    shapes.push_back({parse_size(parts[0], "M"), parse_size(parts[1], "K"), parse_size(parts[2], "N")});
+    shapes.push_back({whole(parts[0], "M"), whole(parts[1], "K"), whole(parts[2], "N")});
   }
   if (shapes.empty()) throw Error("give --sizes or --shapes");
-  std::vector<std::string> layouts = split(b.layouts, ',');
+  std::vector<std::string> layouts = split_list(b.layouts, ',');
   for (const std::string& l : layouts) check_layout_name(l);
-  for (const std::string& d : split(b.dtypes, ',')) {
+  for (const std::string& d : split_list(b.dtypes, ',')) {
     for (const auto& [m, k, n] : shapes) {
       for (const std::string& l : layouts) {
         GemmProblem p;
