@@ -154,13 +154,15 @@ struct MatrixLayout {
   }
 
   std::string str() const {
-    auto axis = [](const Axis& a) {
-      std::string s = "[" + std::to_string(a.size);
-      for (int l = 0; l < a.levels; ++l)
-        s += " " + std::to_string(a.extent[l]) + ":" + std::to_string(a.stride[l]);
-      return s + "]";
-    };
-    return axis(rows) + axis(cols);
+    // Built with append: GCC 12 warns falsely (-Wrestrict) on chains of operator+.
+    std::string s;
+    for (const Axis* a : {&rows, &cols}) {
+      s.append("[").append(std::to_string(a->size));
+      for (int l = 0; l < a->levels; ++l)
+        s.append(" ").append(std::to_string(a->extent[l])).append(":").append(std::to_string(a->stride[l]));
+      s.append("]");
+    }
+    return s;
   }
 };
 

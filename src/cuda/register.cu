@@ -6,6 +6,7 @@
 
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
+#include "parray/multilevel.hpp"
 #include "parray/registry.hpp"
 
 namespace parray {
@@ -152,6 +153,7 @@ void register_cuda_backend(Registry& r) {
       "ladder 12: 128x128x16, 256 threads, 8x8 per thread, 3-stage cp.async, tiles addressed once (any "
       "transpose/layout), grouped order, split-K",
       gemm_best);
+  multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
   r.set_default(Device::gpu, "cuda-12-best");
 }
 

@@ -1,0 +1,50 @@
+// Step 12 and the K split's reduction, launched on a given stream (launch.hpp).
+#include "../pipelined_common.cuh"
+#include "launch.hpp"
+
+namespace parray::cuda::multilevel {
+
+namespace {
+// The shape of cuda-12-best (launch_best.cu), A contiguous along k (row-major
+// A), B contiguous along n (row-major B).
+using Shape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2>;
+using OpIn = StridedOperand<const float>;
+using OpOut = StridedOperand<float>;
+
+__global__ __launch_bounds__(256) void sum_parts(int m, int n, int parts, const float* w, index_t ldw, index_t slice,
+                                                 float alpha, float beta, float* c, index_t ldc) {
+  for (int i = blockIdx.y; i < m; i += gridDim.y)
+    for (int j = blockIdx.x * 256 + threadIdx.x; j < n; j += gridDim.x * 256) {
+      const float* p = w + i * ldw + j;
+      float s = 0.f;
+      for (int z = 0; z < parts; ++z) s += p[z * slice];
+      float* out = c + i * ldc + j;
+      *out = beta == 0.f ? alpha * s : alpha * s + beta * *out;
+    }
+}
+}  // namespace
+
+void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                         const float* b, long long ldb, float beta, float* c, long long ldc) {
+  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, OpOut>;
+  static const bool ready = [&] {
+    pipelined::allow_smem(kern, Shape::smem_bytes);
+    return true;
+  }();
+  (void)ready;
+  const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
+  if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
+  const int kts = int(ceil_div(k, Shape::BK));
+  kern<<<dim3(unsigned(tiles), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
+      m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, OpOut{c, ldc, 1}, 8, kts, 0);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+void sum_parts_on_stream(cudaStream_t stream, int m, int n, int parts, const float* w, long long ldw,
+                         long long slice, float alpha, float beta, float* c, long long ldc) {
+  const dim3 grid(ceil_div(n, 256), unsigned(std::min(m, 65535)));
+  sum_parts<<<grid, 256, 0, stream>>>(m, n, parts, w, ldw, slice, alpha, beta, c, ldc);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace parray::cuda::multilevel

@@ -1,0 +1,25 @@
+// Stream-taking launches for the multi-level splits (src/cuda/multilevel/):
+// the ladder launchers (gemm_launchers.hpp) all use the default stream, so the
+// done-right splits, which give every part its own stream, launch step 12's
+// kernel and the device-side reduction of the K split through these.
+// Operands are row-major device pointers; every launch is checked.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace parray::cuda::multilevel {
+
+// C (M x N, ldc) = alpha A (M x K, lda) B (K x N, ldb) + beta C on `stream`,
+// with ladder step 12 (128 x 128 x 16 tiles, no split-K: the parts of a split
+// are what fill the GPU). C is not read when beta == 0. M, N >= 1, K >= 0.
+void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                         const float* b, long long ldb, float beta, float* c, long long ldc);
+
+// C = alpha (W_0 + ... + W_{parts-1}) + beta C, W_p = w + p * slice (M x N,
+// row stride ldw): the K split's partial products summed on the device.
+void sum_parts_on_stream(cudaStream_t stream, int m, int n, int parts, const float* w, long long ldw,
+                         long long slice, float alpha, float beta, float* c, long long ldc);
+
+}  // namespace parray::cuda::multilevel

@@ -1,0 +1,430 @@
+// Seed 000 task 2's two splits (rows of A; K), the seed's way and done right
+// (include/parray/multilevel.hpp says what each implementation is).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "launch.hpp"
+#include "parray/cuda/check.hpp"
+#include "parray/cuda/gemm_launchers.hpp"
+#include "parray/cuda/memory.hpp"
+#include "parray/multilevel.hpp"
+#include "parray/registry.hpp"
+#include "parray/thread_array.hpp"
+
+namespace parray::multilevel {
+
+namespace {
+
+using cuda::multilevel::gemm_best_on_stream;
+using cuda::multilevel::sum_parts_on_stream;
+
+// Part i of n items over t threads: [begin, end), sizes differ by at most one
+// (empty when t > n).
+struct Range {
+  index_t begin, end;
+  index_t size() const { return end - begin; }
+};
+Range part(index_t n, int t, int i) { return {n * i / t, n * (i + 1) / t}; }
+
+// Rows [r0, r0 + nr) x cols [c0, c0 + nc) of v into dst (row-major, nr x nc).
+// Row-major views copy row by row; any other layout element by element.
+void pack(MatrixView<const float> v, index_t r0, index_t nr, index_t c0, index_t nc, float* dst) {
+  if (v.layout.is_row_major()) {
+    const index_t rs = v.layout.rows.stride[0];
+    for (index_t i = 0; i < nr; ++i)
+      std::memcpy(dst + i * nc, v.data + (r0 + i) * rs + c0, size_t(nc) * sizeof(float));
+    return;
+  }
+  for (index_t i = 0; i < nr; ++i)
+    for (index_t j = 0; j < nc; ++j) dst[i * nc + j] = v(r0 + i, c0 + j);
+}
+// The inverse: src (row-major nr x nc) into rows [r0, r0 + nr) of c.
+void unpack(const float* src, index_t r0, index_t nr, MatrixView<float> c) {
+  const index_t nc = c.cols();
+  if (c.layout.is_row_major()) {
+    const index_t rs = c.layout.rows.stride[0];
+    for (index_t i = 0; i < nr; ++i) std::memcpy(c.data + (r0 + i) * rs, src + i * nc, size_t(nc) * sizeof(float));
+    return;
+  }
+  for (index_t i = 0; i < nr; ++i)
+    for (index_t j = 0; j < nc; ++j) c(r0 + i, j) = src[i * nc + j];
+}
+
+void check_sizes(const GemmCall<float>& call, const char* impl) {
+  const index_t lim = 0x7fffffff;
+  if (call.c.rows() > lim || call.c.cols() > lim || call.a.cols() > lim)
+    throw Error(std::string(impl) + ": M, N and K must each be below 2^31");
+}
+
+// A row-major device operand for the ladder launchers.
+template <class T>
+MatrixView<T> dev_view(T* p, index_t rows, index_t cols) {
+  return {p, MatrixLayout{Axis::strided(rows, cols), Axis::strided(cols, 1)}, Memory::device};
+}
+
+// ---- the seed's way -----------------------------------------------------------
+
+constexpr int kSeedBlock = 256;  // the task-1 kernel's 1-D block
+
+// (a) Each thread: its row block of A and all of B to freshly allocated device
+// buffers, the task-1 kernel, its rows of C back.
+void seed_rows(const GemmCall<float>& call, int threads) {
+  check_sizes(call, "seed-split-rows");
+  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+  {
+    try {
+      const Range r = part(M, omp_get_num_threads(), omp_get_thread_num());
+      if (r.size() > 0) {
+        std::vector<float> ha(size_t(r.size() * K)), hb(size_t(K * N)), hc(size_t(r.size() * N));
+        pack(call.a, r.begin, r.size(), 0, K, ha.data());
+        pack(call.b, 0, K, 0, N, hb.data());
+        if (call.beta != 0.f) pack(call.c, r.begin, r.size(), 0, N, hc.data());
+        float *da, *db, *dc;
+        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), ha.size() * sizeof(float)));
+        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), hb.size() * sizeof(float)));
+        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), hc.size() * sizeof(float)));
+        PARRAY_CUDA_CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
+        PARRAY_CUDA_CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
+        if (call.beta != 0.f)
+          PARRAY_CUDA_CHECK(cudaMemcpy(dc, hc.data(), hc.size() * sizeof(float), cudaMemcpyHostToDevice));
+        cuda::gemm_naive_1d(GemmCall<float>{call.alpha, dev_view<const float>(da, r.size(), K),
+                                            dev_view<const float>(db, K, N), call.beta,
+                                            dev_view<float>(dc, r.size(), N), 1},
+                            kSeedBlock);
+        PARRAY_CUDA_CHECK(cudaMemcpy(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        PARRAY_CUDA_CHECK(cudaFree(da));
+        PARRAY_CUDA_CHECK(cudaFree(db));
+        PARRAY_CUDA_CHECK(cudaFree(dc));
+        unpack(hc.data(), r.begin, r.size(), call.c);
+      }
+    } catch (...) {
+#pragma omp critical(parray_multilevel_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+// (b) Each thread: columns [k0, k1) of A and rows [k0, k1) of B, a full
+// M x N partial product on the GPU, copied back and added into C on the host
+// in a critical section (after C = beta C).
+void seed_k(const GemmCall<float>& call, int threads) {
+  check_sizes(call, "seed-split-k");
+  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  std::vector<float> acc(size_t(M * N), 0.f);
+  if (call.beta != 0.f) {
+    pack(call.c, 0, M, 0, N, acc.data());
+    for (float& x : acc) x *= call.beta;
+  }
+  std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+  {
+    try {
+      const Range r = part(K, omp_get_num_threads(), omp_get_thread_num());
+      if (r.size() > 0) {
+        std::vector<float> ha(size_t(M * r.size())), hb(size_t(r.size() * N)), hc(size_t(M * N));
+        pack(call.a, 0, M, r.begin, r.size(), ha.data());
+        pack(call.b, r.begin, r.size(), 0, N, hb.data());
+        float *da, *db, *dc;
+        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), ha.size() * sizeof(float)));
+        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), hb.size() * sizeof(float)));
+        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), hc.size() * sizeof(float)));
+        PARRAY_CUDA_CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
+        PARRAY_CUDA_CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
+        cuda::gemm_naive_1d(GemmCall<float>{call.alpha, dev_view<const float>(da, M, r.size()),
+                                            dev_view<const float>(db, r.size(), N), 0.f,
+                                            dev_view<float>(dc, M, N), 1},
+                            kSeedBlock);
+        PARRAY_CUDA_CHECK(cudaMemcpy(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        PARRAY_CUDA_CHECK(cudaFree(da));
+        PARRAY_CUDA_CHECK(cudaFree(db));
+        PARRAY_CUDA_CHECK(cudaFree(dc));
+#pragma omp critical(parray_multilevel_sum)
+        for (size_t i = 0; i < acc.size(); ++i) acc[i] += hc[i];
+      }
+    } catch (...) {
+#pragma omp critical(parray_multilevel_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  unpack(acc.data(), 0, M, call.c);
+}
+
+// ---- done right -----------------------------------------------------------------
+
+// Buffers kept between calls (grown, never shrunk): allocation is not part of
+// every product. One call at a time uses them.
+template <class Alloc, class Free>
+struct Buffer {
+  float* p = nullptr;
+  size_t cap = 0;
+  float* get(size_t floats) {
+    if (floats > cap) {
+      if (p) Free{}(p);
+      p = nullptr;
+      p = Alloc{}(floats);
+      cap = floats;
+    }
+    return p;
+  }
+};
+struct DevAlloc {
+  float* operator()(size_t n) const {
+    float* p;
+    PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)));
+    return p;
+  }
+};
+struct DevFree {
+  void operator()(float* p) const { PARRAY_CUDA_CHECK(cudaFree(p)); }
+};
+struct PinAlloc {
+  float* operator()(size_t n) const {
+    float* p;
+    PARRAY_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p), n * sizeof(float)));
+    return p;
+  }
+};
+struct PinFree {
+  void operator()(float* p) const { PARRAY_CUDA_CHECK(cudaFreeHost(p)); }
+};
+using DevBuf = Buffer<DevAlloc, DevFree>;
+using PinBuf = Buffer<PinAlloc, PinFree>;
+
+struct Context {
+  std::mutex mu;
+  std::vector<cudaStream_t> streams;
+  std::vector<cudaEvent_t> ready, done;  // per thread: B slice uploaded; part finished
+  DevBuf da, db, dc, dw;
+  PinBuf ha, hb, hc;
+  void ensure_threads(int t) {
+    while (int(streams.size()) < t) {
+      cudaStream_t s;
+      cudaEvent_t e1, e2;
+      PARRAY_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      PARRAY_CUDA_CHECK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
+      PARRAY_CUDA_CHECK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
+      streams.push_back(s), ready.push_back(e1), done.push_back(e2);
+    }
+  }
+};
+Context& context() {
+  static Context* c = new Context;  // never destroyed: CUDA may be torn down first at exit
+  return *c;
+}
+
+// Rows per chunk of a part: copies of chunk j + 1 overlap the kernel of chunk
+// j; a multiple of the kernel's 128-row tile, at least 128 rows.
+index_t chunk_rows(index_t rows) { return std::max<index_t>(128, (rows / 4 + 127) / 128 * 128); }
+
+// The split, written once over a CPU thread array: thread i owns part i and
+// stream i. `host` says whether the operands are in host memory (staged
+// through pinned buffers, chunk by chunk) or already on the device.
+void split_rows(const GemmCall<float>& call, int threads, bool host) {
+  check_sizes(call, "ml-split-rows");
+  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  Context& cx = context();
+  std::lock_guard<std::mutex> lock(cx.mu);
+  cx.ensure_threads(threads);
+  bool dev_rm = !host && call.a.layout.is_row_major() && call.b.layout.is_row_major() &&
+                call.c.layout.is_row_major();
+  // Device operands in other layouts: the same body on row-major copies.
+  const float *A, *B;
+  float* C;
+  long long lda = K, ldb = N, ldc = N;
+  if (dev_rm) {
+    A = call.a.data, B = call.b.data, C = call.c.data;
+    lda = call.a.layout.rows.stride[0], ldb = call.b.layout.rows.stride[0], ldc = call.c.layout.rows.stride[0];
+  } else {
+    A = cx.da.get(size_t(M * K)), B = cx.db.get(size_t(K * N)), C = cx.dc.get(size_t(M * N));
+  }
+  if (!host && !dev_rm) {  // device, other layouts: #copy into the row-major buffers
+    cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K));
+    cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N));
+    if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N));
+    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  float *hA = nullptr, *hB = nullptr, *hC = nullptr;
+  if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
+  CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
+    cudaStream_t s = cx.streams[size_t(t.tid)];
+    if (host) {  // B once: thread i uploads slice i of its rows
+      const Range kb = part(K, t.size(), t.tid);
+      if (kb.size() > 0) {
+        pack(call.b, kb.begin, kb.size(), 0, N, hB + kb.begin * N);
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + kb.begin * N, hB + kb.begin * N,
+                                          size_t(kb.size() * N) * sizeof(float), cudaMemcpyHostToDevice, s));
+      }
+      PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[size_t(t.tid)], s));
+    }
+    t.sync();  // every slice of B has its event
+    const Range r = part(M, t.size(), t.tid);
+    const index_t step = host ? chunk_rows(r.size()) : std::max<index_t>(r.size(), 1);
+    bool waited = !host;
+    for (index_t r0 = r.begin; r0 < r.end; r0 += step) {
+      const index_t nr = std::min(step, r.end - r0);
+      if (host) {
+        pack(call.a, r0, nr, 0, K, hA + r0 * K);
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(A) + r0 * K, hA + r0 * K,
+                                          size_t(nr * K) * sizeof(float), cudaMemcpyHostToDevice, s));
+        if (call.beta != 0.f) {
+          pack(call.c, r0, nr, 0, N, hC + r0 * N);
+          PARRAY_CUDA_CHECK(cudaMemcpyAsync(C + r0 * N, hC + r0 * N, size_t(nr * N) * sizeof(float),
+                                            cudaMemcpyHostToDevice, s));
+        }
+        if (!waited)
+          for (int j = 0; j < t.size(); ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.ready[size_t(j)], 0));
+        waited = true;
+      }
+      gemm_best_on_stream(s, int(nr), int(N), int(K), call.alpha, A + r0 * lda, lda, B, ldb, call.beta,
+                          C + r0 * ldc, ldc);
+      if (host)
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC + r0 * N, C + r0 * N, size_t(nr * N) * sizeof(float),
+                                          cudaMemcpyDeviceToHost, s));
+    }
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (host && r.size() > 0) unpack(hC + r.begin * N, r.begin, r.size(), call.c);
+  });
+  if (!host && !dev_rm) {
+    cuda::copy<float>(dev_view<const float>(C, M, N), call.c);
+    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
+
+// K split: thread i computes W_i = A[:, K_i] B[K_i, :] on its stream (chunks
+// along K accumulate, so copies of chunk j + 1 overlap the kernel of chunk j),
+// thread 0 sums the W_i into C on the device, then every thread brings back
+// its rows of C.
+void split_k(const GemmCall<float>& call, int threads, bool host) {
+  check_sizes(call, "ml-split-k");
+  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  Context& cx = context();
+  std::lock_guard<std::mutex> lock(cx.mu);
+  cx.ensure_threads(threads);
+  const bool dev_rm = !host && call.a.layout.is_row_major() && call.b.layout.is_row_major() &&
+                      call.c.layout.is_row_major();
+  const float *A, *B;
+  float* C;
+  long long lda = K, ldb = N, ldc = N;
+  if (dev_rm) {
+    A = call.a.data, B = call.b.data, C = call.c.data;
+    lda = call.a.layout.rows.stride[0], ldb = call.b.layout.rows.stride[0], ldc = call.c.layout.rows.stride[0];
+  } else {
+    A = cx.da.get(size_t(M * K)), B = cx.db.get(size_t(K * N)), C = cx.dc.get(size_t(M * N));
+  }
+  if (!host && !dev_rm) {
+    cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K));
+    cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N));
+    if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N));
+    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // Host: A is staged chunk by chunk as M x kc blocks (hA + M * k0), so the
+  // device copy of A is chunk-blocked too (lda of a chunk = its width).
+  const int parts = int(std::min<index_t>(threads, K));
+  float* W = cx.dw.get(size_t(parts) * size_t(M * N));
+  const long long slice = M * N;
+  float *hA = nullptr, *hB = nullptr, *hC = nullptr;
+  if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
+  CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
+    cudaStream_t s = cx.streams[size_t(t.tid)];
+    // The first `parts` threads take one K slice each (none empty).
+    const Range kr = t.tid < parts ? part(K, parts, t.tid) : Range{0, 0};
+    if (kr.size() > 0) {
+      const index_t step = host ? std::max<index_t>(64, (kr.size() / 4 + 15) / 16 * 16) : kr.size();
+      for (index_t k0 = kr.begin; k0 < kr.end; k0 += step) {
+        const index_t kc = std::min(step, kr.end - k0);
+        const float *a = A + k0, *b = B + k0 * ldb;
+        long long la = lda;
+        if (host) {
+          pack(call.a, 0, M, k0, kc, hA + M * k0);
+          pack(call.b, k0, kc, 0, N, hB + k0 * N);
+          PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(A) + M * k0, hA + M * k0,
+                                            size_t(M * kc) * sizeof(float), cudaMemcpyHostToDevice, s));
+          PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + k0 * N, hB + k0 * N,
+                                            size_t(kc * N) * sizeof(float), cudaMemcpyHostToDevice, s));
+          a = A + M * k0, la = kc;
+        }
+        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, k0 == kr.begin ? 0.f : 1.f,
+                            W + t.tid * slice, N);
+      }
+    }
+    PARRAY_CUDA_CHECK(cudaEventRecord(cx.done[size_t(t.tid)], s));
+    if (host && call.beta != 0.f && t.tid == 0) {
+      pack(call.c, 0, M, 0, N, hC);
+      PARRAY_CUDA_CHECK(cudaMemcpyAsync(C, hC, size_t(M * N) * sizeof(float), cudaMemcpyHostToDevice, s));
+    }
+    t.sync();  // every part has its event
+    if (t.tid == 0) {
+      for (int j = 1; j < parts; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.done[size_t(j)], 0));
+      sum_parts_on_stream(s, int(M), int(N), parts, W, N, slice, call.alpha, call.beta, C, ldc);
+      PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+    }
+    t.sync();  // the sum has its event
+    if (host) {  // rows of C back, one block per thread
+      const Range r = part(M, t.size(), t.tid);
+      if (r.size() > 0) {
+        PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.ready[0], 0));
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC + r.begin * N, C + r.begin * N, size_t(r.size() * N) * sizeof(float),
+                                          cudaMemcpyDeviceToHost, s));
+        PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
+        unpack(hC + r.begin * N, r.begin, r.size(), call.c);
+      }
+    }
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
+  });
+  if (!host && !dev_rm) {
+    cuda::copy<float>(dev_view<const float>(C, M, N), call.c);
+    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
+
+GemmImpl make(const std::string& family, const std::string& split, int t, std::string desc) {
+  GemmImpl i;
+  i.name = impl_name(family, split, t);
+  i.description = std::move(desc);
+  i.device = Device::gpu;
+  i.operand_memory = family == "ml-dev" ? Memory::device : Memory::paged;
+  i.preconditions = "any M, N, K below 2^31; any layout";
+  return i;
+}
+
+void add_all(Registry& r) {
+  for (int t : {1, 2, 4, 8}) {
+    const std::string ts = std::to_string(t);
+    GemmImpl a = make("seed", "rows", t, "seed 000 task 2a: " + ts +
+                                             " OpenMP threads, rows of A; each allocates, copies all of B, kernel 1");
+    a.run_f32 = [t](const GemmCall<float>& c) { seed_rows(c, t); };
+    r.add(std::move(a));
+    GemmImpl b = make("seed", "k", t, "seed 000 task 2b: " + ts +
+                                          " OpenMP threads, K slices, kernel 1, summed on the host (critical)");
+    b.run_f32 = [t](const GemmCall<float>& c) { seed_k(c, t); };
+    r.add(std::move(b));
+    GemmImpl c = make("ml", "rows", t, "task 2a done right: " + ts +
+                                           " streams, pinned staging, B once, chunks overlapped, step 12");
+    c.run_f32 = [t](const GemmCall<float>& x) { split_rows(x, t, true); };
+    r.add(std::move(c));
+    GemmImpl d = make("ml", "k", t, "task 2b done right: " + ts +
+                                        " streams, pinned staging, chunks overlapped, step 12, summed on the GPU");
+    d.run_f32 = [t](const GemmCall<float>& x) { split_k(x, t, true); };
+    r.add(std::move(d));
+    GemmImpl e = make("ml-dev", "rows", t, "rows of A over " + ts + " streams, device operands, step 12 per part");
+    e.run_f32 = [t](const GemmCall<float>& x) { split_rows(x, t, false); };
+    r.add(std::move(e));
+    GemmImpl f = make("ml-dev", "k", t, "K over " + ts + " streams, device operands, step 12, summed on the GPU");
+    f.run_f32 = [t](const GemmCall<float>& x) { split_k(x, t, false); };
+    r.add(std::move(f));
+  }
+}
+
+}  // namespace
+
+void register_multilevel(Registry& r) { add_all(r); }
+
+}  // namespace parray::multilevel
