@@ -1,0 +1,330 @@
+// The distributed GEMM command of the parray tool (issue 7):
+//
+//   mpirun -np P parray dist-gemm -m M -n N -k K --grid PxQ [--block B] [--dtype f32|f64]
+//          [--trans-a] [--trans-b] [--threads T] [--repeats R] [--baseline scalapack]
+//          [--efficiency] [--csv FILE]
+//
+// Runs parray's SUMMA on a P x Q process array over block-cyclic matrices,
+// verifies it (a gathered FP64 reference for small sizes, the checksum
+// C e = op(A) (op(B) e) for large ones), then times it and prints time,
+// GFLOP/s and the bytes each rank moved beside SUMMA's theory. Bad input: one
+// line on stderr (from rank 0) and exit status 2; a failed check: exit 1.
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "parray/config.hpp"
+#include "parray/core.hpp"
+#include "commands.hpp"
+
+#if PARRAY_HAVE_MPI
+#include <dlfcn.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "parray/harness.hpp"
+#include "parray/mpi/summa.hpp"
+#endif
+
+namespace {
+
+struct DistGemmOptions {
+  long long m = 1024, n = 1024, k = 1024;
+  std::string grid;
+  long long block = 256;
+  std::string dtype = "f64";
+  bool trans_a = false, trans_b = false;
+  int threads = 1;
+  int repeats = 3;
+  std::string baseline;
+  bool efficiency = false;
+  std::string csv;
+  int fail_rank = -1;  // test hook: this rank throws inside the process array's detour
+};
+
+#if PARRAY_HAVE_MPI
+using namespace parray;
+using namespace parray::mpi;
+
+// Operand values in [-1, 1) from a hash of (matrix, row, column): every rank
+// fills its own blocks, and the reference rebuilds any element.
+double element(int which, index_t i, index_t j) {
+  std::uint64_t z = (static_cast<std::uint64_t>(which) << 56) ^ (static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ULL) ^
+                    (static_cast<std::uint64_t>(j) * 0xC2B2AE3D27D4EB4FULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+// y = op(X) x in FP64 (absolute values when `absolute`), summed over the grid.
+template <class T>
+std::vector<double> matvec(const DistMatrix<T>& x, bool trans, const std::vector<double>& v, bool absolute) {
+  std::vector<double> y(static_cast<std::size_t>(trans ? x.cols() : x.rows()), 0.0);
+  for (index_t lj = 0; lj < x.local_cols(); ++lj) {
+    const index_t gj = x.global_col(lj);
+    for (index_t li = 0; li < x.local_rows(); ++li) {
+      const index_t gi = x.global_row(li);
+      double a = static_cast<double>(x.data()[li + lj * x.lld()]);
+      if (absolute) a = std::fabs(a);
+      if (trans) y[static_cast<std::size_t>(gj)] += a * v[static_cast<std::size_t>(gi)];
+      else y[static_cast<std::size_t>(gi)] += a * v[static_cast<std::size_t>(gj)];
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, y.data(), static_cast<int>(y.size()), MPI_DOUBLE, MPI_SUM, x.grid().comm());
+  return y;
+}
+
+// Relative error of C against op(A) op(B) (NaN never passes); true when within tolerance.
+template <class T>
+bool verify(const DistGemmOptions& o, const DistMatrix<T>& a, const DistMatrix<T>& b, const DistMatrix<T>& c,
+            double* error) {
+  const index_t m = o.m, n = o.n, k = o.k;
+  const int root = 0;
+  const bool small = static_cast<double>(m) * n * k <= 512.0 * 512 * 512;
+  double err = 0;
+  if (small) {
+    std::vector<T> cg(static_cast<std::size_t>(std::max<index_t>(1, m * n)));
+    c.gather_to({cg.data(), MatrixLayout::col_major(m, n, std::max<index_t>(1, m))}, root);
+    if (c.grid().coord().tid == root) {
+      std::vector<double> ref(static_cast<std::size_t>(m * n), 0.0), bt(static_cast<std::size_t>(k * n));
+      for (index_t j = 0; j < n; ++j)
+        for (index_t p = 0; p < k; ++p)
+          bt[static_cast<std::size_t>(p + j * k)] = o.trans_b ? element(1, j, p) : element(1, p, j);
+      for (index_t p = 0; p < k; ++p)
+        for (index_t i = 0; i < m; ++i) {
+          const double av = o.trans_a ? element(0, p, i) : element(0, i, p);
+          for (index_t j = 0; j < n; ++j) ref[static_cast<std::size_t>(i + j * m)] += av * bt[static_cast<std::size_t>(p + j * k)];
+        }
+      double num = 0, den = 0;
+      for (index_t x = 0; x < m * n; ++x) {
+        const double d = static_cast<double>(cg[static_cast<std::size_t>(x)]) - ref[static_cast<std::size_t>(x)];
+        num += d * d;
+        den += ref[static_cast<std::size_t>(x)] * ref[static_cast<std::size_t>(x)];
+      }
+      err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    }
+    MPI_Bcast(&err, 1, MPI_DOUBLE, root, c.grid().comm());
+  } else {
+    const std::vector<double> e(static_cast<std::size_t>(n), 1.0);
+    const std::vector<double> y = matvec(b, o.trans_b, e, false), ya = matvec(b, o.trans_b, e, true);
+    const std::vector<double> z = matvec(a, o.trans_a, y, false), za = matvec(a, o.trans_a, ya, true);
+    const std::vector<double> w = matvec(c, false, e, false);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      num += (w[i] - z[i]) * (w[i] - z[i]);
+      den += za[i] * za[i];
+    }
+    err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  }
+  *error = err;
+  return std::isfinite(err) && err <= gemm_tolerance(dtype_of<T>(), std::max<index_t>(k, 1));
+}
+
+struct Timed {
+  double ms = 0;
+  SummaStats stats;
+};
+
+// Median over repeats of the slowest rank's time.
+Timed time_runs(const MpiThreadArray& grid, int repeats, const std::function<SummaStats()>& run) {
+  std::vector<double> times;
+  Timed t;
+  for (int r = 0; r < repeats; ++r) {
+    MPI_Barrier(grid.comm());
+    const double t0 = MPI_Wtime();
+    t.stats = run();
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
+    times.push_back(dt * 1e3);
+  }
+  std::sort(times.begin(), times.end());
+  t.ms = times[times.size() / 2];
+  return t;
+}
+
+void set_blas_threads(int threads) {
+  // ScaLAPACK's local BLAS (often OpenBLAS) would start a thread per core in every rank.
+  using SetThreads = void (*)(int);
+  if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(threads);
+  if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads"))) f(threads);
+}
+
+template <class T>
+int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
+  const ProcCoord& me = grid.coord();
+  const bool root = me.tid == 0;
+  const int P = grid.rows(), Q = grid.cols();
+  const index_t m = o.m, n = o.n, k = o.k, nb = o.block;
+  const Trans ta = o.trans_a ? Trans::yes : Trans::no, tb = o.trans_b ? Trans::yes : Trans::no;
+  DistMatrix<T> a(grid, BlockCyclic::cyclic(o.trans_a ? k : m, o.trans_a ? m : k, nb, nb, P, Q));
+  DistMatrix<T> b(grid, BlockCyclic::cyclic(o.trans_b ? n : k, o.trans_b ? k : n, nb, nb, P, Q));
+  DistMatrix<T> c(grid, BlockCyclic::cyclic(m, n, nb, nb, P, Q));
+  a.fill([](index_t i, index_t j) { return element(0, i, j); });
+  b.fill([](index_t i, index_t j) { return element(1, i, j); });
+  const SummaOptions so{o.threads, 0};
+  const double flops = 2.0 * static_cast<double>(m) * n * k;
+  const double elem = sizeof(T);
+
+  struct Row {
+    std::string impl;
+    double ms, gflops, bytes;
+    bool ok;
+  };
+  std::vector<Row> rows;
+  bool all_ok = true;
+
+  auto measure = [&](const std::string& impl, const std::function<SummaStats()>& run) {
+    c.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });  // unwritten elements show
+    SummaStats s = run();
+    double err = 0;
+    const bool ok = verify(o, a, b, c, &err);
+    all_ok = all_ok && ok;
+    Timed t = time_runs(grid, o.repeats, run);
+    double bytes = t.stats.bcast_bytes + t.stats.redistribute_bytes, max_bytes = bytes, sum_bytes = bytes;
+    MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, grid.comm());
+    (void)s;
+    const double gflops = t.ms > 0 ? flops / (t.ms * 1e6) : 0;
+    rows.push_back({impl, t.ms, gflops, max_bytes, ok});
+    if (root) {
+      fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", impl, m,
+                 n, k, dtype_name(dtype_of<T>()), P, Q, nb, t.ms, gflops, ok ? "ok" : "FAILED", err);
+      if (impl == "summa") {
+        // SUMMA's theory: each rank takes part in M K / P words of A panels (along
+        // its row, when Q > 1) and K N / Q of B panels (along its column, when P > 1).
+        const double theory = elem * ((Q > 1 ? double(m) * k / P : 0) + (P > 1 ? double(k) * n / Q : 0));
+        fmt::print("          bytes moved per rank: {:.2f} MB max, {:.2f} MB total; SUMMA theory "
+                   "(MK/P + KN/Q) {:.2f} MB per rank, ratio {:.3f}",
+                   max_bytes / 1e6, sum_bytes / 1e6, theory / 1e6, theory > 0 ? max_bytes / theory : 0.0);
+        if (m == n && n == k && P == Q && P > 1)
+          fmt::print(" (= 2n^2/sqrt(p) = {:.2f} MB)", elem * 2.0 * double(n) * n / P / 1e6);
+        if (t.stats.redistribute_bytes > 0) fmt::print("; {:.2f} MB of it redistribution", t.stats.redistribute_bytes / 1e6);
+        fmt::print("\n");
+      }
+    }
+  };
+
+  grid.detour([&](const ProcCoord& p) {
+    if (p.tid == o.fail_rank) throw Error("injected failure (--fail-rank)");
+    measure("summa", [&] { return summa<T>(ta, tb, T(1), a, b, T(0), c, so); });
+  });
+
+  if (o.efficiency) {
+    // One rank, the whole problem, parray's CPU GEMM with the same threads.
+    double one_ms = 0;
+    if (root) {
+      std::vector<T> ag(static_cast<std::size_t>(m * k)), bg(static_cast<std::size_t>(k * n)), cg(static_cast<std::size_t>(m * n));
+      for (index_t j = 0; j < k; ++j)
+        for (index_t i = 0; i < m; ++i) ag[static_cast<std::size_t>(i + j * m)] = static_cast<T>(element(0, i, j));
+      for (index_t j = 0; j < n; ++j)
+        for (index_t i = 0; i < k; ++i) bg[static_cast<std::size_t>(i + j * k)] = static_cast<T>(element(1, i, j));
+      auto one = [&] {
+        gemm<T>(Order::col_major, Trans::no, Trans::no, m, n, k, T(1), ag.data(), std::max<index_t>(1, m), bg.data(),
+                std::max<index_t>(1, k), T(0), cg.data(), std::max<index_t>(1, m), {"cpu", o.threads});
+      };
+      one();
+      const double t0 = MPI_Wtime();
+      one();
+      one_ms = (MPI_Wtime() - t0) * 1e3;
+      fmt::print("one rank  {:.2f} ms; efficiency of {} ranks versus one: {:.1f} %\n", one_ms, P * Q,
+                 100.0 * one_ms / (P * Q * rows[0].ms));
+    }
+    MPI_Barrier(grid.comm());
+  }
+
+  if (o.baseline == "scalapack") {
+    set_blas_threads(o.threads);
+    grid.detour([&](const ProcCoord&) {
+      measure("scalapack", [&] {
+        scalapack_gemm<T>(ta, tb, T(1), a, b, T(0), c);
+        return SummaStats{};
+      });
+    });
+    if (root)
+      fmt::print("parray SUMMA / ScaLAPACK: {:.2f}x the speed ({:.2f} ms vs {:.2f} ms)\n", rows[1].ms > 0 ? rows[1].ms / rows[0].ms : 0.0,
+                 rows[0].ms, rows[1].ms);
+  }
+
+  if (root && !o.csv.empty()) {
+    std::ofstream f(o.csv);
+    if (!f) throw Error("cannot write " + o.csv);
+    f << "impl,ranks,grid,dtype,m,n,k,ms,gflops,bytes_moved,ok\n";
+    for (const Row& r : rows)
+      f << fmt::format("{},{},{}x{},{},{},{},{},{:.3f},{:.3f},{:.0f},{}\n", r.impl, P * Q, P, Q, dtype_name(dtype_of<T>()), m,
+                       n, k, r.ms, r.gflops, r.bytes, r.ok ? 1 : 0);
+  }
+  return all_ok ? 0 : 1;
+}
+
+int run_dist_gemm(const DistGemmOptions& o) {
+  Session session;
+  try {
+    if (o.m < 0 || o.n < 0 || o.k < 0)
+      throw Error(fmt::format("sizes must not be negative (-m {} -n {} -k {})", o.m, o.n, o.k));
+    if (o.m > std::numeric_limits<int>::max() || o.n > std::numeric_limits<int>::max() || o.k > std::numeric_limits<int>::max())
+      throw Error("sizes must fit in a 32-bit int (ScaLAPACK descriptors)");
+    if (o.block < 1) throw Error(fmt::format("--block {} must be at least 1", o.block));
+    if (o.dtype != "f32" && o.dtype != "f64") throw Error("unknown dtype '" + o.dtype + "' (use f32 or f64)");
+    if (o.threads < 1) throw Error(fmt::format("--threads {} must be at least 1", o.threads));
+    if (o.repeats < 1) throw Error(fmt::format("--repeats {} must be at least 1", o.repeats));
+    if (!o.baseline.empty() && o.baseline != "scalapack")
+      throw Error("unknown baseline '" + o.baseline + "' (use scalapack)");
+    if (o.baseline == "scalapack" && !scalapack_available())
+      throw Error("--baseline scalapack: this build found no ScaLAPACK (Debian: libscalapack-openmpi-dev)");
+    const std::vector<int> dims = o.grid.empty() ? squarest_grid(world_size()) : parse_grid(o.grid);
+    MpiThreadArray grid({dims[0], dims[1]});
+    const int rc = o.dtype == "f32" ? run_typed<float>(o, grid) : run_typed<double>(o, grid);
+    int worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+  } catch (const Error&) {
+    // Checks of the arguments come out alike on every rank: rank 0 reports
+    // (main prints the one line), the others leave quietly.
+    if (world_rank() != 0) {
+      MPI_Finalize();
+      std::exit(2);
+    }
+    MPI_Finalize();
+    throw;
+  }
+}
+#endif
+
+std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI::App&) {
+  auto o = std::make_shared<DistGemmOptions>();
+  CLI::App* cmd = app.add_subcommand("dist-gemm", "distributed GEMM over MPI: parray's SUMMA on a process grid");
+  cmd->add_option("-m", o->m, "rows of C");
+  cmd->add_option("-n", o->n, "columns of C");
+  cmd->add_option("-k", o->k, "inner dimension");
+  cmd->add_option("--grid", o->grid, "process grid PxQ (default: the squarest for the rank count)");
+  cmd->add_option("--block", o->block, "block-cyclic block size (and SUMMA panel width)");
+  cmd->add_option("--dtype", o->dtype, "f32 or f64");
+  cmd->add_flag("--trans-a", o->trans_a, "A is stored K x M and used transposed");
+  cmd->add_flag("--trans-b", o->trans_b, "B is stored N x K and used transposed");
+  cmd->add_option("--threads", o->threads, "CPU threads per rank for the local GEMM");
+  cmd->add_option("--repeats", o->repeats, "timed runs (the median is reported)");
+  cmd->add_option("--baseline", o->baseline, "scalapack: also run psgemm/pdgemm on the same grid and data");
+  cmd->add_flag("--efficiency", o->efficiency, "also time the whole problem on rank 0 alone");
+  cmd->add_option("--csv", o->csv, "write impl,ranks,grid,dtype,m,n,k,ms,gflops,bytes_moved,ok");
+  cmd->add_option("--fail-rank", o->fail_rank, "test hook: make this rank fail")->group("");
+  return {{cmd, [o]() -> int {
+#if PARRAY_HAVE_MPI
+             return run_dist_gemm(*o);
+#else
+             throw parray::Error("dist-gemm: this build has no MPI (Debian: libopenmpi-dev)");
+#endif
+           }}};
+}
+
+static const parray::tools::RegisterCommands registered(&add_dist_gemm_commands);
+
+}  // namespace
