@@ -327,7 +327,10 @@ std::string GemmCase::print() const { return impl_->print(); }
 
 std::string GemmCase::why_not(const GemmImpl& impl) const {
   if (!impl.supports(problem_.dtype)) return std::string("no ") + dtype_name(problem_.dtype);
-  if (impl.operand_memory == Memory::device && !cuda_available()) return "no CUDA device";
+  // GPU implementations need a GPU whether their operands start on the device
+  // or in host memory (the end-to-end ones copy them over themselves).
+  if ((impl.device == Device::gpu || impl.operand_memory == Memory::device) && !cuda_available())
+    return "no CUDA device";
   const MatrixLayout a = MatrixLayout::from(make_matrix_type(problem_.layout_a, problem_.m, problem_.k).view);
   const MatrixLayout b = MatrixLayout::from(make_matrix_type(problem_.layout_b, problem_.k, problem_.n).view);
   const MatrixLayout c = MatrixLayout::from(make_matrix_type(problem_.layout_c, problem_.m, problem_.n).view);
