@@ -58,7 +58,15 @@ std::vector<std::string> expand_impls(const std::string& list) {
   std::vector<std::string> names;
   for (const std::string& item : split_list(list, ',')) {
     if (item == "all") {
-      for (const GemmImpl& i : registry().all()) names.push_back(i.name);
+      // Without a GPU, "all" means every implementation that can run here.
+      const bool gpu = cuda_available();
+      int left_out = 0;
+      for (const GemmImpl& i : registry().all()) {
+        if (i.device == Device::gpu && !gpu) ++left_out;
+        else names.push_back(i.name);
+      }
+      if (left_out > 0)
+        std::fprintf(stderr, "[bench] no GPU here: %d GPU implementations left out of 'all'\n", left_out);
     } else if (item == "baselines") {
       for (const GemmImpl& i : registry().all())
         if (i.baseline) names.push_back(i.name);
