@@ -4,17 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "gemm_test_names.hpp"
 #include "parray/harness.hpp"
 
 using namespace parray;
 
-namespace parray {
-// Test names carry the problem; this keeps gtest from printing its bytes.
-void PrintTo(const GemmProblem& p, std::ostream* os) {
-  *os << dtype_name(p.dtype) << " " << p.m << "x" << p.k << "x" << p.n << " " << p.layouts() << " alpha " << p.alpha
-      << " beta " << p.beta;
-}
-}  // namespace parray
 
 namespace {
 
@@ -58,15 +52,6 @@ std::vector<GemmProblem> grid() {
   return out;
 }
 
-std::string name_of(const testing::TestParamInfo<GemmProblem>& info) {
-  const GemmProblem& p = info.param;
-  std::string s = fmt::format("{}_{}x{}x{}_{}_{}_{}_a{}_b{}", dtype_name(p.dtype), p.m, p.k, p.n, p.layout_a,
-                              p.layout_b, p.layout_c, p.alpha, p.beta);
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s + "_" + std::to_string(info.index);
-}
-
 class CpuGemm : public testing::TestWithParam<GemmProblem> {
  protected:
   static void SetUpTestSuite() { register_baselines(registry()); }
@@ -96,4 +81,4 @@ TEST_P(CpuGemm, AgreesWithFp64Reference) {
   EXPECT_GE(ran, 7) << "the CPU ladder has at least seven implementations";
 }
 
-INSTANTIATE_TEST_SUITE_P(Grid, CpuGemm, testing::ValuesIn(grid()), name_of);
+INSTANTIATE_TEST_SUITE_P(Grid, CpuGemm, testing::ValuesIn(grid()), gemm_case_name);

@@ -9,17 +9,11 @@
 
 #include <cstdlib>
 
+#include "gemm_test_names.hpp"
 #include "parray/harness.hpp"
 
 using namespace parray;
 
-namespace parray {
-// Failure messages name the problem (the CPU test binary has its own copy).
-inline void PrintTo(const GemmProblem& p, std::ostream* os) {
-  *os << dtype_name(p.dtype) << " " << p.m << "x" << p.k << "x" << p.n << " " << p.layouts() << " alpha " << p.alpha
-      << " beta " << p.beta;
-}
-}  // namespace parray
 
 namespace {
 
@@ -80,15 +74,6 @@ std::vector<GemmProblem> grid() {
   return out;
 }
 
-std::string name_of(const testing::TestParamInfo<GemmProblem>& info) {
-  const GemmProblem& p = info.param;
-  std::string s = fmt::format("{}_{}x{}x{}_{}_{}_{}_a{}_b{}", dtype_name(p.dtype), p.m, p.k, p.n, p.layout_a,
-                              p.layout_b, p.layout_c, p.alpha, p.beta);
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s + "_" + std::to_string(info.index);
-}
-
 class GpuGemm : public testing::TestWithParam<GemmProblem> {
  protected:
   void SetUp() override {
@@ -120,7 +105,7 @@ TEST_P(GpuGemm, AgreesWithFp64Reference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), name_of);
+INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), gemm_case_name);
 
 // The device #copy: row-major into figure 18's blocks and back is the identity.
 #include "parray/cuda/memory.hpp"
