@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "gemm/12_best.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
@@ -80,16 +81,28 @@ inline int choose_splits(long long tiles, int kts, int sms, int blocks_per_sm) {
   return best;
 }
 
-// The split-K workspace: one device buffer, grown when needed, reused (a
+// The split-K workspace: a device buffer grown when needed and reused (a
 // cudaMallocAsync per call measured as a large part of a small GEMM's time).
+// One per host thread and device, so threads driving different GPUs (or the
+// same GPU) never share one; freed when the thread ends (errors ignored
+// there: at process exit the runtime may already be unloading).
 inline float* splitk_workspace(size_t floats) {
-  static std::mutex mu;
-  static float* buf = nullptr;
-  static size_t cap = 0;
-  std::lock_guard<std::mutex> lock(mu);
+  struct Buffers {
+    std::vector<std::pair<float*, size_t>> per_device;
+    ~Buffers() {
+      for (auto& b : per_device)
+        if (b.first) (void)cudaFree(b.first);
+    }
+  };
+  thread_local Buffers buffers;
+  int device = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
+  if (buffers.per_device.size() <= size_t(device)) buffers.per_device.resize(size_t(device) + 1, {nullptr, 0});
+  auto& [buf, cap] = buffers.per_device[size_t(device)];
   if (floats > cap) {
     if (buf) PARRAY_CUDA_CHECK(cudaFree(buf));
     buf = nullptr;
+    cap = 0;
     PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), floats * sizeof(float)));
     cap = floats;
   }

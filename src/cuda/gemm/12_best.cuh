@@ -7,6 +7,11 @@
 //    with 256 threads (8 warps of 64 x 32, 8 x 8 results per thread as 2 x 2
 //    sub-tiles of 4 x 4 so that a warp's fragment reads are 128 contiguous
 //    bytes) and at most 128 registers, so two blocks — 16 warps — share an SM;
+//    128 x 256 with 8 x 16 per thread for row-major A and B;
+//  * operands contiguous along k (row-major A, column-major B) loaded with
+//    16-byte loads into registers and stored transposed (KContigStage), not
+//    with 4-byte cp.async: on an H200, column-major B went from 68-76 % to
+//    83-90 % of cuBLAS;
 //  * tiles addressed once per tile (AxisRun): the four transpose cases, row
 //    padding and the figure-17/18 layouts all run the strided copy, and
 //    unaligned leading dimensions fall back to 4-byte copies tile by tile;

@@ -13,6 +13,17 @@
 // how an operand with an unaligned leading dimension keeps its aligned tiles
 // fast and only its odd ones on 4-byte copies. A tile that crosses a block
 // boundary takes step 10's per-element path (load_tile), the general case.
+//
+// Operands contiguous along k (row-major A, column-major B) are not copied
+// with cp.async: cp.async cannot transpose, so step 10 moves them 4 bytes at a
+// time — 8 copy instructions with 64-bit addresses per thread per k-tile for
+// a 128 x 16 tile, and on an H200 the kernel with row-major A ran at 81.5 %
+// of cuBLAS where the same kernel with column-major A (16-byte cp.async) ran
+// at 89.6 %. KContigStage loads such a tile with 16-byte global loads into
+// registers at the top of a k-step and stores it transposed into shared
+// memory after that step's FMAs (lanes along x, so the 4-byte stores of a
+// warp hit 32 consecutive banks): the load latency is covered by one k-tile
+// of FMAs, the other operand keeps its cp.async ring.
 #pragma once
 
 #include "10_cp_async.cuh"
@@ -93,17 +104,78 @@ __device__ __forceinline__ void load_strided_tile(float* dst, const float* p, in
   }
 }
 
-// The tile at (x0, k0): strided when both runs are, else per element.
+// The tile at (x0, k0) by cp.async: strided when both runs are, else per
+// element through the layout.
 template <int BX, int BK, int NT, bool ContigK, class Src>
-__device__ __forceinline__ void load_run_tile(float* dst, const Src& src, const AxisRun& xr, int x0, int X, int k0,
-                                              int K) {
+__device__ __forceinline__ void load_run_tile(float* dst, const Src& src, const AxisRun& xr, const AxisRun& kr,
+                                              int x0, int X, int k0, int K) {
   const int xlen = min(BX, X - x0), klen = min(BK, K - k0);
-  const AxisRun kr = src.k_run(k0, klen);
   if (xr.ok && kr.ok)
     load_strided_tile<BX, BK, NT, ContigK>(dst, src.op.p + xr.base + kr.base, xr.step, kr.step, xlen, klen);
   else
     load_tile<BX, BK, NT, ContigK>(dst, src, x0, X, k0, K, false);
 }
+
+// A k-contiguous (BK, BX) tile staged in registers: fetch() issues 16-byte
+// global loads, store() writes the tile transposed into dst[k][x] (row
+// length BX + 4). Chunk c = threadIdx.x + NT i is x = c / (BK / 4), k =
+// 4 (c % (BK / 4)) .. + 3: a warp reads whole 64-byte row segments (8 rows of
+// a 16-wide tile), so each load instruction touches 8 lines, not 32 — the
+// L1 handles a warp's request line by line, and with 32 rows per request
+// (lanes along x) the loads alone took more L1 cycles than the k-tile's
+// shared-memory fragment reads. The four scalar stores of a chunk go to rows
+// k .. k + 3 of dst; rows 8 apart share banks (the row length is 4 mod 32
+// words), so chunks with k = 8, 12 store their elements in the order
+// 2, 3, 0, 1: every store instruction of a warp then hits 32 distinct banks.
+// Only whole, aligned tiles are staged; edge, unaligned and block-crossing
+// tiles keep the 4-byte cp.async path (their registers would be the kernel's
+// spills).
+template <int BX, int BK, int NT>
+struct KContigStage {
+  static constexpr int CH = BX * BK / 4 / NT, LD = BX + 4, QK = BK / 4;
+  static_assert(NT % 32 == 0 && (BX * BK / 4) % NT == 0 && 32 % QK == 0, "tile/thread mismatch");
+  float4 v[CH];
+  bool staged = false;
+
+  __device__ __forceinline__ static int chunk_x(int i) { return (threadIdx.x + NT * i) / QK; }
+  __device__ __forceinline__ static int chunk_q(int i) { return (threadIdx.x + NT * i) % QK; }
+  __device__ __forceinline__ static float part(const float4& f, int j) {
+    return j == 0 ? f.x : j == 1 ? f.y : j == 2 ? f.z : f.w;
+  }
+
+  // Starts loading k-tile (x0, k0) for buffer dst: into registers when the
+  // tile is whole and 16-byte aligned, else by cp.async straight into dst.
+  template <class Src>
+  __device__ __forceinline__ void fetch(float* dst, const Src& src, const AxisRun& xr, int x0, int X, int k0, int K) {
+    const int xlen = min(BX, X - x0), klen = min(BK, K - k0);
+    const AxisRun kr = src.k_run(k0, klen);
+    const float* p = src.op.p + xr.base + kr.base;
+    staged = xr.ok && kr.ok && kr.step == 1 && xr.step % 4 == 0 && xlen == BX && klen == BK &&
+             (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+    if (staged) {
+#pragma unroll
+      for (int i = 0; i < CH; ++i)
+        v[i] = __ldg(reinterpret_cast<const float4*>(p + chunk_x(i) * xr.step + 4 * chunk_q(i)));
+    } else {
+      load_run_tile<BX, BK, NT, true>(dst, src, xr, kr, x0, X, k0, K);
+    }
+  }
+
+  __device__ __forceinline__ void store(float* dst) const {
+    if (!staged) return;
+#pragma unroll
+    for (int i = 0; i < CH; ++i) {
+      const int q = chunk_q(i);
+      const bool swap = QK == 4 && (q & 2);  // the 16-wide tile's bank rotation (above)
+      float* d = dst + 4 * q * LD + chunk_x(i);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = swap ? (j ^ 2) : j;
+        d[e * LD] = swap ? part(v[i], j ^ 2) : part(v[i], j);
+      }
+    }
+  }
+};
 
 // acc += A(m0.., k) B(k, n0..) over k-tiles [kt0, kt1), STAGES - 1 tiles
 // ahead; one barrier per k-tile.
@@ -117,14 +189,28 @@ __device__ __forceinline__ void best_mainloop(float* smem, const SA& sa, const S
   const int wrow = warp / (S::BN / S::WN), wcol = warp % (S::BN / S::WN);
   const int trow = lane / (S::WSUBN / S::TN), tcol = lane % (S::WSUBN / S::TN);
   const AxisRun ar = sa.x_run(m0, min(S::BM, M - m0)), br = sb.x_run(n0, min(S::BN, N - n0));
-  auto load = [&](int stage, int kt) {
-    load_run_tile<S::BM, S::BK, S::NT, AK>(As + stage * S::ASZ, sa, ar, m0, M, kt * S::BK, K);
-    load_run_tile<S::BN, S::BK, S::NT, BKc>(Bs + stage * S::BSZ, sb, br, n0, N, kt * S::BK, K);
+  // k-contiguous operands go through registers (KContigStage), the others
+  // through the cp.async ring; both land in the same STAGES shared buffers.
+  KContigStage<S::BM, S::BK, S::NT> ra_stage;
+  KContigStage<S::BN, S::BK, S::NT> rb_stage;
+  auto issue = [&](int stage, int kt) {  // start the loads of k-tile kt into buffer `stage`
+    const int k0 = kt * S::BK, klen = min(S::BK, K - k0);
+    if constexpr (AK) ra_stage.fetch(As + stage * S::ASZ, sa, ar, m0, M, k0, K);
+    else load_run_tile<S::BM, S::BK, S::NT, false>(As + stage * S::ASZ, sa, ar, sa.k_run(k0, klen), m0, M, k0, K);
+    if constexpr (BKc) rb_stage.fetch(Bs + stage * S::BSZ, sb, br, n0, N, k0, K);
+    else load_run_tile<S::BN, S::BK, S::NT, false>(Bs + stage * S::BSZ, sb, br, sb.k_run(k0, klen), n0, N, k0, K);
+  };
+  auto finish = [&](int stage) {  // the register-staged part of buffer `stage`
+    if constexpr (AK) ra_stage.store(As + stage * S::ASZ);
+    if constexpr (BKc) rb_stage.store(Bs + stage * S::BSZ);
   };
   const int nkt = kt1 - kt0;
 #pragma unroll
   for (int s = 0; s < S::STAGES - 1; ++s) {
-    if (s < nkt) load(s, kt0 + s);
+    if (s < nkt) {
+      issue(s, kt0 + s);
+      finish(s);
+    }
     cp_async_commit();
   }
   // Fragment origins in the shared tiles.
@@ -135,7 +221,7 @@ __device__ __forceinline__ void best_mainloop(float* smem, const SA& sa, const S
     cp_async_wait<S::STAGES - 2>();
     __syncthreads();  // tile t visible to all; the buffer of tile t - 1 is free to refill
     const int nt = t + S::STAGES - 1;
-    if (nt < nkt) load(nt % S::STAGES, kt0 + nt);
+    if (nt < nkt) issue(nt % S::STAGES, kt0 + nt);
     cp_async_commit();
     const float* a = As + stage * S::ASZ + aoff;
     const float* b = Bs + stage * S::BSZ + boff;
@@ -162,6 +248,9 @@ __device__ __forceinline__ void best_mainloop(float* smem, const SA& sa, const S
 #pragma unroll
         for (int j = 0; j < S::WNITER * S::TN; ++j) acc[i][j] += ra[i] * rb[j];
     }
+    // Buffer nt % STAGES was last read in step t - 1, before this step's
+    // barrier, and is next read in step nt > t, after another barrier.
+    if (nt < nkt) finish(nt % S::STAGES);
     stage = stage + 1 == S::STAGES ? 0 : stage + 1;
   }
   cp_async_wait<0>();
