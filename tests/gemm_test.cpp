@@ -19,14 +19,17 @@ struct Shape {
 std::vector<GemmProblem> grid() {
   const std::vector<Shape> shapes = {{1, 1, 1},    {1, 50, 33},  {33, 50, 1},   {17, 1, 19}, {0, 5, 7},
                                      {5, 0, 7},    {5, 7, 0},    {37, 41, 43},  {64, 64, 64}, {129, 67, 33},
-                                     {4, 4, 4},    {3, 200, 5}};
+                                     {4, 4, 4},    {3, 200, 5},  {100, 3, 90}};
   struct Layouts {
     const char *a, *b, *c;
   };
   const std::vector<Layouts> layouts = {{"row", "row", "row"},         {"col", "col", "col"},
                                         {"row-pad", "row-pad", "row-pad"}, {"fig17", "fig17", "fig17"},
                                         {"fig17x4", "fig17x4", "fig17x4"}, {"fig18", "fig18", "fig18"},
-                                        {"col", "row", "fig18"},       {"fig17", "col", "row-pad"}};
+                                        {"col", "row", "fig18"},       {"fig17", "col", "row-pad"},
+                                        // column-major A into row-major C: parray-cpu's direct
+                                        // kernel reading A's columns (each k step's rows adjacent)
+                                        {"col", "row", "row"}};
   const std::vector<std::pair<double, double>> scalars = {{1.0, 0.0}, {-1.5, 0.5}, {0.0, 2.0}};
   std::vector<GemmProblem> out;
   for (Dtype d : {Dtype::f32, Dtype::f64})

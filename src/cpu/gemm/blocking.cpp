@@ -79,7 +79,12 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
   b.kc = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
   // PARRAY_CPU_KC overrides KC, for tuning on a new machine (docs/cpu-gemm.md).
   if (kc_override && std::atol(kc_override) > 0) b.kc = std::atol(kc_override);
-  const index_t mc_max = std::max<index_t>(mr, round_down(l2 / 2 / (b.kc * e), mr));
+  // An eighth of L2, not the textbook half: on the development VM an A block of
+  // half the reported L2 was evicted by the B panels streaming past it and the
+  // microkernel lost a third of its speed; blocks up to ~200 KB (of 1.25 MiB)
+  // stayed resident (docs/perf-notes.md, CPU section). The cost of a small MC is
+  // only that each B micro-panel is reloaded from L3 once per row block.
+  const index_t mc_max = std::max<index_t>(mr, round_down(l2 / 8 / (b.kc * e), mr));
   // Enough row blocks for every thread, in a multiple of the thread count so
   // that they divide evenly, none larger than mc_max.
   index_t blocks = std::max<index_t>((m + mc_max - 1) / mc_max, 1);

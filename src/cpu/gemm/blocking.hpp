@@ -24,7 +24,7 @@ struct BlockSizes {
 };
 
 // KC: a KC x NR micro-panel of B takes half of L1; MC: an MC x KC block of A
-// takes half of L2, with MC adjusted so the row blocks divide evenly among
+// takes an eighth of L2, with MC adjusted so the row blocks divide evenly among
 // threads; NC: a KC x NC block of B takes a quarter of L3. See docs/cpu-gemm.md.
 BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads);
 

@@ -166,21 +166,89 @@ void small_gemm(const GemmCall<T>& call) {
   }
 }
 
+// ---- the direct path: no packing ------------------------------------------------
+
+// Whether the direct kernel can read the operands as they are: every axis a
+// single stride, B's and C's columns adjacent, A's rows or columns adjacent.
+template <class T>
+bool direct_applicable(const GemmCall<T>& call) {
+  const MatrixLayout &a = call.a.layout, &b = call.b.layout, &c = call.c.layout;
+  for (const Axis* axis : {&a.rows, &a.cols, &b.rows, &b.cols, &c.rows, &c.cols})
+    if (!axis->is_strided()) return false;
+  return b.cols.stride[0] == 1 && c.cols.stride[0] == 1 && (a.cols.stride[0] == 1 || a.rows.stride[0] == 1);
+}
+
+// Where the direct kernel beats packing. Packing costs a pass over A and B
+// plus the driver's set-up (~4 us at 64^3, a third of the time); it pays back
+// when each packed panel is reused enough and the B micro-panel, read straight
+// from strided rows, would miss the TLB (one page per row for wide B). Direct:
+// up to 256^3 multiply-adds, and any problem whose K fits one KC block (every
+// element of A and B is then read once per row/column block either way).
+// Measured: docs/perf-notes.md, CPU section. PARRAY_CPU_DIRECT=0/1 forces the
+// choice, for tuning on another machine.
+bool prefer_direct(index_t m, index_t n, index_t k, index_t kc) {
+  static const char* force = std::getenv("PARRAY_CPU_DIRECT");
+  if (force && *force) return force[0] == '1';
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return work <= 256.0 * 256 * 256 || k <= kc;
+}
+
+// Below this many multiply-adds a second thread costs more (the fork and the
+// barrier, a few microseconds) than it saves.
+constexpr double kDirectThreadWork = 128.0 * 128 * 128;
+
+// Row blocks of C (MC x N, each thread its own), then K in KC blocks, then NR
+// columns at a time: the B micro-panel (KC x NR, strided rows) stays in L1
+// across the row tiles of one block, the A block (MC x KC) in L2.
+template <class T>
+void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const BlockSizes& bs) {
+  const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+  const index_t a_rs = call.a.layout.rows.stride[0], a_cs = call.a.layout.cols.stride[0];
+  const index_t b_rs = call.b.layout.rows.stride[0], c_rs = call.c.layout.rows.stride[0];
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int wanted = work < kDirectThreadWork ? 1 : call.threads;
+  const index_t mr = dk.mr, nr = dk.nr;
+  // At least one row block per thread, none taller than MC.
+  const index_t blocks = std::max<index_t>((m + bs.mc - 1) / bs.mc, std::min<index_t>(wanted, (m + mr - 1) / mr));
+  const index_t mc = (((m + blocks - 1) / blocks) + mr - 1) / mr * mr;
+  const index_t row_blocks = (m + mc - 1) / mc;
+  const int threads = static_cast<int>(std::min<index_t>(wanted, row_blocks));
+  const index_t kc_step = std::max<index_t>(bs.kc, 1);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (index_t ib = 0; ib < row_blocks; ++ib) {
+    const index_t i0 = ib * mc;
+    const int rows = static_cast<int>(std::min<index_t>(mc, m - i0));
+    // k == 0 still makes one pass, so that C is scaled by beta.
+    for (index_t pc = 0; pc < std::max<index_t>(k, 1); pc += kc_step) {
+      const index_t kc = std::min<index_t>(kc_step, k - pc);
+      const T beta = pc == 0 ? call.beta : T(1);
+      for (index_t j0 = 0; j0 < n; j0 += nr) {
+        const int cols = static_cast<int>(std::min<index_t>(nr, n - j0));
+        dk.run(kc, call.a.data + i0 * a_rs + pc * a_cs, a_rs, a_cs, call.b.data + pc * b_rs + j0, b_rs, call.alpha, beta,
+               call.c.data + i0 * c_rs + j0, c_rs, rows, cols);
+      }
+    }
+  }
+}
+
 // ---- the blocked algorithm -------------------------------------------------------
 
+// The microkernels write rows of C with NR contiguous columns. A C whose
+// columns are strided but whose rows are contiguous is computed as
+// C^T = B^T A^T instead.
 template <class T>
-void blocked_gemm(GemmCall<T> call, const MicroKernel<T>& uk) {
-  // The microkernel writes rows of C with NR contiguous columns. A C whose
-  // columns are strided but whose rows are contiguous is computed as
-  // C^T = B^T A^T instead.
+GemmCall<T> with_c_rows_contiguous(const GemmCall<T>& call) {
   const Axis& ccols = call.c.layout.cols;
   const Axis& crows = call.c.layout.rows;
-  if (!(ccols.is_strided() && ccols.stride[0] == 1) && crows.is_strided() && crows.stride[0] == 1) {
-    call = GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
-  }
+  if (!(ccols.is_strided() && ccols.stride[0] == 1) && crows.is_strided() && crows.stride[0] == 1)
+    return GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
+  return call;
+}
+
+template <class T>
+void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const BlockSizes& bs) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   const int mr = uk.mr, nr = uk.nr;
-  const BlockSizes bs = block_sizes(sizeof(T), mr, nr, m, call.threads);
 
   const AxisOffsets a_rows(call.a.layout.rows), a_cols(call.a.layout.cols);
   const AxisOffsets b_rows(call.b.layout.rows), b_cols(call.b.layout.cols);
@@ -263,11 +331,24 @@ const MicroKernel<T>& microkernel(Isa isa) {
 }
 
 template <class T>
-void cpu_gemm(const GemmCall<T>& call, Isa isa) {
-  const double work = static_cast<double>(call.c.rows()) * static_cast<double>(call.c.cols()) *
-                      static_cast<double>(call.a.cols());
+const DirectKernel<T>& direct_kernel_avx512() {
+  if constexpr (std::is_same_v<T, float>) return direct_avx512_f32();
+  else return direct_avx512_f64();
+}
+
+template <class T>
+void cpu_gemm(const GemmCall<T>& given, Isa isa) {
+  const GemmCall<T> call = with_c_rows_contiguous(given);
+  const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+  const MicroKernel<T>& uk = microkernel<T>(isa);
+  const BlockSizes bs = block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads);
+  if (isa == Isa::avx512 && direct_applicable(call) && prefer_direct(m, n, k, bs.kc)) {
+    direct_gemm(call, direct_kernel_avx512<T>(), bs);
+    return;
+  }
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (work <= kSmallWork) small_gemm(call);
-  else blocked_gemm(call, microkernel<T>(isa));
+  else blocked_gemm(call, uk, bs);
 }
 
 void add(Registry& r, const std::string& name, const std::string& what, std::function<Isa()> isa) {

@@ -32,6 +32,19 @@ struct MicroKernel {
   const char* name;
 };
 
+// A direct kernel computes rows x cols (any rows, in tiles of at most mr; cols <= nr) of C
+// straight from strided operands, no packing: A(i, p) = a[i * a_rs + p * a_cs]
+// with a_cs == 1 or a_rs == 1, B(p, j) = b[p * b_rs + j], C(i, j) = c[i * c_rs + j];
+// C = alpha * A B + beta * C, beta == 0 means C is not read.
+template <class T>
+struct DirectKernel {
+  int mr;
+  int nr;
+  void (*run)(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
+              index_t c_rs, int rows, int cols);
+  const char* name;
+};
+
 // Defined in microkernel_avx512.cpp, microkernel_avx2.cpp, microkernel_portable.cpp.
 const MicroKernel<float>& microkernel_avx512_f32();
 const MicroKernel<double>& microkernel_avx512_f64();
@@ -39,5 +52,7 @@ const MicroKernel<float>& microkernel_avx2_f32();
 const MicroKernel<double>& microkernel_avx2_f64();
 const MicroKernel<float>& microkernel_portable_f32();
 const MicroKernel<double>& microkernel_portable_f64();
+const DirectKernel<float>& direct_avx512_f32();
+const DirectKernel<double>& direct_avx512_f64();
 
 }  // namespace parray::cpu

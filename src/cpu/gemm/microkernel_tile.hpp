@@ -9,11 +9,23 @@ namespace parray::cpu {
 namespace {
 
 // Everything is unrolled so the 2 * MR accumulators live in registers.
+//
+// The k loop is unrolled by kUnroll steps and prefetches A one cache line at a
+// time kPrefetchSteps steps ahead: A streams from L2 (the B micro-panel stays in
+// L1), and a line per prefetch instead of one prefetch per step keeps the
+// non-FMA instructions that compete for the FMA ports' issue slots to a minimum.
+// The prefetch distance (16 steps, ~190 cycles) covers an L2 hit with room for
+// a late L3 refill. docs/perf-notes.md (CPU section) has the measurements.
+constexpr int kUnroll = 4;
+constexpr int kPrefetchSteps = 16;
+
 template <class V, int MR, class T>
 void tile_kernel(index_t k, const T* __restrict a, const T* __restrict b, T alpha, T beta, T* c,
                  const index_t* row_offset) {
   using R = typename V::type;
   constexpr int L = V::lanes;
+  // Cache lines of A consumed per unrolled iteration.
+  constexpr int kALines = (kUnroll * MR * static_cast<int>(sizeof(T)) + 63) / 64;
   R c0[MR], c1[MR];
   // C's rows are read (or written) only after the k loop; fetch them now so
   // that their cache misses overlap the FMAs instead of stalling after them.
@@ -24,15 +36,34 @@ void tile_kernel(index_t k, const T* __restrict a, const T* __restrict b, T alph
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = V::zero();
-  for (index_t p = 0; p < k; ++p) {
-    const R b0 = V::load(b), b1 = V::load(b + L);
-    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * MR), _MM_HINT_T0);
+  // One k step: two vectors of B against MR broadcasts of A.
+  auto step = [&](const T* ap, const T* bp) __attribute__((always_inline)) {
+    const R b0 = V::load(bp), b1 = V::load(bp + L);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const R ai = V::set1(a[i]);
+      const R ai = V::set1(ap[i]);
       c0[i] = V::fma(ai, b0, c0[i]);
       c1[i] = V::fma(ai, b1, c1[i]);
     }
+  };
+  index_t p = 0;
+  for (; p + kUnroll <= k; p += kUnroll) {
+#pragma GCC unroll 8
+    for (int line = 0; line < kALines; ++line)
+      _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchSteps * MR) + 64 * line, _MM_HINT_T0);
+#pragma GCC unroll 8
+    for (int u = 0; u < kUnroll; ++u) {
+      step(a + u * MR, b + u * 2 * L);
+      // A compiler barrier between steps: without it GCC hoists the next
+      // steps' broadcasts above this step's FMAs, runs out of the 32 vector
+      // registers and spills accumulators inside the loop.
+      asm volatile("" ::: "memory");
+    }
+    a += kUnroll * MR;
+    b += kUnroll * 2 * L;
+  }
+  for (; p < k; ++p) {
+    step(a, b);
     a += MR;
     b += 2 * L;
   }
