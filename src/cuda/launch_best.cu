@@ -12,28 +12,17 @@ namespace parray::cuda {
 using namespace pipelined;
 
 namespace {
-// 128 x 128 x 16, 8 warps of 64 x 32, 8 x 8 per thread (2 x 2 of 4 x 4),
-// 3 stages, <= 128 registers: two blocks per SM. The default; on an H200
-// (docs/perf-notes.md) 90 % of cuBLAS with A along m (column-major A).
-using DefaultShape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2>;
-// 128 x 256 x 16, 8 warps of 64 x 64, 8 x 16 per thread, one block per SM:
-// with A along k and B along n (row-major A and B) 86.8 / 87.4 % of cuBLAS at
-// 4096^3 / 8192^3 against the default's 80.3 / 80.9 % in the same run. Used
-// when its tiles still fill the SMs (half as many tiles as the default's).
-using WideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1>;
-
 template <bool AK, bool BKc>
 struct Launch {
   template <class OpA, class OpB, class OpC>
   static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan&) {
     if constexpr (OpA::strided && AK && !BKc) {
-      const long long wide_tiles = static_cast<long long>(ceil_div(cur.M, WideShape::BM)) * ceil_div(cur.N, WideShape::BN);
-      if (wide_tiles >= sm_count()) {
-        launch_best<WideShape, AK, BKc>(a, b, c);
+      if (best_wide_fits(cur.M, cur.N)) {
+        launch_best<BestWideShape, AK, BKc>(a, b, c);
         return;
       }
     }
-    launch_best<DefaultShape, AK, BKc>(a, b, c);
+    launch_best<BestDefaultShape, AK, BKc>(a, b, c);
   }
 };
 }  // namespace

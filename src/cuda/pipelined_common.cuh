@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -39,6 +41,24 @@ void allow_smem(Kernel k, int bytes) {
   PARRAY_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+// allow_smem once per (kernel, device): the opt-in is an attribute of the
+// kernel in each device's context, and several host threads may drive
+// several GPUs (the multi-GPU GEMMs), so "once per process" is not enough.
+// Keyed by the kernel's address: instantiations of one kernel template share
+// a function type, so a static inside this template would be shared by all.
+template <class Kernel>
+void allow_smem_on_current_device(Kernel k, int bytes) {
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;
+  int device = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(k), device};
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.count(key)) return;
+  allow_smem(k, bytes);
+  done.insert(key);
+}
+
 // Picks the instantiation for the two loaders; layout operands take one
 // (k-contiguous A, n-contiguous B: how the figure-17/18 types store blocks).
 template <template <bool, bool> class Launch, class OpA, class OpB, class OpC>
@@ -65,6 +85,21 @@ inline void set_problem(const GemmCall<float>& call, const char* impl) {
 }
 
 // ---- step 12 ------------------------------------------------------------------
+
+// 128 x 128 x 16, 8 warps of 64 x 32, 8 x 8 per thread (2 x 2 of 4 x 4),
+// 3 stages, <= 128 registers: two blocks per SM. The default; on an H200
+// (docs/perf-notes.md) 90 % of cuBLAS with A along m (column-major A).
+using BestDefaultShape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2>;
+// 128 x 256 x 16, 8 warps of 64 x 64, 8 x 16 per thread, one block per SM:
+// with A along k and B along n (row-major A and B) 86.8 / 87.4 % of cuBLAS at
+// 4096^3 / 8192^3 against the default's 80.3 / 80.9 % in the same run. Used
+// when its tiles still fill the SMs (half as many tiles as the default's).
+using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1>;
+
+// Whether an M x N product with row-major A and B takes BestWideShape.
+inline bool best_wide_fits(long long m, long long n) {
+  return ceil_div(m, BestWideShape::BM) * ceil_div(n, BestWideShape::BN) >= sm_count();
+}
 
 // K slices for a grid of `tiles` blocks of `kts` k-tiles on `sms` SMs: the
 // count that minimises (blocks per SM, rounded up) x (k-tiles per block), the
@@ -128,10 +163,8 @@ int blocks_per_sm(Kernel k, int nt, int smem) {
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   auto k = ladder::best_sgemm<S, AK, BKc, OpA, OpB, OpC>;
-  static const int per_sm = [&] {
-    allow_smem(k, S::smem_bytes);
-    return blocks_per_sm(k, S::NT, S::smem_bytes);
-  }();
+  allow_smem_on_current_device(k, S::smem_bytes);
+  static const int per_sm = blocks_per_sm(k, S::NT, S::smem_bytes);
   const int group = env_int("PARRAY_CUDA_BEST_GROUP", 8);
   const long long tiles = static_cast<long long>(ceil_div(cur.M, S::BM)) * ceil_div(cur.N, S::BN);
   if (tiles > 0x7fffffff) throw Error("cuda-12-best: too many tiles for one grid");
@@ -151,11 +184,7 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   const index_t ldw = (index_t(cur.N) + 3) / 4 * 4, slice = ldw * cur.M;
   float* ws = splitk_workspace(size_t(splits) * size_t(slice));
   auto ks = ladder::best_sgemm<S, AK, BKc, OpA, OpB, StridedOperand<float>>;
-  static const bool ks_ready = [&] {
-    allow_smem(ks, S::smem_bytes);
-    return true;
-  }();
-  (void)ks_ready;
+  allow_smem_on_current_device(ks, S::smem_bytes);
   ks<<<dim3(unsigned(tiles), 1, unsigned(splits)), S::NT, S::smem_bytes>>>(
       cur.M, cur.N, cur.K, 1.f, a, b, 0.f, StridedOperand<float>{ws, ldw, 1}, group, per, slice);
   PARRAY_CUDA_CHECK_LAUNCH();

@@ -5,9 +5,6 @@
 namespace parray::cuda::multilevel {
 
 namespace {
-// The shape of cuda-12-best (launch_best.cu), A contiguous along k (row-major
-// A), B contiguous along n (row-major B).
-using Shape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2>;
 using OpIn = StridedOperand<const float>;
 using OpOut = StridedOperand<float>;
 
@@ -24,20 +21,30 @@ __global__ __launch_bounds__(256) void sum_parts(int m, int n, int parts, const 
 }
 }  // namespace
 
-void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                         const float* b, long long ldb, float beta, float* c, long long ldc) {
+namespace {
+// Step 12 on a stream, row-major A and B, without split-K (a part is always
+// one slice of a larger product).
+template <class Shape>
+void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                      const float* b, long long ldb, float beta, float* c, long long ldc) {
   auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, OpOut>;
-  static const bool ready = [&] {
-    pipelined::allow_smem(kern, Shape::smem_bytes);
-    return true;
-  }();
-  (void)ready;
+  pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);  // one host thread per GPU may call this
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK));
   kern<<<dim3(unsigned(tiles), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
       m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, OpOut{c, ldc, 1}, 8, kts, 0);
   PARRAY_CUDA_CHECK_LAUNCH();
+}
+}  // namespace
+
+// The same tile shape as cuda-12-best would take for this product (launch_best.cu).
+void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                         const float* b, long long ldb, float beta, float* c, long long ldc) {
+  if (pipelined::best_wide_fits(m, n))
+    launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void sum_parts_on_stream(cudaStream_t stream, int m, int n, int parts, const float* w, long long ldw,

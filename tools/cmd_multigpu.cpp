@@ -1,0 +1,291 @@
+// `parray multigpu`: one GEMM over several GPUs (include/parray/multigpu.hpp),
+// verified, timed, and compared with its baseline in the same run.
+//
+//   parray multigpu --gpus G [--devices LIST] [--grid PxQ] -m M -n N -k K
+//          --variant 2d|ksplit|ooc --operands device|host [--baseline]
+//          [--xt-block B] [--budget-mib X] [--tile MxNxK] [--panel W] [--chunks C]
+//          [--alpha A] [--beta B] [--reps R] [--seed S] [--csv FILE]
+//
+// Operands "device": distributed over the GPUs before the clock starts (the
+// multi-GPU analogue of a single GPU's device-resident operands); the
+// baseline is the registry's single-GPU default (cuda-12-best) on the first
+// GPU, operands on it. Operands "host": pinned host memory, the time includes
+// every transfer; the baseline is cublasXt on the same GPUs. Verification:
+// the full FP64 product up to 2^31 multiply-adds, else a random-sign checksum
+// of every row plus 4096 sampled elements (multigpu::verify). Bad input: one
+// line on stderr and exit status 2; a failed check: exit status 1.
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "parray/config.hpp"
+#include "parray/harness.hpp"
+
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda_runtime.hpp"
+#include "parray/multigpu.hpp"
+#endif
+
+namespace {
+
+using namespace parray;
+
+struct Args {
+  int gpus = 1;
+  std::string devices, grid, variant = "2d", operands = "device", tile, csv;
+  long long m = 4096, n = 4096, k = 4096, panel = 0, budget_mib = 0;
+  int chunks = 0, xt_block = 0, reps = 3;
+  double alpha = 1.0, beta = 0.0;
+  bool baseline = false;
+  std::uint64_t seed = 42;
+};
+
+#if PARRAY_HAVE_CUDA
+
+// Operand values in [-1, 1) from a hash of (seed, matrix, row, column), filled
+// in parallel (matrices of several GiB).
+float element(std::uint64_t seed, int which, index_t i, index_t j) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL ^ (std::uint64_t(which) << 56) ^
+                    (std::uint64_t(i) * 0xD1B54A32D192ED03ULL) ^ (std::uint64_t(j) * 0xC2B2AE3D27D4EB4FULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return float(double(z >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+void fill(MatrixView<float> v, std::uint64_t seed, int which) {
+  const index_t ld = v.layout.rows.stride[0];
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < v.rows(); ++i)
+    for (index_t j = 0; j < v.cols(); ++j) v.data[i * ld + j] = element(seed, which, i, j);
+}
+void fill_value(MatrixView<float> v, float x) {
+  const index_t ld = v.layout.rows.stride[0];
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < v.rows(); ++i) std::fill(v.data + i * ld, v.data + i * ld + v.cols(), x);
+}
+void copy_matrix(MatrixView<const float> src, MatrixView<float> dst) {
+  const index_t ls = src.layout.rows.stride[0], ld = dst.layout.rows.stride[0];
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < src.rows(); ++i) std::copy(src.data + i * ls, src.data + i * ls + src.cols(), dst.data + i * ld);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::pair<int, int> parse_grid(const std::string& s) {
+  const auto x = s.find('x');
+  if (x == std::string::npos) throw Error("multigpu: --grid '" + s + "' is not PxQ");
+  return {int(tools::whole(s.substr(0, x), "--grid rows", 1, 4096)),
+          int(tools::whole(s.substr(x + 1), "--grid columns", 1, 4096))};
+}
+
+struct Row {
+  std::string impl;
+  double ms = 0;
+  multigpu::Check check;
+  std::string detail;
+};
+
+int run(const Args& a) {
+  const multigpu::Variant variant = multigpu::parse_variant(a.variant);
+  if (a.operands != "device" && a.operands != "host")
+    throw Error("multigpu: --operands '" + a.operands + "' (use device or host)");
+  const bool on_device = a.operands == "device";
+  if (variant == multigpu::Variant::out_of_core && on_device)
+    throw Error("multigpu: the ooc variant streams host-resident operands: use --operands host");
+  if (a.reps < 1) throw Error("multigpu: --reps must be >= 1");
+  if (a.gpus < 1) throw Error("multigpu: --gpus must be >= 1");
+  const int present = multigpu::device_count();
+  if (a.gpus > present)
+    throw Error("multigpu: --gpus " + std::to_string(a.gpus) + " but " + std::to_string(present) +
+                (present == 1 ? " GPU is" : " GPUs are") + " present");
+  multigpu::Plan plan;
+  plan.variant = variant;
+  plan.devices.clear();
+  if (a.devices.empty())
+    for (int g = 0; g < a.gpus; ++g) plan.devices.push_back(g);
+  else
+    for (index_t d : tools::whole_list(a.devices, "--devices", 0, 1023)) plan.devices.push_back(int(d));
+  if (int(plan.devices.size()) != a.gpus)
+    throw Error("multigpu: --devices lists " + std::to_string(plan.devices.size()) + " GPUs, --gpus says " +
+                std::to_string(a.gpus));
+  if (!a.grid.empty()) {
+    std::tie(plan.grid_rows, plan.grid_cols) = parse_grid(a.grid);
+  } else if (variant == multigpu::Variant::summa_2d) {  // as square as possible, P >= Q
+    int q = 1;
+    for (int x = 1; x * x <= a.gpus; ++x)
+      if (a.gpus % x == 0) q = x;
+    plan.grid_rows = a.gpus / q, plan.grid_cols = q;
+  } else {
+    plan.grid_rows = a.gpus, plan.grid_cols = 1;
+  }
+  plan.panel = a.panel, plan.chunks = a.chunks;
+  if (a.budget_mib < 0) throw Error("multigpu: --budget-mib must be >= 0");
+  plan.budget_bytes = std::size_t(a.budget_mib) << 20;
+  if (!a.tile.empty()) {
+    const std::vector<std::string> t = tools::split_list(a.tile, 'x');
+    if (t.size() != 3) throw Error("multigpu: --tile '" + a.tile + "' is not MxNxK");
+    plan.tile_m = tools::whole(t[0], "--tile M", 1), plan.tile_n = tools::whole(t[1], "--tile N", 1),
+    plan.tile_k = tools::whole(t[2], "--tile K", 1);
+  }
+  if (a.xt_block < 0) throw Error("multigpu: --xt-block must be >= 0");
+  const index_t M = a.m, N = a.n, K = a.k;
+  multigpu::validate(plan, M, N, K);
+
+  const float alpha = float(a.alpha), beta = float(a.beta);
+  auto dense = [](index_t r, index_t c) { return Layout::dense({r, c}); };
+  Array<float> A(dense(M, K), Memory::pinned), B(dense(K, N), Memory::pinned), C(dense(M, N), Memory::pinned);
+  Array<float> C0(dense(beta != 0.f ? M : 1, beta != 0.f ? N : 1), Memory::pinned);
+  fill(A.view(), a.seed, 0);
+  fill(B.view(), a.seed, 1);
+  if (beta != 0.f) fill(C0.view(), a.seed, 2);
+  const MatrixView<const float> av = std::as_const(A).view(), bv = std::as_const(B).view(),
+                                c0v = std::as_const(C0).view(), cv = std::as_const(C).view();
+  const MatrixView<const float>* c0p = beta != 0.f ? &c0v : nullptr;
+  // C before a verified run: NaN when beta == 0 (unwritten elements show), C0 otherwise.
+  auto reset_c = [&] {
+    if (beta == 0.f) fill_value(C.view(), std::numeric_limits<float>::quiet_NaN());
+    else copy_matrix(c0v, C.view());
+  };
+
+  std::string devs;
+  for (int d : plan.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  fmt::print("multigpu {} on GPUs {} (grid {}), {}x{}x{} FP32, operands on the {}\n", a.variant, devs, plan.grid(), M,
+             N, K, on_device ? "GPUs" : "host (pinned)");
+  std::vector<Row> rows;
+
+  // ---- parray's variant ----
+  Row mine;
+  mine.impl = "parray-" + a.variant;
+  multigpu::Stats st;
+  std::vector<double> times;
+  if (on_device) {
+    multigpu::Distributed d(plan, M, N, K);
+    d.scatter(av, bv, c0p);
+    if (beta == 0.f) d.poison_c();
+    st = d.run(alpha, beta);  // verified run (and warm-up)
+    d.gather(C.view());
+    mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
+    for (int r = 0; r < a.reps; ++r) times.push_back(d.run(alpha, beta).ms);
+  } else {
+    reset_c();
+    st = multigpu::gemm_host(plan, alpha, av, bv, beta, C.view());
+    mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
+    for (int r = 0; r < a.reps; ++r) times.push_back(multigpu::gemm_host(plan, alpha, av, bv, beta, C.view()).ms);
+  }
+  mine.ms = median(times);
+  mine.detail = st.detail + fmt::format("; per GPU {:.0f} MiB of buffers", double(st.device_bytes) / 1048576.0);
+  if (st.comm_bytes > 0) mine.detail += fmt::format("; NCCL {:.2f} GB received", st.comm_bytes / 1e9);
+  if (!on_device || variant == multigpu::Variant::out_of_core)
+    mine.detail += fmt::format("; PCIe {:.2f} GB in, {:.2f} GB out", st.h2d_bytes / 1e9, st.d2h_bytes / 1e9);
+  rows.push_back(mine);
+
+  // ---- the baseline, same run ----
+  if (a.baseline) {
+    Row base;
+    std::vector<double> bt;
+    if (on_device) {
+      const GemmImpl& impl = registry().find("gpu");
+      base.impl = impl.name + "-gpu" + std::to_string(plan.devices[0]);
+      multigpu::bind_device(plan.devices[0]);
+      Array<float> dA(dense(M, K), Memory::device), dB(dense(K, N), Memory::device), dC(dense(M, N), Memory::device);
+      copy_bytes(dA.data(), Memory::device, A.data(), Memory::pinned, std::size_t(M * K) * sizeof(float));
+      copy_bytes(dB.data(), Memory::device, B.data(), Memory::pinned, std::size_t(K * N) * sizeof(float));
+      reset_c();
+      copy_bytes(dC.data(), Memory::device, C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
+      const GemmCall<float> call{alpha, std::as_const(dA).view(), std::as_const(dB).view(), beta, dC.view(), 1};
+      impl.run_f32(call);
+      cuda::synchronize();
+      copy_bytes(C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
+      base.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
+      const TimingStats ts = time_repeated([&] { impl.run_f32(call); }, 0, a.reps, a.reps, 0.0, [] { cuda::synchronize(); });
+      base.ms = ts.median_ms;
+      base.detail = "one GPU, operands on it";
+    } else {
+      int used = 0;
+      reset_c();
+      multigpu::cublasxt_sgemm(plan.devices, a.xt_block, alpha, av, bv, beta, C.view(), &used);
+      base.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
+      for (int r = 0; r < a.reps; ++r)
+        bt.push_back(multigpu::cublasxt_sgemm(plan.devices, a.xt_block, alpha, av, bv, beta, C.view()));
+      base.ms = median(bt);
+      base.impl = "cublasxt";
+      base.detail = "block dim " + std::to_string(used) + ", GPUs " + devs;
+    }
+    rows.push_back(base);
+  }
+
+  int status = 0;
+  std::string csv = "impl,variant,operands,gpus,grid,m,n,k,ms,tflops,ratio,rel_err,ok,detail\n";
+  for (const Row& r : rows) {
+    if (!r.check.ok) status = 1;
+    const double tf = r.ms > 0 ? flops / (r.ms * 1e9) : 0;
+    const double ratio = rows.size() > 1 && r.ms > 0 ? rows.back().ms / r.ms : 0;
+    fmt::print("  {:<22} {:>10.2f} ms {:>7.2f} TFLOP/s  check {} ({}, rel err {:.2e} <= {:.2e}){}\n", r.impl, r.ms,
+               tf, r.check.ok ? "ok" : "FAILED", r.check.method, r.check.rel_err, r.check.tolerance,
+               r.detail.empty() ? "" : "; " + r.detail);
+    if (!r.check.ok) std::cerr << "multigpu: " << r.impl << " failed the check: " << r.check.reason << "\n";
+    std::string detail = r.detail;
+    std::replace(detail.begin(), detail.end(), ',', ' ');
+    csv += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f},{:.3e},{},{}\n", r.impl, a.variant, a.operands,
+                       a.gpus, plan.grid(), M, N, K, r.ms, tf, ratio, r.check.rel_err, r.check.ok ? 1 : 0, detail);
+  }
+  if (rows.size() > 1 && rows[0].ms > 0)
+    fmt::print("  {} is {:.2f}x {} ({} ms / {} ms)\n", rows[0].impl, rows[1].ms / rows[0].ms,
+               on_device ? "the speed of the single GPU" : "the speed of cublasXt", rows[1].ms, rows[0].ms);
+  if (!a.csv.empty()) {
+    std::ofstream f(a.csv);
+    if (!f) throw Error("cannot write " + a.csv);
+    f << csv;
+    std::cerr << "[multigpu] wrote " << a.csv << "\n";
+  }
+  return status;
+}
+
+#else
+
+int run(const Args&) { throw Error("multigpu: needs a GPU, and parray was built without CUDA"); }
+
+#endif
+
+std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
+  static Args args;
+  CLI::App* c = app.add_subcommand("multigpu", "GEMM over several GPUs (SUMMA, K split with NCCL, out-of-core), "
+                                               "verified and timed beside its baseline");
+  c->add_option("--gpus", args.gpus, "number of GPUs")->capture_default_str();
+  c->add_option("--devices", args.devices, "the GPUs' ids (default 0..G-1)");
+  c->add_option("--grid", args.grid, "PxQ GPU array for 2d (default as square as possible; others Gx1)");
+  c->add_option("-m", args.m, "rows of C")->capture_default_str();
+  c->add_option("-n", args.n, "columns of C")->capture_default_str();
+  c->add_option("-k", args.k, "inner dimension")->capture_default_str();
+  c->add_option("--variant", args.variant, "2d, ksplit or ooc")->capture_default_str();
+  c->add_option("--operands", args.operands, "device (distributed over the GPUs) or host (pinned)")
+      ->capture_default_str();
+  c->add_flag("--baseline", args.baseline, "also time the baseline: one GPU (device) or cublasXt (host)");
+  c->add_option("--xt-block", args.xt_block, "cublasXt block dimension (0: its default)")->capture_default_str();
+  c->add_option("--budget-mib", args.budget_mib, "ooc: device buffers per GPU, MiB (0: 8 GiB, <= 3/4 of free)")
+      ->capture_default_str();
+  c->add_option("--tile", args.tile, "ooc: force C blocks and K chunk, MxNxK");
+  c->add_option("--panel", args.panel, "2d: K panel width (0: automatic)")->capture_default_str();
+  c->add_option("--chunks", args.chunks, "ksplit: row chunks overlapped with the reduce-scatter (0: automatic)")
+      ->capture_default_str();
+  c->add_option("--alpha", args.alpha, "alpha")->capture_default_str();
+  c->add_option("--beta", args.beta, "beta")->capture_default_str();
+  c->add_option("--reps", args.reps, "timed repeats (median)")->capture_default_str();
+  c->add_option("--seed", args.seed, "operand seed")->capture_default_str();
+  c->add_option("--csv", args.csv, "write the rows as CSV");
+  return {{c, [] { return run(args); }}};
+}
+
+const parray::tools::RegisterCommands registered(&add_multigpu_commands);
+
+}  // namespace
