@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "parray/array.hpp"
 #include "parray/knn_bench.hpp"
@@ -119,29 +120,167 @@ TEST(GpuKnn, TiesAndDuplicatesOrderedByIndex) {
   }
 }
 
-TEST(GpuKnn, RefusesKAbove2048) {
+// Searches on the GPU and returns (indices, distances) on the host.
+std::pair<std::vector<index_t>, std::vector<float>> gpu_knn(const std::vector<float>& base, index_t n,
+                                                            const std::vector<float>& queries, index_t q, index_t d,
+                                                            const KnnOptions& o) {
+  Dev<float> b(base), qq(queries), dist(std::vector<float>(std::size_t(q * o.k), std::nanf("")));
+  Dev<index_t> idx(std::vector<index_t>(std::size_t(q * o.k), -1));  // poisoned
+  cuda::knn_device(b.a.data(), n, qq.a.data(), q, d, o, dist.a.data(), idx.a.data());
+  return {idx.host(q * o.k), dist.host(q * o.k)};
+}
+
+// Exact data (small integers, every product and sum exact in FP32) with
+// duplicated base vectors: the GPU must return exactly the CPU's indices and
+// distances, ties ordered by index. Covers k just above 2048, k = N, and N not
+// a multiple of any tile (merged passes above 2048, one pass below).
+TEST(GpuKnn, MergedPassesForLargeKMatchCpuExactly) {
   SKIP_WITHOUT_GPU();
-  Dev<float> b(3000 * 4), qq(4), dist(3000);
-  Dev<index_t> idx(3000);
+  struct Case {
+    index_t n, q, d, k, qt, nt;
+    Metric m;
+  };
+  const std::vector<Case> cases = {{5003, 7, 8, 2049, 0, 0, Metric::l2},    {5003, 7, 8, 2049, 3, 1000, Metric::ip},
+                                   {4099, 5, 4, 4099, 0, 0, Metric::l2},    {4099, 5, 4, 4099, 2, 777, Metric::ip},
+                                   {30011, 3, 16, 3001, 0, 0, Metric::l2},  {2500, 9, 6, 2500, 4, 1, Metric::l2},
+                                   {2049, 1, 3, 2049, 0, 2049, Metric::ip}, {6001, 4, 5, 2048, 0, 0, Metric::l2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "n " << c.n << " q " << c.q << " d " << c.d << " k " << c.k << " tiles " << c.qt
+                                    << "," << c.nt << " " << metric_name(c.m));
+    std::vector<float> base = small_ints(c.n, c.d, 7);
+    for (index_t j = 2; j < c.n; j += 5) std::copy_n(base.begin() + (j - 2) * c.d, c.d, base.begin() + j * c.d);
+    const std::vector<float> queries = small_ints(c.q, c.d, 8);
+    KnnOptions o;
+    o.k = c.k, o.metric = c.m, o.query_tile = c.qt, o.base_tile = c.nt;
+    std::vector<float> cd(std::size_t(c.q * c.k));
+    std::vector<index_t> ci(std::size_t(c.q * c.k));
+    knn_cpu<float>(base.data(), c.n, queries.data(), c.q, c.d, o, cd.data(), ci.data());
+    const auto [gi, gd] = gpu_knn(base, c.n, queries, c.q, c.d, o);
+    EXPECT_EQ(gi, ci);
+    EXPECT_EQ(gd, cd);
+  }
+}
+
+TEST(GpuKnn, MergedPassesRecallOnRandomData) {
+  SKIP_WITHOUT_GPU();
+  for (Metric m : {Metric::l2, Metric::ip}) {
+    const index_t n = 20011, q = 6, d = 40, k = 4097;
+    const std::vector<float> base = synthetic_vectors(n, d, 11), queries = synthetic_vectors(q, d, 12);
+    KnnOptions o;
+    o.k = k, o.metric = m, o.base_tile = 3000;
+    const auto [gi, gd] = gpu_knn(base, n, queries, q, d, o);
+    const std::vector<std::int32_t> gt = knn_ground_truth(base.data(), n, queries.data(), q, d, k, m, 2);
+    EXPECT_EQ(knn_recall(base.data(), n, queries.data(), q, d, m, gi.data(), k, gt.data(), k, k), 1.0) << metric_name(m);
+    for (index_t i = 0; i < q; ++i)
+      for (index_t r = 0; r < k; ++r) {
+        const float cur = gd[std::size_t(i * k + r)];
+        ASSERT_TRUE(std::isfinite(cur));
+        if (r > 0) {
+          const float p = gd[std::size_t(i * k + r - 1)];
+          ASSERT_TRUE(m == Metric::l2 ? p <= cur : p >= cur) << metric_name(m) << " query " << i << " rank " << r;
+        }
+      }
+  }
+}
+
+// Worst case of the one-pass selection: every base vector is nearer than all
+// before it, so every candidate passes the threshold, the buffer overflows
+// and is cut again and again, and every tile changes the state. Exact data
+// (x_j = (n - j) e_0, queries 0 or small), compared with the CPU exactly.
+TEST(GpuKnn, EveryCandidateBetterThanTheLast) {
+  SKIP_WITHOUT_GPU();
+  const index_t n = 4000, d = 4, q = 3;
+  std::vector<float> base(std::size_t(n * d), 1.0f);
+  for (index_t j = 0; j < n; ++j) base[std::size_t(j * d)] = float(n - j);
+  const std::vector<float> queries = {0, 1, 1, 1, -1, 1, 1, 1, -2, 0, 1, 1};
+  for (index_t k : {1, 10, 300, 1024, 1025, 2048, 2049}) {
+    for (index_t nt : {0, 1000, 4000}) {
+      KnnOptions o;
+      o.k = k, o.base_tile = nt;
+      std::vector<float> cd(std::size_t(q * k));
+      std::vector<index_t> ci(std::size_t(q * k));
+      knn_cpu<float>(base.data(), n, queries.data(), q, d, o, cd.data(), ci.data());
+      const auto [gi, gd] = gpu_knn(base, n, queries, q, d, o);
+      EXPECT_EQ(gi, ci) << "k " << k << " nt " << nt;
+      EXPECT_EQ(gd, cd) << "k " << k << " nt " << nt;
+    }
+  }
+}
+
+// 16-bit storage on the device: identical results to the FP32 GPU search on
+// the rounded (widened) base, whatever the path (one pass, merged passes).
+TEST(GpuKnn, SixteenBitBaseMatchesFp32SearchOnRoundedBase) {
+  SKIP_WITHOUT_GPU();
+  const index_t n = 9001, q = 11, d = 36;
+  const std::vector<float> base = synthetic_vectors(n, d, 21), queries = synthetic_vectors(q, d, 22);
+  for (Storage st : {Storage::f16, Storage::bf16}) {
+    const std::vector<std::uint16_t> b16 = to_16bit(base.data(), n * d, st);
+    std::vector<float> rounded(base.size());
+    from_16bit(b16.data(), n * d, st, rounded.data());
+    ASSERT_NE(rounded, base) << storage_name(st) << ": the rounding changed nothing, the test would prove nothing";
+    for (Metric m : {Metric::l2, Metric::ip}) {
+      for (index_t k : {1, 100, 2500}) {
+        SCOPED_TRACE(testing::Message() << storage_name(st) << " " << metric_name(m) << " k " << k);
+        KnnOptions o;
+        o.k = k, o.metric = m, o.base_tile = k == 100 ? 2000 : 0;
+        const auto [ri, rd] = gpu_knn(rounded, n, queries, q, d, o);
+        Dev<std::uint16_t> b(b16);
+        Dev<float> qq(queries), dist(std::vector<float>(std::size_t(q * k), std::nanf("")));
+        Dev<index_t> idx(std::vector<index_t>(std::size_t(q * k), -1));
+        cuda::knn_device_16bit(b.a.data(), st, n, qq.a.data(), q, d, o, dist.a.data(), idx.a.data());
+        EXPECT_EQ(idx.host(q * k), ri);
+        EXPECT_EQ(dist.host(q * k), rd);
+        if (k == 100) {  // and exact for the stored base: recall 1 against FP64 on the rounded values
+          const std::vector<index_t> got = idx.host(q * k);
+          const std::vector<std::int32_t> gt = knn_ground_truth(rounded.data(), n, queries.data(), q, d, k, m, 2);
+          EXPECT_EQ(knn_recall(rounded.data(), n, queries.data(), q, d, m, got.data(), k, gt.data(), k, k), 1.0);
+        }
+      }
+    }
+  }
+  Dev<std::uint16_t> b(to_16bit(base.data(), n * d, Storage::f16));
+  Dev<float> qq(queries), dist(q * 10);
+  Dev<index_t> idx(q * 10);
   KnnOptions o;
-  o.k = 2049;
-  EXPECT_THROW(cuda::knn_device(b.a.data(), 3000, qq.a.data(), 1, 4, o, dist.a.data(), idx.a.data()), Error);
+  o.k = 10;
+  EXPECT_THROW(cuda::knn_device_16bit(b.a.data(), Storage::f32, n, qq.a.data(), q, d, o, dist.a.data(), idx.a.data()),
+               Error);
 }
 
 TEST(GpuDist, SortedDistancesMatchCpu) {
   SKIP_WITHOUT_GPU();
-  for (index_t n : {1, 1000, 1024, 2047, 4096, 5000, 100003}) {
+  for (index_t n : {1, 100, 128, 129, 1000, 1024, 1025, 2047, 2048, 3000, 4096, 5000, 100003}) {
     for (Metric m : {Metric::l2, Metric::ip}) {
-      const index_t d = 32;
+      const index_t d = n == 1025 || n == 3000 ? 30 : 32;  // d % 4 != 0: the scalar-load path
       const std::vector<float> base = small_ints(n, d, 5), query = small_ints(1, d, 6);  // exact: ties by index
       std::vector<float> cd(n);
       std::vector<index_t> ci(n);
       distances_sorted_cpu<float>(base.data(), n, d, query.data(), m, 2, cd.data(), ci.data());
-      Dev<float> b(base), qq(query), dist(n);
-      Dev<index_t> idx(n);
+      Dev<float> b(base), qq(query), dist(std::vector<float>(std::size_t(n), std::nanf("")));
+      Dev<index_t> idx(std::vector<index_t>(std::size_t(n), -1));
       cuda::distances_sorted_device(b.a.data(), n, d, qq.a.data(), m, dist.a.data(), idx.a.data());
       EXPECT_EQ(idx.host(n), ci) << "n " << n << " " << metric_name(m);
       EXPECT_EQ(dist.host(n), cd) << "n " << n << " " << metric_name(m);
     }
   }
+}
+
+// The timing helper runs the same kernel: its last call's output is still right.
+TEST(GpuDist, TimingHelperLeavesACorrectResult) {
+  SKIP_WITHOUT_GPU();
+  const index_t n = 1024, d = 32;
+  const std::vector<float> base = small_ints(n, d, 9), query = small_ints(1, d, 10);
+  std::vector<float> cd(n);
+  std::vector<index_t> ci(n);
+  distances_sorted_cpu<float>(base.data(), n, d, query.data(), Metric::l2, 1, cd.data(), ci.data());
+  Dev<float> b(base), qq(query), dist(std::vector<float>(std::size_t(n), std::nanf("")));
+  Dev<index_t> idx(std::vector<index_t>(std::size_t(n), -1));
+  const cuda::DistCallTiming t =
+      cuda::time_distances_sorted_device(b.a.data(), n, d, qq.a.data(), Metric::l2, dist.a.data(), idx.a.data(), 50);
+  EXPECT_GT(t.back_to_back_us, 0.0);
+  EXPECT_GT(t.single_sync_us, 0.0);
+  EXPECT_GT(t.single_event_us, 0.0);
+  EXPECT_EQ(t.calls, 50);
+  EXPECT_EQ(idx.host(n), ci);
+  EXPECT_EQ(dist.host(n), cd);
 }

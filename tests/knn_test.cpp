@@ -359,7 +359,7 @@ TEST(KnnCli, RunsAndRejectsBadInput) {
   expect_bad("bench gemv --shapes 10x10 --impl nosuch", "unknown GEMV implementation");
   expect_bad("bench knn --synthetic 10,4,2 --k 11", "out of range");
   expect_bad("knn --synthetic 100,4,2 --k 1 --storage f8", "unknown storage 'f8'");
-  expect_bad("knn --synthetic 100,4,2 --k 1 --storage bf16 --impl faiss", "--impl cpu only");
+  expect_bad("knn --synthetic 100,4,2 --k 1 --storage bf16 --impl faiss", "--impl cpu and gpu only");
   r = cli("knn --synthetic 500,8,3 --k 5 --storage bf16");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("knn-cpu-bf16"), std::string::npos) << r.out;

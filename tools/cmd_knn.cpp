@@ -65,7 +65,7 @@ struct KnnCli {
   std::uint64_t seed = 42;
   // dist
   std::string query, dist_synthetic;
-  std::string query_index = "0", top = "10", dist_csv;
+  std::string query_index = "0", top = "10", dist_csv, time_csv;
   // bench knn
   std::string b_impl = "cpu,faiss", b_synthetic, b_k = "10", b_threads = "1", b_csv, b_metric = "l2", b_storage = "f32";
   // bench gemv
@@ -160,12 +160,13 @@ int cmd_knn(const KnnCli& c) {
 #if PARRAY_HAVE_CUDA
   std::unique_ptr<Array<float>> bd, qd, dd;
   std::unique_ptr<Array<index_t>> id;
+  std::unique_ptr<Array<std::uint16_t>> bd16;
 #endif
   std::string name;
   const Storage storage = parse_storage(c.storage);
   std::vector<std::uint16_t> base16;
   if (storage != Storage::f32) {
-    if (c.impl != "cpu") throw Error("--storage " + c.storage + " is implemented for --impl cpu only");
+    if (c.impl != "cpu" && c.impl != "gpu") throw Error("--storage " + c.storage + " is implemented for --impl cpu and gpu only");
     if (storage == Storage::f16)
       for (float v : x.base)
         if (std::abs(v) > 65504.0f) throw Error("--storage f16: the base holds " + std::to_string(v) + ", beyond FP16's 65504");
@@ -184,16 +185,24 @@ int cmd_knn(const KnnCli& c) {
     faiss = std::make_unique<FaissFlatIndex>(x.base.data(), x.n, x.d, o.metric);
     run = [&] { faiss->search(x.queries.data(), x.q, o.k, o.threads, dist.data(), idx.data()); };
   } else if (c.impl == "gpu") {
-    name = "knn-gpu";
+    name = storage == Storage::f32 ? "knn-gpu" : std::string("knn-gpu-") + storage_name(storage);
 #if PARRAY_HAVE_CUDA
     if (!cuda_available()) throw Error("--impl gpu: no GPU is present");
-    bd = std::make_unique<Array<float>>(Layout::dense({x.n, x.d}), Memory::device);
     qd = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q, 1), x.d}), Memory::device);
     dd = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q * o.k, 1)}), Memory::device);
     id = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(x.q * o.k, 1)}), Memory::device);
-    copy_bytes(bd->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
     copy_bytes(qd->data(), Memory::device, x.queries.data(), Memory::paged, x.queries.size() * 4);
-    run = [&] { cuda::knn_device(bd->data(), x.n, qd->data(), x.q, x.d, o, dd->data(), id->data()); };
+    if (storage == Storage::f32) {
+      bd = std::make_unique<Array<float>>(Layout::dense({x.n, x.d}), Memory::device);
+      copy_bytes(bd->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
+      run = [&] { cuda::knn_device(bd->data(), x.n, qd->data(), x.q, x.d, o, dd->data(), id->data()); };
+    } else {  // only the 16-bit copy of the base goes to the device
+      bd16 = std::make_unique<Array<std::uint16_t>>(Layout::dense({x.n, x.d}), Memory::device);
+      copy_bytes(bd16->data(), Memory::device, base16.data(), Memory::paged, base16.size() * 2);
+      run = [&] {
+        cuda::knn_device_16bit(bd16->data(), storage, x.n, qd->data(), x.q, x.d, o, dd->data(), id->data());
+      };
+    }
     finish = [] { cuda::synchronize(); };
 #else
     throw Error("--impl gpu: parray was built without CUDA");
@@ -289,8 +298,23 @@ int cmd_dist(const KnnCli& c) {
   run();
   if (finish) finish();
   const TimingStats t = time_repeated(run, 10, c.reps > 0 ? c.reps : 50, c.reps > 0 ? c.reps : 2000, 0.3, finish);
+  std::string gpu_timing;
 #if PARRAY_HAVE_CUDA
   if (c.impl == "gpu") {
+    // CUDA events around back-to-back calls (PyTorch's way), beside the
+    // single-call synchronous latency. The check below reads the last call's output.
+    const int calls = c.reps > 0 ? c.reps : 2000;
+    const cuda::DistCallTiming g =
+        cuda::time_distances_sorted_device(bd->data(), n, d, qd->data(), metric, dd->data(), id->data(), calls);
+    gpu_timing = fmt::format(
+        "GPU per call: {:.2f} us back-to-back (CUDA events around {} calls, launch included); {:.2f} us single call + "
+        "synchronize (host clock, median); {:.2f} us one call between events\n",
+        g.back_to_back_us, g.calls, g.single_sync_us, g.single_event_us);
+    if (!c.time_csv.empty())
+      write_text(c.time_csv,
+                 fmt::format("impl,device,metric,n,d,calls,back_to_back_us,single_sync_us,single_event_us\n"
+                             "parray-dist-fused,gpu,{},{},{},{},{:.3f},{:.3f},{:.3f}\n",
+                             metric_name(metric), n, d, g.calls, g.back_to_back_us, g.single_sync_us, g.single_event_us));
     copy_bytes(dist.data(), Memory::paged, dd->data(), Memory::device, dist.size() * 4);
     copy_bytes(idx.data(), Memory::paged, id->data(), Memory::device, idx.size() * sizeof(index_t));
   }
@@ -322,6 +346,7 @@ int cmd_dist(const KnnCli& c) {
   }
   std::cout << fmt::format("dist ({}, {}): 1 query x {} vectors of d = {}, sorted; {:.2f} us per call (median of {})\n",
                            c.impl, metric_name(metric), n, d, t.median_ms * 1e3, t.reps);
+  std::cout << gpu_timing;
   std::cout << fmt::format("check {}: max |d - d_exact| / (|q|^2 + |x|^2) = {:.2e}, order by (distance, index)\n",
                            ok ? "OK" : "FAILED", worst);
   std::cout << "rank,index,distance\n";
@@ -349,6 +374,11 @@ int cmd_bench_knn(const KnnCli& c) {
   for (index_t t : whole_list(c.b_threads, "--threads", 1, 1024)) o.threads.push_back(int(t));
   o.seed = c.seed;
   if (c.reps > 0) o.min_reps = o.max_reps = c.reps;
+  if (!c.tiles.empty()) {
+    const std::vector<index_t> t = whole_list(c.tiles, "--tiles", 1, index_t(1) << 30);
+    if (t.size() != 2) throw Error("--tiles '" + c.tiles + "' is not QT,NT");
+    o.query_tile = t[0], o.base_tile = t[1];
+  }
   const std::vector<KnnBenchRow> rows = run_knn_bench(o);
   std::cout << knn_bench_table(rows);
   if (!c.b_csv.empty()) write_text(c.b_csv, knn_bench_csv(rows));
@@ -426,7 +456,7 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->knn->add_option("--threads", c->threads, "CPU threads (default: all)");
   c->knn->add_option("--reps", c->reps, "timed repeats");
   c->knn->add_option("--seed", c->seed, "seed of --synthetic");
-  c->knn->add_option("--storage", c->storage, "base storage for the CPU search: f32, f16 or bf16");
+  c->knn->add_option("--storage", c->storage, "base storage (CPU and GPU search): f32, f16 or bf16");
   c->knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
   c->knn->add_option("--save-data", c->save_data, "write the data as PREFIX_base.fvecs / PREFIX_queries.fvecs and exit");
 
@@ -440,7 +470,8 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->dist->add_option("--threads", c->threads, "CPU threads (default: all)");
   c->dist->add_option("--top", c->top, "rows to print (default 10)");
   c->dist->add_option("--csv", c->dist_csv, "write all N sorted (rank, index, distance) rows");
-  c->dist->add_option("--reps", c->reps, "timed repeats");
+  c->dist->add_option("--reps", c->reps, "timed repeats (GPU: also the back-to-back calls timed with CUDA events)");
+  c->dist->add_option("--time-csv", c->time_csv, "GPU: write the per-call times (back-to-back, single call) as CSV");
   c->dist->add_option("--seed", c->seed, "seed of --synthetic");
 
   c->bench_knn = bench.add_subcommand("knn", "Time k-NN implementations and FAISS on the same data");
@@ -448,7 +479,8 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->bench_knn->add_option("--synthetic", c->b_synthetic, "N,d,Q")->required();
   c->bench_knn->add_option("--k", c->b_k, "comma list of k");
   c->bench_knn->add_option("--metric", c->b_metric, "l2 or ip");
-  c->bench_knn->add_option("--storage", c->b_storage, "base storage of the CPU k-NN: f32, f16 or bf16");
+  c->bench_knn->add_option("--storage", c->b_storage, "base storage of the CPU and GPU k-NN: f32, f16 or bf16");
+  c->bench_knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
   c->bench_knn->add_option("--threads", c->b_threads, "comma list of CPU thread counts");
   c->bench_knn->add_option("--csv", c->b_csv, "write the table as CSV");
   c->bench_knn->add_option("--reps", c->reps, "timed repeats");

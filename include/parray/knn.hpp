@@ -76,14 +76,33 @@ namespace cuda {
 
 // GPU versions (src/cuda/knn/), defined only when built with CUDA. All
 // pointers are device memory; calls are synchronous with the default stream.
-// k <= 2048: one pass of GEMM tile + fused selection per base chunk; larger k
-// merges sorted passes. Indices are int64.
+// Any k from 1 to N: k <= 2048 in one pass of GEMM tile + fused selection per
+// base tile; larger k by merged passes (each tile's rows sorted, then merged
+// with the k best so far). N < 2^31. Indices are int64.
 void knn_device(const float* base, index_t n, const float* queries, index_t q, index_t d, const KnnOptions& options,
                 float* distances, index_t* indices);
-// Seed 002 on the GPU: one fused kernel (distances + bitonic sort in shared
-// memory) for n <= 4096, else GEMV + norms + CUB radix sort.
+// The base stored on the device as 16-bit patterns (Storage::f16 / bf16, as
+// to_16bit writes them): each base tile is widened to FP32 before its GEMM and
+// the norms come from the widened values, so the result is exactly that of
+// knn_device on the widened (rounded) base.
+void knn_device_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
+                      const KnnOptions& options, float* distances, index_t* indices);
+// Seed 002 on the GPU: one fused kernel (distances + a bitonic sort in
+// registers, warp shuffles and shared memory) for n <= 4096, else a distance
+// kernel + CUB radix sort.
 void distances_sorted_device(const float* base, index_t n, index_t d, const float* query, Metric metric,
                              float* distances, index_t* indices);
+// Per-call times of distances_sorted_device on the same data, microseconds:
+// back_to_back_us = CUDA events around `calls` calls issued back to back,
+// divided by calls (launch included, as PyTorch's per-call figure is);
+// single_sync_us = median host time of one call + cudaDeviceSynchronize
+// (min(calls, 2000) samples); single_event_us = one call between events.
+struct DistCallTiming {
+  double back_to_back_us = 0, single_sync_us = 0, single_event_us = 0;
+  int calls = 0;
+};
+DistCallTiming time_distances_sorted_device(const float* base, index_t n, index_t d, const float* query, Metric metric,
+                                            float* distances, index_t* indices, int calls);
 
 }  // namespace cuda
 

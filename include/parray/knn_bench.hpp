@@ -75,7 +75,8 @@ struct KnnBenchOptions {
   index_t n = 0, d = 0, q = 0;
   std::vector<index_t> ks = {10};
   Metric metric = Metric::l2;
-  Storage storage = Storage::f32;  // of the base, for the CPU k-NN ("knn-cpu-f16" / "-bf16" rows)
+  Storage storage = Storage::f32;  // of the base, CPU and GPU k-NN ("knn-cpu-f16", "knn-gpu-bf16" rows)
+  index_t query_tile = 0, base_tile = 0;  // KnnOptions's tiles (0: automatic)
   std::vector<int> threads = {1};
   std::uint64_t seed = 42;
   int min_reps = 3, max_reps = 10;

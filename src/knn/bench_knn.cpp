@@ -49,6 +49,7 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
 #if PARRAY_HAVE_CUDA
   std::unique_ptr<Array<float>> base_dev, queries_dev, dist_dev;
   std::unique_ptr<Array<index_t>> idx_dev;
+  std::unique_ptr<Array<std::uint16_t>> base16_dev;
 #endif
   std::vector<KnnBenchRow> rows;
   for (const std::string& item : o.impls) {
@@ -71,8 +72,10 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
         std::function<void()> run, finish;
         KnnOptions ko;
         ko.k = k, ko.metric = o.metric, ko.threads = threads, ko.gemm = gemm_name;
+        ko.query_tile = o.query_tile, ko.base_tile = o.base_tile;
+        const bool rounded = o.storage != Storage::f32 && impl != "faiss";  // the searched base is rounded
+        if (rounded) r.impl += std::string("-") + storage_name(o.storage);
         if (impl == "cpu" && o.storage != Storage::f32) {
-          r.impl += std::string("-") + storage_name(o.storage);
           run = [&] {
             knn_cpu_16bit(base16.data(), o.storage, o.n, queries.data(), o.q, o.d, ko, dist.data(), idx.data());
           };
@@ -93,17 +96,30 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
             rows.push_back(r);
             continue;
           }
-          if (!base_dev) {
-            base_dev = std::make_unique<Array<float>>(Layout::dense({o.n, o.d}), Memory::device);
+          if (!queries_dev) {
             queries_dev = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(o.q, 1), o.d}), Memory::device);
-            copy_bytes(base_dev->data(), Memory::device, base.data(), Memory::paged, base.size() * sizeof(float));
             copy_bytes(queries_dev->data(), Memory::device, queries.data(), Memory::paged, queries.size() * sizeof(float));
+          }
+          if (o.storage == Storage::f32 && !base_dev) {
+            base_dev = std::make_unique<Array<float>>(Layout::dense({o.n, o.d}), Memory::device);
+            copy_bytes(base_dev->data(), Memory::device, base.data(), Memory::paged, base.size() * sizeof(float));
+          }
+          if (o.storage != Storage::f32 && !base16_dev) {  // only the 16-bit copy of the base goes to the device
+            base16_dev = std::make_unique<Array<std::uint16_t>>(Layout::dense({o.n, o.d}), Memory::device);
+            copy_bytes(base16_dev->data(), Memory::device, base16.data(), Memory::paged, base16.size() * 2);
           }
           dist_dev = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(o.q * k, 1)}), Memory::device);
           idx_dev = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(o.q * k, 1)}), Memory::device);
-          run = [&] {
-            cuda::knn_device(base_dev->data(), o.n, queries_dev->data(), o.q, o.d, ko, dist_dev->data(), idx_dev->data());
-          };
+          if (o.storage == Storage::f32)
+            run = [&] {
+              cuda::knn_device(base_dev->data(), o.n, queries_dev->data(), o.q, o.d, ko, dist_dev->data(),
+                               idx_dev->data());
+            };
+          else
+            run = [&] {
+              cuda::knn_device_16bit(base16_dev->data(), o.storage, o.n, queries_dev->data(), o.q, o.d, ko,
+                                     dist_dev->data(), idx_dev->data());
+            };
           finish = [] { cuda::synchronize(); };
 #else
           r.note = "skipped: built without CUDA";
@@ -124,9 +140,9 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
           r.ms = t.median_ms;
           r.qps = double(o.q) / (r.ms * 1e-3);
           // 16-bit storage rounds the base: recall against the FP32 data's ground truth may drop.
-          r.ok = r.recall >= 1.0 || (impl == "cpu" && o.storage != Storage::f32);
+          r.ok = r.recall >= 1.0 || rounded;
           if (r.recall < 1.0)
-            r.note = o.storage != Storage::f32 && impl == "cpu"
+            r.note = rounded
                          ? fmt::format("base stored as {}: recall against the FP32 data", storage_name(o.storage))
                          : fmt::format("recall {:.6f} < 1", r.recall);
         } catch (const Error& e) {

@@ -1,19 +1,28 @@
 // Fused k-selection for the GPU k-NN (k <= 2048): one block per query row of
 // a (QT, NT) inner-product tile just written by parray's GEMM.
 //
-// The block keeps the query's best candidates in shared memory, buf[CAP]
-// (key, index) with CAP >= k + 256: slots [0, k) hold the k best of the
-// previous base tiles (sorted), new candidates are appended behind them. Each
-// round, the 256 threads compute 256 keys
+// What makes it cheap (docs/knn.md, "GPU selection"): after the first base
+// tile the query's k-th best key is known, and almost every later candidate
+// is rejected by ONE compare against it in registers. So the common path of a
+// step is: each thread loads 4 inner products and 4 base norms (128-bit loads,
+// the next step's loads already in flight), computes 4 keys
 //     L2: max(||q||^2 + ||x||^2 - 2 q.x, 0)      IP: -q.x
-// and keep those below the current threshold (the k-th best key) with a
-// ballot/prefix compaction. When the next round might not fit, the buffer is
-// bitonic-sorted by (key, index), cut back to k and the threshold tightens.
-// After the first tile almost nothing passes the threshold (about k ln(N/k)
-// insertions per query in all), so the pass costs one read of the tile.
-// Base indices arrive in increasing order, so "key < threshold" is exact
-// under the (key, index) tie order. The distance matrix is never stored.
+// compares them with the threshold held in a register, and the block meets
+// once (__syncthreads_count) to learn whether any thread has a candidate.
+// Only then (rarely, about k ln(N/k) times per query over the whole search)
+// does the slow path run: a warp-aggregated append to a shared buffer of CAP
+// (key, index) pairs, and, when the buffer could overflow, a bitonic sort of
+// the buffer cut back to the k best (the threshold tightens).
+// At the end of the tile only the few new candidates are sorted; they are
+// merged with the k sorted old ones by rank (each element finds its output
+// position with a binary search in the other list) straight into global
+// memory; a tile that brought nothing new writes nothing.
+// Base indices grow from tile to tile and from step to step, so "key <
+// threshold" is exact under the (key, index) order: ties keep the smaller
+// index. The distance matrix is never stored whole.
 #pragma once
+
+#include <cuda_fp16.h>
 
 #include <cfloat>
 #include <climits>
@@ -31,17 +40,25 @@ __device__ __forceinline__ bool before(const Cand& a, const Cand& b) {
   return a.key < b.key || (a.key == b.key && a.idx < b.idx);
 }
 
-// Sorts buf[0, CAP) ascending by (key, index); slots [count, CAP) are padded.
-template <int CAP, int BLOCK>
-__device__ void bitonic_sort(Cand* buf, int count) {
-  for (int t = count + threadIdx.x; t < CAP; t += BLOCK) buf[t] = {FLT_MAX, INT_MAX};
-  for (int size = 2; size <= CAP; size <<= 1) {
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+__host__ __device__ constexpr int next_pow2(int x) {
+  int p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+// Sorts buf[0, size) ascending by (key, index), size a power of two; slots
+// [count, size) are padded first. Every thread of the block must call it; it
+// begins and ends with a barrier.
+template <int BLOCK>
+__device__ void bitonic_sort(Cand* buf, int count, int size) {
+  for (int t = count + threadIdx.x; t < size; t += BLOCK) buf[t] = {FLT_MAX, INT_MAX};
+  for (int width = 2; width <= size; width <<= 1) {
+    for (int stride = width >> 1; stride > 0; stride >>= 1) {
       __syncthreads();
-      for (int t = threadIdx.x; t < CAP / 2; t += BLOCK) {
+      for (int t = threadIdx.x; t < size / 2; t += BLOCK) {
         const int pos = 2 * t - (t & (stride - 1));
         const int partner = pos + stride;
-        const bool up = (pos & size) == 0;
+        const bool up = (pos & width) == 0;
         const Cand a = buf[pos], b = buf[partner];
         if (before(b, a) == up) buf[pos] = b, buf[partner] = a;
       }
@@ -50,10 +67,53 @@ __device__ void bitonic_sort(Cand* buf, int count) {
   __syncthreads();
 }
 
+// Number of elements of the sorted list x[0, len) that come before c.
+__device__ __forceinline__ int rank_in(const Cand* x, int len, const Cand& c) {
+  int lo = 0, hi = len;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (before(x[mid], c)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Keys of one step: 4 consecutive columns per thread (vec) or 4 columns BLOCK
+// apart (scalar fallback when the row or j0 is not 16-byte aligned).
+struct Step4 {
+  float dot[4], norm[4];
+};
+
+template <int BLOCK>
+__device__ __forceinline__ void load_step(const float* __restrict__ row, const float* __restrict__ bn, index_t nb,
+                                          index_t s, bool vec, bool l2, Step4& v) {
+  if (vec) {
+    const index_t j = s + 4 * threadIdx.x;
+    if (j < nb) {  // nb % 4 == 0 on this path: all four are in range
+      const float4 c4 = __ldcs(reinterpret_cast<const float4*>(row + j));  // read once: evict first
+      v.dot[0] = c4.x, v.dot[1] = c4.y, v.dot[2] = c4.z, v.dot[3] = c4.w;
+      if (l2) {
+        const float4 n4 = __ldg(reinterpret_cast<const float4*>(bn + j));
+        v.norm[0] = n4.x, v.norm[1] = n4.y, v.norm[2] = n4.z, v.norm[3] = n4.w;
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const index_t j = s + threadIdx.x + index_t(e) * BLOCK;
+    if (j < nb) {
+      v.dot[e] = __ldcs(row + j);
+      if (l2) v.norm[e] = __ldg(bn + j);
+    }
+  }
+}
+
 // grid.x = rows of the tile (queries q0 .. q0 + qb). c: (qb, nb) row-major tile
-// of inner products for base vectors j0 .. j0 + nb. State per query: k keys and
-// int32 indices (sorted), valid when j0 > 0. On the last tile the result goes
-// to out_dist/out_idx (row q0 + r, k wide) instead.
+// of inner products for base vectors j0 .. j0 + nb, nb >= k on the first tile.
+// State per query: k keys and int32 indices, sorted, valid when j0 > 0. On the
+// last tile the result goes to out_dist/out_idx (row q0 + r, k wide) instead.
+// CAP: a power of two >= k + 4 * BLOCK (one step can append 4 * BLOCK).
 template <int CAP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c, index_t nb, index_t j0,
                                                      const float* __restrict__ base_norms,
@@ -61,74 +121,140 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
                                                      float* __restrict__ state_key, int* __restrict__ state_idx,
                                                      bool last, index_t q0, float* __restrict__ out_dist,
                                                      index_t* __restrict__ out_idx) {
-  __shared__ Cand buf[CAP];
-  __shared__ int warp_count[BLOCK / 32];
+  __shared__ Cand buf[CAP];  // [0, sorted): sorted k best so far; [sorted, count): new candidates
   __shared__ int count_s;
-  __shared__ float thr_s;
   const int r = blockIdx.x;
   const float* row = c + index_t(r) * nb;
+  const float* bn = base_norms + j0;
   float* sk = state_key + index_t(r) * k;
   int* si = state_idx + index_t(r) * k;
   const float qn = l2 ? query_norms[q0 + r] : 0.0f;
+  int sorted = j0 > 0 ? k : 0;  // block-uniform
+  float thr = FLT_MAX;          // the k-th best key so far, in a register
   if (j0 > 0) {
     for (int t = threadIdx.x; t < k; t += BLOCK) buf[t] = {sk[t], si[t]};
-    if (threadIdx.x == 0) count_s = k, thr_s = sk[k - 1];
-  } else if (threadIdx.x == 0) {
-    count_s = 0, thr_s = FLT_MAX;
+    thr = sk[k - 1];
   }
+  if (threadIdx.x == 0) count_s = sorted;
+  bool changed = false;  // the sorted part no longer equals the global state
+  const bool vec = nb % 4 == 0 && j0 % 4 == 0;
+  const int lane = threadIdx.x & 31;
+  constexpr index_t kStep = 4 * BLOCK;
+  Step4 next = {};
+  load_step<BLOCK>(row, bn, nb, 0, vec, l2, next);
   __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  for (index_t s = 0; s < nb; s += BLOCK) {
-    const index_t j = s + threadIdx.x;
-    float key = FLT_MAX;
-    if (j < nb) {
-      const float dot = row[j];
-      key = l2 ? fmaxf(qn + base_norms[j0 + j] - 2.0f * dot, 0.0f) : -dot;
+  for (index_t s = 0; s < nb; s += kStep) {
+    const Step4 cur = next;
+    if (s + kStep < nb) load_step<BLOCK>(row, bn, nb, s + kStep, vec, l2, next);  // in flight while we filter
+    float key[4];
+    int col[4];
+    int pass = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const index_t j = vec ? s + 4 * threadIdx.x + e : s + threadIdx.x + index_t(e) * BLOCK;
+      col[e] = int(j0 + j);
+      key[e] = j >= nb ? FLT_MAX : l2 ? fmaxf(qn + cur.norm[e] - 2.0f * cur.dot[e], 0.0f) : -cur.dot[e];
+      pass |= (j < nb && key[e] < thr) << e;
     }
-    int count = count_s;
-    if (count + BLOCK > CAP) {  // uniform: every thread read the same count
-      bitonic_sort<CAP, BLOCK>(buf, count);
-      if (threadIdx.x == 0) count_s = k, thr_s = buf[k - 1].key;
-      __syncthreads();
-      count = k;
+    const int active = __syncthreads_count(pass != 0);  // the only barrier of the common path
+    if (active == 0) continue;
+    int count = count_s;  // stable: the last change was before the barrier
+    if (count + 4 * active > CAP) {  // uniform; could overflow: keep only the k best
+      const int size = next_pow2(count);
+      bitonic_sort<BLOCK>(buf, count, size);
+      thr = buf[k - 1].key;
+      count = sorted = k;
+      changed = true;
+      pass = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pass |= (key[e] < thr && col[e] < j0 + nb) << e;
     }
-    const bool keep = j < nb && key < thr_s;
-    const unsigned mask = __ballot_sync(0xffffffffu, keep);
-    if (lane == 0) warp_count[warp] = __popc(mask);
+    __syncthreads();  // everyone has read count_s before it moves
+    if (threadIdx.x == 0) count_s = count;
     __syncthreads();
-    int offset = count, total = 0;
-    for (int w = 0; w < BLOCK / 32; ++w) {
-      if (w < warp) offset += warp_count[w];
-      total += warp_count[w];
+    // Warp-aggregated append: one shared atomic per warp that has candidates.
+    const int mine = __popc(pass);
+    int incl = mine;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int t = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += t;
     }
-    if (keep) buf[offset + __popc(mask & ((1u << lane) - 1))] = {key, int(j0 + j)};
-    __syncthreads();
-    if (threadIdx.x == 0) count_s = count + total;
+    int base_slot = 0;
+    if (lane == 31 && incl > 0) base_slot = atomicAdd(&count_s, incl);
+    base_slot = __shfl_sync(0xffffffffu, base_slot, 31);
+    int slot = base_slot + incl - mine;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (pass >> e & 1) buf[slot++] = {key[e], col[e]};
     __syncthreads();
   }
-  bitonic_sort<CAP, BLOCK>(buf, count_s);
-  if (last) {
-    for (int t = threadIdx.x; t < k; t += BLOCK) {
-      out_dist[(q0 + r) * index_t(k) + t] = l2 ? buf[t].key : -buf[t].key;
-      out_idx[(q0 + r) * index_t(k) + t] = buf[t].idx;
+  const int count = count_s;
+  if (!last && !changed && count == sorted) return;  // nothing new: the state stands
+  // Sort the new candidates [sorted, count) alone when they fit, else everything.
+  const int fresh = count - sorted;
+  if (fresh > 0 && sorted + next_pow2(fresh) <= CAP) {
+    bitonic_sort<BLOCK>(buf + sorted, fresh, next_pow2(fresh));
+  } else if (fresh > 0) {
+    bitonic_sort<BLOCK>(buf, count, next_pow2(count));
+    sorted = count;
+  }
+  // Merge by rank into the first k (count >= k: the first tile holds >= k columns).
+  const Cand* old_part = buf;
+  const Cand* new_part = buf + sorted;
+  const int n_new = count - sorted;
+  float* dst_key = last ? nullptr : sk;
+  int* dst_idx = last ? nullptr : si;
+  auto put = [&](int pos, const Cand& x) {
+    if (pos >= k) return;
+    if (last) {
+      out_dist[(q0 + r) * index_t(k) + pos] = l2 ? x.key : -x.key;
+      out_idx[(q0 + r) * index_t(k) + pos] = x.idx;
+    } else {
+      dst_key[pos] = x.key;
+      dst_idx[pos] = x.idx;
     }
+  };
+  for (int t = threadIdx.x; t < sorted && t < k; t += BLOCK) put(t + rank_in(new_part, n_new, old_part[t]), old_part[t]);
+  for (int t = threadIdx.x; t < n_new && t < k; t += BLOCK) put(t + rank_in(old_part, sorted, new_part[t]), new_part[t]);
+}
+
+// ||x||^2 of n rows of length d (row-major), one warp per row. T: float, or
+// uint16_t holding FP16 (kBf16 = false) / BF16 (kBf16 = true) bit patterns,
+// widened exactly as widen_rows does, so the norms are those of the widened
+// values the GEMM sees.
+template <class T, bool kBf16 = false>
+__device__ __forceinline__ float widen(T v) {
+  if constexpr (sizeof(T) == 4) {
+    return v;
+  } else if constexpr (kBf16) {
+    return __uint_as_float(unsigned(v) << 16);
   } else {
-    for (int t = threadIdx.x; t < k; t += BLOCK) sk[t] = buf[t].key, si[t] = buf[t].idx;
+    return __half2float(__ushort_as_half(v));
   }
 }
 
-// ||x||^2 of n rows of length d (row-major), one warp per row.
-static __global__ void __launch_bounds__(256) row_norms(const float* __restrict__ x, index_t n, index_t d,
+template <class T, bool kBf16 = false>
+__global__ void __launch_bounds__(256) row_norms(const T* __restrict__ x, index_t n, index_t d,
                                                  float* __restrict__ out) {
   const index_t i = index_t(blockIdx.x) * 8 + threadIdx.x / 32;
   if (i >= n) return;
   float s = 0;
   for (index_t t = threadIdx.x & 31; t < d; t += 32) {
-    const float v = x[i * d + t];
+    const float v = widen<T, kBf16>(x[i * d + t]);
     s += v * v;
   }
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
   if ((threadIdx.x & 31) == 0) out[i] = s;
+}
+
+// out[0, count) = the widened 16-bit values in[0, count): a base tile in FP32
+// for the GEMM.
+template <bool kBf16>
+__global__ void __launch_bounds__(256) widen_rows(const unsigned short* __restrict__ in, index_t count,
+                                                  float* __restrict__ out) {
+  for (index_t i = index_t(blockIdx.x) * 256 + threadIdx.x; i < count; i += index_t(gridDim.x) * 256)
+    out[i] = widen<unsigned short, kBf16>(in[i]);
 }
 
 }  // namespace parray::cuda::knn_kernels
