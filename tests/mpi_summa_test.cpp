@@ -1,13 +1,17 @@
 // MPI tests, run by ctest under mpirun with 1, 2, 3 and 4 ranks: process
 // arrays, block-cyclic scatter/gather/redistribution and SUMMA (every
 // factorisation of the rank count as a grid, all four transpose cases, odd
-// shapes, ranks without data) against an FP64 reference on rank 0.
+// shapes, ranks without data) against an FP64 reference on rank 0, with the
+// local GEMM on the CPU and, where the host has a GPU, on the GPU (all ranks
+// may share one device).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
+#include "parray/array.hpp"
 #include "parray/mpi/summa.hpp"
 
 using namespace parray;
@@ -113,37 +117,60 @@ struct Shape {
   index_t m, n, k, block;
 };
 
-void check_summa(const std::vector<int>& g, const Shape& s, bool ta, bool tb, bool use_scalapack) {
+// The largest |x - y| over the elements; NaN (an unwritten or poisoned
+// element) makes it infinite, so it never passes.
+template <class T>
+double max_abs_diff(double ref, T got, double err) {
+  const double d = std::fabs(ref - static_cast<double>(got));
+  return std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(err, d);
+}
+
+// C = alpha op(A) op(B) + beta C with SUMMA (or ScaLAPACK) against an FP64
+// reference. beta == 0 poisons C with NaN first: every element must be written.
+template <class T>
+void check_summa(const std::vector<int>& g, const Shape& s, bool ta, bool tb, bool use_scalapack,
+                 const SummaOptions& options = {}, double beta = -0.5) {
   MpiThreadArray grid({g[0], g[1]});
   const index_t am = ta ? s.k : s.m, an = ta ? s.m : s.k, bm = tb ? s.n : s.k, bn = tb ? s.k : s.n;
   std::vector<double> xa = global_matrix(am, an, 1), xb = global_matrix(bm, bn, 2), xc = global_matrix(s.m, s.n, 3);
-  DistMatrix<double> a(grid, BlockCyclic::cyclic(am, an, s.block, s.block, g[0], g[1]));
-  DistMatrix<double> b(grid, BlockCyclic::cyclic(bm, bn, s.block, s.block, g[0], g[1]));
-  DistMatrix<double> c(grid, BlockCyclic::cyclic(s.m, s.n, s.block, s.block, g[0], g[1]));
-  a.scatter_from(cm(xa, am, an));
-  b.scatter_from(cm(xb, bm, bn));
-  c.scatter_from(cm(xc, s.m, s.n));
-  const double alpha = 1.5, beta = -0.5;
+  if (beta == 0) std::fill(xc.begin(), xc.end(), std::numeric_limits<double>::quiet_NaN());
+  auto to_t = [](const std::vector<double>& x) { return std::vector<T>(x.begin(), x.end()); };
+  std::vector<T> ta_ = to_t(xa), tb_ = to_t(xb), tc_ = to_t(xc);
+  auto view = [](std::vector<T>& x, index_t m, index_t n) {
+    return MatrixView<const T>{x.data(), MatrixLayout::col_major(m, n, std::max<index_t>(1, m))};
+  };
+  DistMatrix<T> a(grid, BlockCyclic::cyclic(am, an, s.block, s.block, g[0], g[1]));
+  DistMatrix<T> b(grid, BlockCyclic::cyclic(bm, bn, s.block, s.block, g[0], g[1]));
+  DistMatrix<T> c(grid, BlockCyclic::cyclic(s.m, s.n, s.block, s.block, g[0], g[1]));
+  a.scatter_from(view(ta_, am, an));
+  b.scatter_from(view(tb_, bm, bn));
+  c.scatter_from(view(tc_, s.m, s.n));
+  const T alpha = T(1.5);
   if (use_scalapack)
-    scalapack_gemm<double>(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, alpha, a, b, beta, c);
+    scalapack_gemm<T>(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, alpha, a, b, T(beta), c);
   else
-    summa<double>(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, alpha, a, b, beta, c);
-  std::vector<double> got(static_cast<std::size_t>(std::max<index_t>(1, s.m * s.n)));
-  c.gather_to(cm(got, s.m, s.n));
+    summa<T>(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, alpha, a, b, T(beta), c, options);
+  std::vector<T> got(static_cast<std::size_t>(std::max<index_t>(1, s.m * s.n)));
+  c.gather_to({got.data(), MatrixLayout::col_major(s.m, s.n, std::max<index_t>(1, s.m))});
   double err = 0;
   if (grid.coord().tid == 0) {
+    // Operands rounded to T, as the product saw them.
     for (index_t i = 0; i < s.m; ++i)
       for (index_t j = 0; j < s.n; ++j) {
-        double r = beta * xc[static_cast<std::size_t>(i + j * s.m)];
+        double r = beta == 0 ? 0.0 : beta * static_cast<double>(tc_[static_cast<std::size_t>(i + j * s.m)]);
         for (index_t p = 0; p < s.k; ++p)
-          r += alpha * (ta ? xa[static_cast<std::size_t>(p + i * am)] : xa[static_cast<std::size_t>(i + p * am)]) *
-               (tb ? xb[static_cast<std::size_t>(j + p * bm)] : xb[static_cast<std::size_t>(p + j * bm)]);
-        err = std::max(err, std::fabs(r - got[static_cast<std::size_t>(i + j * s.m)]));
+          r += static_cast<double>(alpha) *
+               static_cast<double>(ta ? ta_[static_cast<std::size_t>(p + i * am)] : ta_[static_cast<std::size_t>(i + p * am)]) *
+               static_cast<double>(tb ? tb_[static_cast<std::size_t>(j + p * bm)] : tb_[static_cast<std::size_t>(p + j * bm)]);
+        err = max_abs_diff(r, got[static_cast<std::size_t>(i + j * s.m)], err);
       }
   }
   MPI_Bcast(&err, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  EXPECT_LT(err, 1e-12 * static_cast<double>(s.k + 1)) << g[0] << "x" << g[1] << " " << s.m << "x" << s.n << "x" << s.k
-                                                      << " block " << s.block << " ta " << ta << " tb " << tb;
+  // |alpha op(A) op(B)| <= 1.5 k per element: a few units of T's rounding per term.
+  const double unit = std::is_same_v<T, float> ? 6e-8 : 1.2e-16;
+  EXPECT_LT(err, 16 * unit * 1.5 * static_cast<double>(s.k + 1))
+      << g[0] << "x" << g[1] << " " << s.m << "x" << s.n << "x" << s.k << " block " << s.block << " ta " << ta
+      << " tb " << tb << " beta " << beta << " " << dtype_name(dtype_of<T>());
 }
 
 const std::vector<Shape> kShapes = {{1, 1, 1, 1}, {0, 5, 3, 2}, {6, 0, 2, 2}, {5, 4, 0, 2}, {37, 29, 41, 4},
@@ -152,13 +179,61 @@ const std::vector<Shape> kShapes = {{1, 1, 1, 1}, {0, 5, 3, 2}, {6, 0, 2, 2}, {5
 TEST(Summa, AllGridsShapesAndTransposes) {
   for (const auto& g : all_grids())
     for (const Shape& s : kShapes)
-      for (int t = 0; t < 4; ++t) check_summa(g, s, t & 1, t & 2, false);
+      for (int t = 0; t < 4; ++t) check_summa<double>(g, s, t & 1, t & 2, false);
+}
+
+TEST(Summa, EveryElementWrittenWhenBetaIsZero) {
+  for (const auto& g : all_grids())
+    for (const Shape& s : kShapes) check_summa<double>(g, s, false, true, false, {}, 0.0);
+}
+
+TEST(Summa, CpuProgressPiecesGiveTheSameProduct) {
+  for (const auto& g : all_grids())
+    for (int pieces : {1, 3}) {
+      SummaOptions o;
+      o.progress_pieces = pieces;
+      check_summa<double>(g, {37, 29, 41, 4}, false, false, false, o);
+      check_summa<double>(g, {9, 70, 20, 4}, true, false, false, o);  // cut along N (n > m)
+    }
+}
+
+// The local GEMM on the GPU: rank r on device (node rank) % (devices), so on a
+// one-GPU host every rank shares device 0. FP32 runs the GPU default
+// (cuda-12-best), FP64 parray's FP64 GPU kernel; beta == 0 checks that every
+// element of C came back from the device.
+TEST(Summa, GpuLocalGemm) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device (or a build without CUDA): the GPU local GEMM is not tested";
+  SummaOptions o;
+  o.local = LocalGemm::gpu;
+  for (const auto& g : all_grids()) {
+    for (const Shape& s : kShapes)
+      for (int t = 0; t < 4; ++t) {
+        check_summa<double>(g, s, t & 1, t & 2, false, o);
+        check_summa<float>(g, s, t & 1, t & 2, false, o);
+      }
+    check_summa<float>(g, {300, 260, 520, 64}, false, false, false, o, 0.0);
+    check_summa<double>(g, {300, 260, 520, 64}, false, true, false, o, 0.0);
+  }
+}
+
+TEST(Summa, LocalGemmPlan) {
+  MpiThreadArray grid({1, world_size()});
+  SummaOptions o;
+  o.local = LocalGemm::automatic;
+  const LocalGemmPlan p = plan_local_gemm<double>(o, grid.coord());
+  EXPECT_EQ(p.device, cuda_available() ? Device::gpu : Device::cpu) << p.str();
+  o.local = LocalGemm::gpu;
+  if (!cuda_available()) EXPECT_THROW(plan_local_gemm<float>(o, grid.coord()), Error);
+  else EXPECT_EQ(plan_local_gemm<float>(o, grid.coord()).impl, registry().default_name(Device::gpu));
+  o.local = LocalGemm::cpu;
+  EXPECT_EQ(plan_local_gemm<float>(o, grid.coord()).device, Device::cpu);
+  EXPECT_THROW(parse_local_gemm("tpu"), Error);
 }
 
 TEST(Summa, ScalapackAgrees) {
   if (!scalapack_available()) GTEST_SKIP() << "no ScaLAPACK in this build";
   for (const auto& g : all_grids())
-    for (int t = 0; t < 4; ++t) check_summa(g, {37, 29, 41, 4}, t & 1, t & 2, true);
+    for (int t = 0; t < 4; ++t) check_summa<double>(g, {37, 29, 41, 4}, t & 1, t & 2, true);
 }
 
 TEST(Summa, CommunicationVolumeMatchesTheoryOnSquareGrids) {

@@ -1,14 +1,16 @@
 // The distributed GEMM command of the parray tool (issue 7):
 //
 //   mpirun -np P parray dist-gemm -m M -n N -k K --grid PxQ [--block B] [--dtype f32|f64]
-//          [--trans-a] [--trans-b] [--threads T] [--repeats R] [--baseline scalapack]
-//          [--efficiency] [--csv FILE]
+//          [--trans-a] [--trans-b] [--local cpu|gpu|auto] [--local-impl NAME] [--threads T]
+//          [--repeats R] [--baseline scalapack] [--no-efficiency] [--csv FILE]
 //
 // Runs parray's SUMMA on a P x Q process array over block-cyclic matrices,
 // verifies it (a gathered FP64 reference for small sizes, the checksum
 // C e = op(A) (op(B) e) for large ones), then times it and prints time,
-// GFLOP/s and the bytes each rank moved beside SUMMA's theory. Bad input: one
-// line on stderr (from rank 0) and exit status 2; a failed check: exit 1.
+// GFLOP/s, where the time went and the bytes each rank moved beside SUMMA's
+// theory. Unless --no-efficiency, rank 0 then times the whole problem with the
+// same local GEMM alone (T1) and prints the efficiency T1 / (P TP). Bad input:
+// one line on stderr (from rank 0) and exit status 2; a failed check: exit 1.
 #include <CLI/CLI.hpp>
 #include <memory>
 
@@ -21,12 +23,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -43,9 +47,12 @@ struct DistGemmOptions {
   std::string dtype = "f64";
   bool trans_a = false, trans_b = false;
   int threads = 1;
+  std::string local = "auto";
+  std::string local_impl;
+  int progress_pieces = 0;
   int repeats = 3;
   std::string baseline;
-  bool efficiency = false;
+  bool efficiency = true;
   std::string csv;
   int fail_rank = -1;  // test hook: this rank throws inside the process array's detour
 };
@@ -158,6 +165,46 @@ void set_blas_threads(int threads) {
   if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads"))) f(threads);
 }
 
+// Relative checksum error of C = A B (column-major, host) in FP64:
+// |C e - A (B e)| / |A| (|B| e), with the tolerance of docs/verification.md.
+template <class T>
+bool verify_one_rank(index_t m, index_t n, index_t k, const T* a, const T* b, const T* c, double* error) {
+  std::vector<double> be(static_cast<std::size_t>(k), 0.0), bae(static_cast<std::size_t>(k), 0.0);
+  for (index_t j = 0; j < n; ++j)
+    for (index_t p = 0; p < k; ++p) {
+      const double v = static_cast<double>(b[p + j * k]);
+      be[static_cast<std::size_t>(p)] += v;
+      bae[static_cast<std::size_t>(p)] += std::fabs(v);
+    }
+  std::vector<double> want(static_cast<std::size_t>(m), 0.0), scale(static_cast<std::size_t>(m), 0.0),
+      got(static_cast<std::size_t>(m), 0.0);
+  for (index_t p = 0; p < k; ++p)
+    for (index_t i = 0; i < m; ++i) {
+      const double v = static_cast<double>(a[i + p * m]);
+      want[static_cast<std::size_t>(i)] += v * be[static_cast<std::size_t>(p)];
+      scale[static_cast<std::size_t>(i)] += std::fabs(v) * bae[static_cast<std::size_t>(p)];
+    }
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = 0; i < m; ++i) got[static_cast<std::size_t>(i)] += static_cast<double>(c[i + j * m]);
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += scale[i] * scale[i];
+  }
+  *error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return std::isfinite(*error) && *error <= gemm_tolerance(dtype_of<T>(), std::max<index_t>(k, 1));
+}
+
+// Waits for every rank of the grid without spinning: the ranks that are not
+// timing the one-rank run must leave the cores to it (a spinning MPI_Barrier
+// would take one of them on a machine with one core per rank).
+void quiet_barrier(const MpiThreadArray& grid) {
+  MPI_Request r;
+  MPI_Ibarrier(grid.comm(), &r);
+  int done = 0;
+  while (MPI_Test(&r, &done, MPI_STATUS_IGNORE), !done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
 template <class T>
 int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
   const ProcCoord& me = grid.coord();
@@ -165,26 +212,38 @@ int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
   const int P = grid.rows(), Q = grid.cols();
   const index_t m = o.m, n = o.n, k = o.k, nb = o.block;
   const Trans ta = o.trans_a ? Trans::yes : Trans::no, tb = o.trans_b ? Trans::yes : Trans::no;
+  SummaOptions so;
+  so.threads = o.threads;
+  so.local = parse_local_gemm(o.local);
+  so.gpu_impl = o.local_impl;
+  so.progress_pieces = o.progress_pieces;
+  const LocalGemmPlan plan = plan_local_gemm<T>(so, me);  // throws on every rank alike for a bad --local
   DistMatrix<T> a(grid, BlockCyclic::cyclic(o.trans_a ? k : m, o.trans_a ? m : k, nb, nb, P, Q));
   DistMatrix<T> b(grid, BlockCyclic::cyclic(o.trans_b ? n : k, o.trans_b ? k : n, nb, nb, P, Q));
   DistMatrix<T> c(grid, BlockCyclic::cyclic(m, n, nb, nb, P, Q));
   a.fill([](index_t i, index_t j) { return element(0, i, j); });
   b.fill([](index_t i, index_t j) { return element(1, i, j); });
-  const SummaOptions so{o.threads, 0};
   const double flops = 2.0 * static_cast<double>(m) * n * k;
   const double elem = sizeof(T);
+  const int ranks = P * Q;
+  if (root) fmt::print("local GEMM of rank 0: {}\n", plan.str());
 
   struct Row {
     std::string impl;
     double ms, gflops, bytes;
     bool ok;
+    double wait_ms = 0, pack_ms = 0, local_ms = 0;
   };
   std::vector<Row> rows;
   bool all_ok = true;
+  auto max_over_ranks = [&](double v) {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
+    return v;
+  };
 
   auto measure = [&](const std::string& impl, const std::function<SummaStats()>& run) {
     c.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });  // unwritten elements show
-    SummaStats s = run();
+    run();
     double err = 0;
     const bool ok = verify(o, a, b, c, &err);
     all_ok = all_ok && ok;
@@ -192,13 +251,22 @@ int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
     double bytes = t.stats.bcast_bytes + t.stats.redistribute_bytes, max_bytes = bytes, sum_bytes = bytes;
     MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
     MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, grid.comm());
-    (void)s;
     const double gflops = t.ms > 0 ? flops / (t.ms * 1e6) : 0;
-    rows.push_back({impl, t.ms, gflops, max_bytes, ok});
+    Row row{impl, t.ms, gflops, max_bytes, ok};
+    if (impl == "summa") {
+      row.wait_ms = max_over_ranks(t.stats.wait_ms);
+      row.pack_ms = max_over_ranks(t.stats.pack_ms);
+      row.local_ms = max_over_ranks(t.stats.local_ms);
+    }
+    rows.push_back(row);
     if (root) {
       fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", impl, m,
                  n, k, dtype_name(dtype_of<T>()), P, Q, nb, t.ms, gflops, ok ? "ok" : "FAILED", err);
       if (impl == "summa") {
+        fmt::print("          time of the last run, max over ranks: {} {:.1f} ms, waiting for panels {:.1f} ms, "
+                   "packing panels {:.1f} ms; {} panels, {} local GEMM calls on rank 0\n",
+                   plan.device == Device::gpu ? "GPU set-up, copies and wait" : "local GEMM", row.local_ms,
+                   row.wait_ms, row.pack_ms, t.stats.steps, t.stats.local_calls);
         // SUMMA's theory: each rank takes part in M K / P words of A panels (along
         // its row, when Q > 1) and K N / Q of B panels (along its column, when P > 1).
         const double theory = elem * ((Q > 1 ? double(m) * k / P : 0) + (P > 1 ? double(k) * n / Q : 0));
@@ -218,28 +286,38 @@ int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
     measure("summa", [&] { return summa<T>(ta, tb, T(1), a, b, T(0), c, so); });
   });
 
+  // Parallel efficiency against one rank: the whole problem with the same local
+  // GEMM (same dtype, same threads or the same GPU kernel) on rank 0 alone.
+  double one_ms = 0;
   if (o.efficiency) {
-    // One rank, the whole problem, parray's CPU GEMM with the same threads.
-    double one_ms = 0;
-    if (root) {
-      std::vector<T> ag(static_cast<std::size_t>(m * k)), bg(static_cast<std::size_t>(k * n)), cg(static_cast<std::size_t>(m * n));
-      for (index_t j = 0; j < k; ++j)
-        for (index_t i = 0; i < m; ++i) ag[static_cast<std::size_t>(i + j * m)] = static_cast<T>(element(0, i, j));
-      for (index_t j = 0; j < n; ++j)
-        for (index_t i = 0; i < k; ++i) bg[static_cast<std::size_t>(i + j * k)] = static_cast<T>(element(1, i, j));
-      auto one = [&] {
-        gemm<T>(Order::col_major, Trans::no, Trans::no, m, n, k, T(1), ag.data(), std::max<index_t>(1, m), bg.data(),
-                std::max<index_t>(1, k), T(0), cg.data(), std::max<index_t>(1, m), {"cpu", o.threads});
-      };
-      one();
-      const double t0 = MPI_Wtime();
-      one();
-      one_ms = (MPI_Wtime() - t0) * 1e3;
-      fmt::print("one rank  {:.2f} ms; efficiency of {} ranks versus one: {:.1f} %\n", one_ms, P * Q,
-                 100.0 * one_ms / (P * Q * rows[0].ms));
-    }
-    MPI_Barrier(grid.comm());
+    grid.detour([&](const ProcCoord&) {
+      int ok = 1;
+      if (root) {
+        // op(A) and op(B) as column-major M x K and K x N: the transposes are SUMMA's business, not T1's.
+        std::vector<T> ag(static_cast<std::size_t>(m * k)), bg(static_cast<std::size_t>(k * n)),
+            cg(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());
+        for (index_t j = 0; j < k; ++j)
+          for (index_t i = 0; i < m; ++i)
+            ag[static_cast<std::size_t>(i + j * m)] = static_cast<T>(o.trans_a ? element(0, j, i) : element(0, i, j));
+        for (index_t j = 0; j < n; ++j)
+          for (index_t i = 0; i < k; ++i)
+            bg[static_cast<std::size_t>(i + j * k)] = static_cast<T>(o.trans_b ? element(1, j, i) : element(1, i, j));
+        one_ms = time_local_gemm<T>(plan, m, n, k, ag.data(), bg.data(), cg.data(), o.repeats);
+        double err = 0;
+        ok = verify_one_rank(m, n, k, ag.data(), bg.data(), cg.data(), &err) ? 1 : 0;
+        fmt::print("one rank  {}x{}x{} {} ({}): {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", m, n, k,
+                   dtype_name(dtype_of<T>()), plan.str(), one_ms, one_ms > 0 ? flops / (one_ms * 1e6) : 0.0,
+                   ok ? "ok" : "FAILED", err);
+        fmt::print("efficiency versus one rank, T1 / (P TP) with P = {}: summa {:.1f} %\n", ranks,
+                   rows[0].ms > 0 ? 100.0 * one_ms / (ranks * rows[0].ms) : 0.0);
+      }
+      quiet_barrier(grid);
+      MPI_Bcast(&ok, 1, MPI_INT, 0, grid.comm());
+      MPI_Bcast(&one_ms, 1, MPI_DOUBLE, 0, grid.comm());
+      all_ok = all_ok && ok == 1;
+    });
   }
+  auto efficiency = [&](const Row& r) { return one_ms > 0 && r.ms > 0 ? one_ms / (ranks * r.ms) : 0.0; };
 
   if (o.baseline == "scalapack") {
     set_blas_threads(o.threads);
@@ -249,18 +327,32 @@ int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
         return SummaStats{};
       });
     });
-    if (root)
-      fmt::print("parray SUMMA / ScaLAPACK: {:.2f}x the speed ({:.2f} ms vs {:.2f} ms)\n", rows[1].ms > 0 ? rows[1].ms / rows[0].ms : 0.0,
+    if (root) {
+      fmt::print("parray SUMMA / ScaLAPACK: {:.2f}x the speed ({:.2f} ms vs {:.2f} ms)", rows[1].ms > 0 ? rows[1].ms / rows[0].ms : 0.0,
                  rows[0].ms, rows[1].ms);
+      if (o.efficiency) fmt::print("; ScaLAPACK's T1 / (P TP) against the same T1: {:.1f} %", 100.0 * efficiency(rows[1]));
+      fmt::print("\n");
+    }
   }
 
   if (root && !o.csv.empty()) {
     std::ofstream f(o.csv);
     if (!f) throw Error("cannot write " + o.csv);
-    f << "impl,ranks,grid,dtype,m,n,k,ms,gflops,bytes_moved,ok\n";
-    for (const Row& r : rows)
-      f << fmt::format("{},{},{}x{},{},{},{},{},{:.3f},{:.3f},{:.0f},{}\n", r.impl, P * Q, P, Q, dtype_name(dtype_of<T>()), m,
-                       n, k, r.ms, r.gflops, r.bytes, r.ok ? 1 : 0);
+    // eff_vs_1 = one_rank_ms / (ranks ms), empty with --no-efficiency; one_rank_ms is
+    // parray's local GEMM on the whole problem (for the ScaLAPACK row too).
+    f << "impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,wait_ms,"
+         "pack_ms,local_ms\n";
+    for (const Row& r : rows) {
+      const bool summa_row = r.impl == "summa";
+      f << fmt::format("{},{},{}x{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}\n", r.impl, ranks, P, Q,
+                       dtype_name(dtype_of<T>()), m, n, k, nb, o.threads,
+                       summa_row ? (plan.device == Device::gpu ? "gpu:" + plan.impl : "cpu:" + plan.impl)
+                                 : std::string("scalapack"),
+                       r.ms, r.gflops, r.bytes, r.ok ? 1 : 0, o.efficiency ? fmt::format("{:.3f}", one_ms) : "",
+                       o.efficiency ? fmt::format("{:.4f}", efficiency(r)) : "",
+                       summa_row ? fmt::format("{:.1f}", r.wait_ms) : "", summa_row ? fmt::format("{:.1f}", r.pack_ms) : "",
+                       summa_row ? fmt::format("{:.1f}", r.local_ms) : "");
+    }
   }
   return all_ok ? 0 : 1;
 }
@@ -276,6 +368,8 @@ int run_dist_gemm(const DistGemmOptions& o) {
     if (o.dtype != "f32" && o.dtype != "f64") throw Error("unknown dtype '" + o.dtype + "' (use f32 or f64)");
     if (o.threads < 1) throw Error(fmt::format("--threads {} must be at least 1", o.threads));
     if (o.repeats < 1) throw Error(fmt::format("--repeats {} must be at least 1", o.repeats));
+    if (o.progress_pieces < 0) throw Error(fmt::format("--progress-pieces {} must not be negative", o.progress_pieces));
+    parse_local_gemm(o.local);
     if (!o.baseline.empty() && o.baseline != "scalapack")
       throw Error("unknown baseline '" + o.baseline + "' (use scalapack)");
     if (o.baseline == "scalapack" && !scalapack_available())
@@ -310,11 +404,22 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
   cmd->add_option("--dtype", o->dtype, "f32 or f64");
   cmd->add_flag("--trans-a", o->trans_a, "A is stored K x M and used transposed");
   cmd->add_flag("--trans-b", o->trans_b, "B is stored N x K and used transposed");
+  cmd->add_option("--local", o->local,
+                  "where each rank multiplies its panels: cpu, gpu (device node-rank % GPUs) or auto (gpu when "
+                  "built with CUDA and a device is present)");
+  cmd->add_option("--local-impl", o->local_impl,
+                  "GPU GEMM of --local gpu (parray list; default: the GPU default, or parray's FP64 kernel)");
   cmd->add_option("--threads", o->threads, "CPU threads per rank for the local GEMM");
+  cmd->add_option("--progress-pieces", o->progress_pieces,
+                  "CPU local GEMM pieces with an MPI progress call between them (0: by size)");
   cmd->add_option("--repeats", o->repeats, "timed runs (the median is reported)");
   cmd->add_option("--baseline", o->baseline, "scalapack: also run psgemm/pdgemm on the same grid and data");
-  cmd->add_flag("--efficiency", o->efficiency, "also time the whole problem on rank 0 alone");
-  cmd->add_option("--csv", o->csv, "write impl,ranks,grid,dtype,m,n,k,ms,gflops,bytes_moved,ok");
+  cmd->add_flag("--efficiency,!--no-efficiency", o->efficiency,
+                "time the whole problem with the same local GEMM on rank 0 alone and print T1 / (P TP) (the "
+                "default; --no-efficiency skips it for sizes one rank cannot hold)");
+  cmd->add_option("--csv", o->csv,
+                  "write impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,"
+                  "wait_ms,pack_ms,local_ms");
   cmd->add_option("--fail-rank", o->fail_rank, "test hook: make this rank fail")->group("");
   return {{cmd, [o]() -> int {
 #if PARRAY_HAVE_MPI

@@ -64,6 +64,7 @@ struct ProcCoord {
   int tid = 0;                // rank in the array's communicator
   int row = 0, col = 0;       // coordinates in the P x Q grid
   int rows = 1, cols = 1;     // P and Q (a 1-D array of P is P x 1)
+  int node_rank = 0;          // rank among the array's processes on this host (which GPU to use)
   MPI_Comm comm = MPI_COMM_NULL;      // the whole array
   MPI_Comm row_comm = MPI_COMM_NULL;  // my process row (Q ranks, rank there = col)
   MPI_Comm col_comm = MPI_COMM_NULL;  // my process column (P ranks, rank there = row)
@@ -97,6 +98,10 @@ class MpiThreadArray {
     c_.col = c_.tid % q;
     MPI_Comm_split(c_.comm, c_.row, c_.col, &c_.row_comm);
     MPI_Comm_split(c_.comm, c_.col, c_.row, &c_.col_comm);
+    MPI_Comm node;  // the processes of this array that share this host's memory (and GPUs)
+    MPI_Comm_split_type(c_.comm, MPI_COMM_TYPE_SHARED, c_.tid, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &c_.node_rank);
+    MPI_Comm_free(&node);
   }
   ~MpiThreadArray() {
     int finalized = 0;

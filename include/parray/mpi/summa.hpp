@@ -3,8 +3,9 @@
 // For each block column k of op(A) (block row k of op(B)), the owning process
 // column broadcasts its A panel along the process rows and the owning process
 // row broadcasts its B panel along the process columns (MPI_Ibcast); every
-// rank then adds A_panel * B_panel to its local C with parray's CPU GEMM. The
-// broadcasts of panel k+1 are in flight while panel k is multiplied.
+// rank then adds A_panel * B_panel to its local C with parray's GEMM, on the
+// CPU or on the rank's GPU (SummaOptions::local). The broadcasts of panel k+1
+// are in flight while panel k is multiplied.
 //
 // Operands whose distribution does not line up with C's (a transpose, another
 // block size, another source process) are first redistributed into one that
@@ -13,20 +14,54 @@
 
 #include "parray/gemm.hpp"
 #include "parray/mpi/dist_matrix.hpp"
+#include "parray/registry.hpp"
 
 namespace parray::mpi {
+
+// Where each rank multiplies its panels.
+enum class LocalGemm {
+  cpu,        // parray's CPU GEMM with SummaOptions::threads
+  gpu,        // parray's GPU GEMM on device (node rank) % (devices on the host); an error without one
+  automatic,  // gpu when this build has CUDA and the host a device, else cpu
+};
+// "cpu", "gpu" or "auto"; anything else throws parray::Error.
+LocalGemm parse_local_gemm(const std::string& text);
 
 struct SummaOptions {
   int threads = 1;       // CPU threads of each rank's local GEMM
   index_t panel = 0;     // panel width in K; 0: C's column block (nb)
+  LocalGemm local = LocalGemm::cpu;
+  std::string gpu_impl;  // the GPU GEMM; empty: default_gpu_local_impl(dtype)
+  // CPU only: pieces the local GEMM is cut into, with an MPI progress call
+  // between them, while a broadcast is in flight; 0: chosen by size.
+  int progress_pieces = 0;
 };
 
-// What one call moved, counted on this rank.
+// The local GEMM one rank runs, resolved from SummaOptions on that rank.
+struct LocalGemmPlan {
+  Device device = Device::cpu;
+  std::string impl;  // a registered implementation's name
+  int gpu = -1;      // CUDA device index when device == gpu
+  int threads = 1;   // CPU threads
+  std::string str() const;  // "cpu parray-cpu, 1 thread" / "gpu 0 cuda-12-best"
+};
+template <class T>
+LocalGemmPlan plan_local_gemm(const SummaOptions& options, const ProcCoord& me);
+// The registry's GPU default when it has this dtype, else parray's fastest
+// FP64-capable GPU kernel; throws parray::Error when the build has no GPU GEMM.
+std::string default_gpu_local_impl(Dtype dtype);
+
+// What one call moved and where its time went, on this rank.
 struct SummaStats {
   double bcast_bytes = 0;        // panels this rank took part in (sent as root or received)
   double recv_bytes = 0;         // of those, received from another rank
   double redistribute_bytes = 0; // sent by redistribute() to line operands up
   index_t steps = 0;             // panels
+  index_t local_calls = 0;       // local GEMM calls (steps x pieces)
+  double wait_ms = 0;            // blocked in MPI_Waitall for a panel: communication not hidden
+  double pack_ms = 0;            // copying panels into send buffers (and, on GPU, waiting for a host buffer)
+  double local_ms = 0;           // CPU: in the local GEMM; GPU: set-up, uploads, queuing, final wait and download
+  LocalGemmPlan plan;
 };
 
 template <class T>
@@ -38,6 +73,16 @@ extern template SummaStats summa<float>(Trans, Trans, float, const DistMatrix<fl
 extern template SummaStats summa<double>(Trans, Trans, double, const DistMatrix<double>&,
                                          const DistMatrix<double>&, double, DistMatrix<double>&,
                                          const SummaOptions&);
+
+// The one-rank reference of a parallel efficiency: C = A B (column-major, A
+// m x k, B k x n, C m x n, tight leading dimensions, host memory) with
+// `plan`'s GEMM on this rank alone. One untimed run (C then holds the
+// product), then `repeats` timed ones; returns their median in ms. On a GPU
+// the operands are uploaded first and the time is the GEMM's alone (CUDA
+// events), as a one-GPU program holding its data would see it.
+template <class T>
+double time_local_gemm(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b, T* c,
+                       int repeats);
 
 // ScaLAPACK's psgemm / pdgemm on the same grid and data (BLACS "Row" grid
 // over MPI_COMM_WORLD). scalapack_available() is false where the build found
