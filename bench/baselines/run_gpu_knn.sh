@@ -31,7 +31,8 @@ step() {  # step NAME SECONDS COMMAND...
 }
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv >>"$LOG" 2>&1
 for f in "$P" "$T"; do [ -x "$f" ] || { echo "missing $f (build $B first)" | tee -a "$LOG"; exit 2; }; done
-step gpu_tests 100 "$T" --gtest_filter='GpuGemv*:GpuKnn*:GpuDist*' --gtest_output="xml:$OUT/gpu-tests.xml"
+# PARRAY_SKIP_GPU_TESTS=1: the caller already ran the whole GPU test binary.
+[ -n "${PARRAY_SKIP_GPU_TESTS:-}" ] || step gpu_tests 100 "$T" --gtest_filter='GpuGemv*:GpuKnn*:GpuDist*' --gtest_output="xml:$OUT/gpu-tests.xml"
 step dist_seed 20 "$P" dist --synthetic 1024,32 --impl gpu --top 3 --reps 2000 --time-csv "$OUT/dist-gpu-h200.csv"
 step save_data 40 "$P" knn --synthetic 1000000,128,10000 --k 1 --save-data /tmp/knn1m
 step torch 60 python3 bench/baselines/torch_knn.py --data /tmp/knn1m --k 10,100 --seed-case --reps 5
