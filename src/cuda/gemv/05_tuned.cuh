@@ -10,16 +10,14 @@
 // Column-major A (columns contiguous): each thread owns kVec consecutive
 // rows (one 128-bit load per column), a block covers 256 * kVec rows, and the
 // columns are split into `slices` (grid.y) so that the grid fills the GPU even
-// when M is small; each slice writes its partial y to a workspace and the
-// last block of each row range to finish sums the slices in a fixed order
-// (deterministic) and applies alpha/beta, in the same kernel.
+// when M is small; each slice writes its partial y to a workspace and a second
+// kernel sums the slices in a fixed order (deterministic) and applies
+// alpha/beta.
 // Alignment fallback: kVec = 1 when the leading dimension or the pointer is
 // not 16-byte aligned.
 // Measured (H200, FP32, bench/results/gemv-gpu-h200-2026-11-21.csv): 98.4-99.1 %
 // of the device-copy bandwidth on 16384^2 and 32768 x 8192, both layouts;
-// 102.7 % / 108.1 % of cuBLAS SGEMV row-major, 96.7 % / 97.9 % column-major
-// with the former two-kernel column path (partial sums, then a reduce kernel);
-// the one-kernel column path (tuned_cols) is not measured yet.
+// 102.7 % / 108.1 % of cuBLAS SGEMV row-major, 96.7 % / 97.9 % column-major.
 #pragma once
 
 #include "parray/core.hpp"
@@ -80,47 +78,22 @@ __global__ void __launch_bounds__(256) tuned_rows(index_t m, index_t n, const T*
   }
 }
 
-// A stream read exactly once: 128-bit non-coherent load that does not
-// allocate in L1 (x and the partial sums keep L1 to themselves).
-template <class T, int kVec>
-__device__ __forceinline__ void load_stream(const T* p, T (&v)[kVec]) {
-  if constexpr (kVec == 4 && sizeof(T) == 4) {
-    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-                 : "l"(p));
-  } else if constexpr (kVec == 2 && sizeof(T) == 8) {
-    asm("ld.global.nc.L1::no_allocate.v2.f64 {%0, %1}, [%2];" : "=d"(v[0]), "=d"(v[1]) : "l"(p));
-  } else {
-    load_vec<T, kVec>(p, v);
-  }
-}
-
-// Column-major A, ONE kernel: block (256 threads) x kVec rows, slice
-// blockIdx.y of the columns. With one slice the block writes y directly.
-// Otherwise each block writes its partial sums to part[s * m + i], and the
-// last block of a row range to arrive (a per-row-range ticket counter) adds
-// the slices in the fixed order 0, 1, ... (deterministic, as the former
-// second kernel did) and applies alpha/beta, then resets the counter for the
-// next call. What this removes: the second launch, its wait for the slowest
-// block of the whole grid, and its re-read of all partial sums after the
-// matrix stream has ended (now the sums are added while other row ranges
-// still stream A).
+// Column-major partial sums: block (256 threads) x kVec rows, slice blockIdx.y
+// of the columns. part[s * m + i] = sum over the slice's columns.
 template <class T, int kVec, int kUnroll>
-__global__ void __launch_bounds__(256) tuned_cols(index_t m, index_t n, const T* __restrict__ a, index_t ld,
-                                                  const T* __restrict__ x, index_t cols_per_slice,
-                                                  T* __restrict__ part, unsigned* __restrict__ tickets,
-                                                  T* __restrict__ y, T alpha, T beta) {
+__global__ void __launch_bounds__(256) tuned_cols_partial(index_t m, index_t n, const T* __restrict__ a, index_t ld,
+                                                          const T* __restrict__ x, index_t cols_per_slice,
+                                                          T* __restrict__ part) {
   const index_t i0 = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   const index_t jb = index_t(blockIdx.y) * cols_per_slice;
   const index_t je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
-  const int slices = int(gridDim.y);
   T acc[kVec] = {};
   if (i0 + kVec <= m) {
     index_t j = jb;
     for (; j + kUnroll <= je; j += kUnroll) {
       T v[kUnroll][kVec];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_stream<T, kVec>(a + (j + u) * ld + i0, v[u]);
+      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(a + (j + u) * ld + i0, v[u]);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const T xj = __ldg(x + j + u);
@@ -139,24 +112,17 @@ __global__ void __launch_bounds__(256) tuned_cols(index_t m, index_t n, const T*
     for (index_t j = jb; j < je; ++j)
       for (int e = 0; e < kVec && i0 + e < m; ++e) acc[e] += a[j * ld + i0 + e] * x[j];
   }
-  if (slices == 1) {
-    for (int e = 0; e < kVec && i0 + e < m; ++e) y[i0 + e] = beta == T(0) ? alpha * acc[e] : alpha * acc[e] + beta * y[i0 + e];
-    return;
-  }
   for (int e = 0; e < kVec && i0 + e < m; ++e) part[index_t(blockIdx.y) * m + i0 + e] = acc[e];
-  __threadfence();  // the partial sums are visible device-wide before the ticket
-  __shared__ bool last_s;
-  __syncthreads();
-  if (threadIdx.x == 0) last_s = atomicAdd(&tickets[blockIdx.x], 1u) == unsigned(slices - 1);
-  __syncthreads();
-  if (!last_s) return;
-  __threadfence();
-  for (int e = 0; e < kVec && i0 + e < m; ++e) {
-    T sum = 0;
-    for (int s = 0; s < slices; ++s) sum += __ldcg(part + index_t(s) * m + i0 + e);  // L2: other SMs wrote them
-    y[i0 + e] = beta == T(0) ? alpha * sum : alpha * sum + beta * y[i0 + e];
-  }
-  if (threadIdx.x == 0) tickets[blockIdx.x] = 0;
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) tuned_cols_reduce(index_t m, int slices, const T* __restrict__ part,
+                                                         T* __restrict__ y, T alpha, T beta) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  T acc = 0;
+  for (int s = 0; s < slices; ++s) acc += part[index_t(s) * m + i];
+  y[i] = beta == T(0) ? alpha * acc : alpha * acc + beta * y[i];
 }
 
 }  // namespace parray::cuda::gemv_kernels

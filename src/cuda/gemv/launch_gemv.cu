@@ -85,29 +85,14 @@ void launch_shared(const GemvCall<T>& c) {
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
-// Grow-only device workspaces of the column-major path: partial sums, and one
-// ticket counter per row range (zeroed once; the kernel leaves them at 0).
+// A grow-only device workspace for the column-major partial sums.
 void* workspace(std::size_t bytes) {
   static void* p = nullptr;
   static std::size_t size = 0;
   if (bytes > size) {
     if (p) PARRAY_CUDA_CHECK(cudaFree(p));
-    p = nullptr, size = 0;
     PARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
     size = bytes;
-  }
-  return p;
-}
-
-unsigned* tickets(std::size_t count) {
-  static unsigned* p = nullptr;
-  static std::size_t size = 0;
-  if (count > size) {
-    if (p) PARRAY_CUDA_CHECK(cudaFree(p));
-    p = nullptr, size = 0;
-    PARRAY_CUDA_CHECK(cudaMalloc(&p, count * sizeof(unsigned)));
-    PARRAY_CUDA_CHECK(cudaMemset(p, 0, count * sizeof(unsigned)));
-    size = count;
   }
   return p;
 }
@@ -139,11 +124,12 @@ void launch_tuned(const GemvCall<T>& c) {
   const index_t want = std::max<index_t>(1, index_t(sms) * 8 / std::max<index_t>(row_blocks, 1));
   const int slices = int(std::clamp<index_t>(std::min(want, (n + 31) / 32), 1, 65535));
   const index_t per_slice = (n + slices - 1) / slices;
-  T* part = slices > 1 ? static_cast<T*>(workspace(size_t(slices) * size_t(m) * sizeof(T))) : nullptr;
-  unsigned* ticket = slices > 1 ? tickets(size_t(row_blocks)) : nullptr;
+  T* part = static_cast<T*>(workspace(size_t(slices) * size_t(m) * sizeof(T)));
   const dim3 grid{unsigned(row_blocks), unsigned(slices), 1u};
-  if (vec) tuned_cols<T, kVec, 4><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part, ticket, c.y, c.alpha, c.beta);
-  else tuned_cols<T, 1, 8><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part, ticket, c.y, c.alpha, c.beta);
+  if (vec) tuned_cols_partial<T, kVec, 4><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part);
+  else tuned_cols_partial<T, 1, 8><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  tuned_cols_reduce<T><<<blocks_for(m, 256), 256>>>(m, slices, part, c.y, c.alpha, c.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
@@ -224,7 +210,7 @@ void register_cuda_gemv(GemvRegistry& r) {
   }
   {
     GemvImpl i = gemv_gpu_impl("gemv-gpu-tuned", "step 5: warp per row with 128-bit loads x4 in flight (row-major); "
-                     "128-bit column loads with split columns + ordered last-block reduction in the same kernel (column-major)",
+                     "128-bit column loads with split columns + ordered reduction (column-major)",
                      "row- or column-major A, any ld (128-bit path when ld and pointers are 16-byte aligned)");
     i.run_f32 = launch_tuned<float>;
     i.run_f64 = launch_tuned<double>;
