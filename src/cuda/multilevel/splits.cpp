@@ -220,6 +220,42 @@ Context& context() {
   return *c;
 }
 
+// The device operands a split works on, row-major: the caller's own when
+// they are device-resident and row-major; otherwise the context's buffers —
+// filled here by #copy for device operands in other layouts (host operands
+// are staged chunk by chunk by the split itself), and copied back to the
+// caller's C by copy_back().
+struct RowMajorOperands {
+  const float *A, *B;
+  float* C;
+  long long lda, ldb, ldc;
+  bool staged_device;  // device operands in another layout: C goes back through copy_back
+  RowMajorOperands(const GemmCall<float>& call, bool host, Context& cx) {
+    const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+    const bool dev_rm = !host && call.a.layout.is_row_major() && call.b.layout.is_row_major() &&
+                        call.c.layout.is_row_major();
+    staged_device = !host && !dev_rm;
+    if (dev_rm) {
+      A = call.a.data, B = call.b.data, C = call.c.data;
+      lda = call.a.layout.rows.stride[0], ldb = call.b.layout.rows.stride[0], ldc = call.c.layout.rows.stride[0];
+      return;
+    }
+    A = cx.da.get(size_t(M * K)), B = cx.db.get(size_t(K * N)), C = cx.dc.get(size_t(M * N));
+    lda = K, ldb = N, ldc = N;
+    if (staged_device) {  // device, other layouts: #copy into the row-major buffers
+      cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K));
+      cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N));
+      if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N));
+      PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+  }
+  void copy_back(const GemmCall<float>& call) const {
+    if (!staged_device) return;
+    cuda::copy<float>(dev_view<const float>(C, call.c.rows(), call.c.cols()), call.c);
+    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+};
+
 // Rows per chunk of a part: copies of chunk j + 1 overlap the kernel of chunk
 // j; a multiple of the kernel's 128-row tile, at least 128 rows.
 index_t chunk_rows(index_t rows) { return std::max<index_t>(128, (rows / 4 + 127) / 128 * 128); }
@@ -233,24 +269,10 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   Context& cx = context();
   std::lock_guard<std::mutex> lock(cx.mu);
   cx.ensure_threads(threads);
-  bool dev_rm = !host && call.a.layout.is_row_major() && call.b.layout.is_row_major() &&
-                call.c.layout.is_row_major();
-  // Device operands in other layouts: the same body on row-major copies.
-  const float *A, *B;
-  float* C;
-  long long lda = K, ldb = N, ldc = N;
-  if (dev_rm) {
-    A = call.a.data, B = call.b.data, C = call.c.data;
-    lda = call.a.layout.rows.stride[0], ldb = call.b.layout.rows.stride[0], ldc = call.c.layout.rows.stride[0];
-  } else {
-    A = cx.da.get(size_t(M * K)), B = cx.db.get(size_t(K * N)), C = cx.dc.get(size_t(M * N));
-  }
-  if (!host && !dev_rm) {  // device, other layouts: #copy into the row-major buffers
-    cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K));
-    cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N));
-    if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N));
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
-  }
+  const RowMajorOperands ops(call, host, cx);
+  const float *A = ops.A, *B = ops.B;
+  float* C = ops.C;
+  const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
   CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
@@ -292,10 +314,7 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
     if (host && r.size() > 0) unpack(hC + r.begin * N, r.begin, r.size(), call.c);
   });
-  if (!host && !dev_rm) {
-    cuda::copy<float>(dev_view<const float>(C, M, N), call.c);
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
-  }
+  ops.copy_back(call);
 }
 
 // K split: thread i computes W_i = A[:, K_i] B[K_i, :] on its stream (chunks
@@ -308,23 +327,10 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   Context& cx = context();
   std::lock_guard<std::mutex> lock(cx.mu);
   cx.ensure_threads(threads);
-  const bool dev_rm = !host && call.a.layout.is_row_major() && call.b.layout.is_row_major() &&
-                      call.c.layout.is_row_major();
-  const float *A, *B;
-  float* C;
-  long long lda = K, ldb = N, ldc = N;
-  if (dev_rm) {
-    A = call.a.data, B = call.b.data, C = call.c.data;
-    lda = call.a.layout.rows.stride[0], ldb = call.b.layout.rows.stride[0], ldc = call.c.layout.rows.stride[0];
-  } else {
-    A = cx.da.get(size_t(M * K)), B = cx.db.get(size_t(K * N)), C = cx.dc.get(size_t(M * N));
-  }
-  if (!host && !dev_rm) {
-    cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K));
-    cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N));
-    if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N));
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
-  }
+  const RowMajorOperands ops(call, host, cx);
+  const float *A = ops.A, *B = ops.B;
+  float* C = ops.C;
+  const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
   // Host: A is staged chunk by chunk as M x kc blocks (hA + M * k0), so the
   // device copy of A is chunk-blocked too (lda of a chunk = its width).
   const int parts = int(std::min<index_t>(threads, K));
@@ -379,10 +385,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
     }
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
   });
-  if (!host && !dev_rm) {
-    cuda::copy<float>(dev_view<const float>(C, M, N), call.c);
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
-  }
+  ops.copy_back(call);
 }
 
 GemmImpl make(const std::string& family, const std::string& split, int t, std::string desc) {
