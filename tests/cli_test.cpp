@@ -1,92 +1,58 @@
 // The CLI: bad input gets one line on stderr and exit status 2; good input runs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
 
-namespace {
+#include "cli_run.hpp"
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-Result run(const std::string& args) {
-  // One file per process: ctest runs several test binaries at once.
-  const std::string err_file = testing::TempDir() + "parray_cli_stderr_" + std::to_string(getpid()) + ".txt";
-  const std::string cmd = std::string(PARRAY_CLI_PATH) + " " + args + " 2>" + err_file;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (FILE* f = std::fopen(err_file.c_str(), "r")) {
-    while (std::fgets(buf.data(), buf.size(), f)) r.err += buf.data();
-    std::fclose(f);
-  }
-  return r;
-}
-
-void expect_bad_input(const std::string& args, const std::string& message) {
-  const Result r = run(args);
-  EXPECT_EQ(r.status, 2) << args << "\nstderr: " << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nstderr: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line, got: " << r.err;
-}
-
-}  // namespace
+using namespace parray_test;
 
 TEST(Cli, BadInputExitsWithStatusTwo) {
-  expect_bad_input("gemm -m 8 -n 8 -k -5", "negative");
-  expect_bad_input("gemm -m 8 -n abc -k 5", "not a whole number");
-  expect_bad_input("gemm --impl nosuch -m 8 -n 8 -k 8", "unknown implementation 'nosuch'");
-  expect_bad_input("gemm -m 8 -n 8 -k 8 --layout-a diagonal", "unknown matrix layout 'diagonal'");
-  expect_bad_input("gemm -m 8 -n 8 -k 8 --dtype f16", "unknown dtype 'f16'");
-  expect_bad_input("gemm -m 1000000 -n 1000000 -k 1000000", "this machine has");
-  expect_bad_input("gemm -m 8 -n 8", "-k is required");
-  expect_bad_input("gemm -m 8 -n 8 -k 8 --threads -2", "negative");
-  expect_bad_input("gemm -m 200 -n 200 -k 200 --print", "--print is for small matrices");
-  expect_bad_input("bench gemm --impl gold --shapes 3x4", "is not MxKxN");
-  expect_bad_input("bench gemm --impl gold", "give --sizes or --shapes");
-  expect_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
-  expect_bad_input("frobnicate", "subcommand");
-  expect_bad_input("list --format xml", "unknown format");
-  expect_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k -5", "negative");
+  expect_cli_bad_input("gemm -m 8 -n abc -k 5", "not a whole number");
+  expect_cli_bad_input("gemm --impl nosuch -m 8 -n 8 -k 8", "unknown implementation 'nosuch'");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --layout-a diagonal", "unknown matrix layout 'diagonal'");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --dtype f16", "unknown dtype 'f16'");
+  expect_cli_bad_input("gemm -m 1000000 -n 1000000 -k 1000000", "this machine has");
+  expect_cli_bad_input("gemm -m 8 -n 8", "-k is required");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --threads -2", "negative");
+  expect_cli_bad_input("gemm -m 200 -n 200 -k 200 --print", "--print is for small matrices");
+  expect_cli_bad_input("bench gemm --impl gold --shapes 3x4", "is not MxKxN");
+  expect_cli_bad_input("bench gemm --impl gold", "give --sizes or --shapes");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
+  expect_cli_bad_input("frobnicate", "subcommand");
+  expect_cli_bad_input("list --format xml", "unknown format");
+  expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
 }
 
 TEST(Cli, ListShowsTheLadderAndMissingParts) {
-  const Result r = run("list");
+  const CliResult r = run_cli("list");
   EXPECT_EQ(r.status, 0);
   for (const char* name : {"gold", "gold-omp", "transpose", "pack-single", "pack-double", "tile-4x4", "parray-pthd-2x2"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
-  const Result csv = run("list --format csv");
+  const CliResult csv = run_cli("list --format csv");
   EXPECT_EQ(csv.status, 0);
   EXPECT_EQ(csv.out.rfind("name,device,dtypes,baseline,description,preconditions\n", 0), 0u);
 }
 
 TEST(Cli, GemmVerifies) {
-  const Result r = run("gemm --impl gold -m 37 -n 29 -k 41 --reps 1");
+  const CliResult r = run_cli("gemm --impl gold -m 37 -n 29 -k 41 --reps 1");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("check OK"), std::string::npos) << r.out;
-  const Result f = run("gemm --impl tile-4x4 -m 33 -n 30 -k 20 --layout-a fig17 --layout-b fig18 --layout-c col "
+  const CliResult f = run_cli("gemm --impl tile-4x4 -m 33 -n 30 -k 20 --layout-a fig17 --layout-b fig18 --layout-c col "
                        "--dtype f64 --alpha -1 --beta 0.5 --reps 1");
   EXPECT_EQ(f.status, 0) << f.err;
   EXPECT_NE(f.out.find("check OK"), std::string::npos) << f.out;
 }
 
 TEST(Cli, IsaOverrideSelectsTheMicrokernel) {
-  const Result r = run("--isa portable list");
+  const CliResult r = run_cli("--isa portable list");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("parray-cpu uses the portable microkernel"), std::string::npos) << r.out;
 }
 
 TEST(Cli, PrintShowsASmallIntegerProduct) {
-  const Result r = run("gemm --impl gold -m 8 -n 8 -k 8 --print --reps 1");
+  const CliResult r = run_cli("gemm --impl gold -m 8 -n 8 -k 8 --print --reps 1");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("A (8x8):"), std::string::npos);
   EXPECT_NE(r.out.find("C (8x8):"), std::string::npos);
@@ -95,7 +61,7 @@ TEST(Cli, PrintShowsASmallIntegerProduct) {
 
 TEST(Cli, BenchWritesCsv) {
   const std::string csv = testing::TempDir() + "parray_bench.csv";
-  const Result r = run("bench gemm --impl gold,tile-4x4 --shapes 40x30x20 --threads 1,2 --reps 2 --csv " + csv);
+  const CliResult r = run_cli("bench gemm --impl gold,tile-4x4 --shapes 40x30x20 --threads 1,2 --reps 2 --csv " + csv);
   EXPECT_EQ(r.status, 0) << r.err;
   FILE* f = std::fopen(csv.c_str(), "r");
   ASSERT_NE(f, nullptr);

@@ -8,8 +8,8 @@
 
 #include <cstdlib>
 #include <limits>
-#include <sys/wait.h>
 
+#include "cli_run.hpp"
 #include "parray/config.hpp"
 #include "parray/harness.hpp"
 
@@ -255,10 +255,9 @@ TEST(GpuMultiGpuPlan, CliRejectsBadInputWithStatus2) {
   for (const char* args : {"--gpus 4096 -m 64 -n 64 -k 64", "--gpus 1 --grid 2x2 -m 64 -n 64 -k 64",
                            "--gpus 1 -m 0 -n 64 -k 64", "--gpus 1 --variant ooc --operands device",
                            "--gpus 1 --variant 3d"}) {
-    const std::string cmd = std::string(PARRAY_CLI_PATH) + " multigpu " + args + " >/dev/null 2>&1";
-    const int rc = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(rc)) << args;
-    EXPECT_EQ(WEXITSTATUS(rc), 2) << args;
+    const parray_test::CliResult r = parray_test::run_cli(std::string("multigpu ") + args);
+    ASSERT_NE(r.status, -1) << args;  // exited normally
+    EXPECT_EQ(r.status, 2) << args;
   }
 }
 

@@ -16,8 +16,10 @@
 
 #include "parray/knn_bench.hpp"
 #include "parray/vecs_io.hpp"
+#include "cli_run.hpp"
 
 using namespace parray;
+using namespace parray_test;
 
 namespace {
 
@@ -288,32 +290,6 @@ TEST(VecsIo, CorruptFilesGiveClearErrors) {
 
 // ---- CLI ------------------------------------------------------------------------
 
-namespace {
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-CliRun cli(const std::string& args) {
-  const std::string err_file = tmp("stderr.txt");
-  const std::string cmd = std::string(PARRAY_CLI_PATH) + " " + args + " 2>" + err_file;
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::vector<char> e = read_raw(err_file);
-  r.err.assign(e.begin(), e.end());
-  return r;
-}
-void expect_bad(const std::string& args, const std::string& message) {
-  const CliRun r = cli(args);
-  EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-}
-}  // namespace
 
 TEST(KnnCli, RunsAndRejectsBadInput) {
   Vectors<float> b, q, q2;
@@ -331,36 +307,36 @@ TEST(KnnCli, RunsAndRejectsBadInput) {
   two.n = 2, two.d = 4, two.data = {1, 2, 3, 4, 5, 6, 7, 8};
   write_ivecs(tmp("a.ivecs"), two);
   const std::string base = " --base " + tmp("b.fvecs") + " --queries " + tmp("q.fvecs");
-  CliRun r = cli("knn" + base + " --k 5 --write-gt --out " + tmp("gt.ivecs"));
+  CliResult r = run_cli("knn" + base + " --k 5 --write-gt --out " + tmp("gt.ivecs"));
   ASSERT_EQ(r.status, 0) << r.err;
-  r = cli("knn" + base + " --k 5 --gt " + tmp("gt.ivecs") + " --out " + tmp("found.ivecs"));
+  r = run_cli("knn" + base + " --k 5 --gt " + tmp("gt.ivecs") + " --out " + tmp("found.ivecs"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("recall@5 1.000000"), std::string::npos) << r.out;
   EXPECT_EQ(read_ivecs(tmp("found.ivecs")).data, read_ivecs(tmp("gt.ivecs")).data);
-  r = cli("knn --synthetic 300,16,9 --k 300 --metric ip --threads 2");
+  r = run_cli("knn --synthetic 300,16,9 --k 300 --metric ip --threads 2");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("recall@300 1.000000"), std::string::npos) << r.out;
-  r = cli("dist --synthetic 1024,32 --top 3");
+  r = run_cli("dist --synthetic 1024,32 --top 3");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("check OK"), std::string::npos) << r.out;
-  r = cli("bench knn --synthetic 2000,16,20 --k 1,7 --impl cpu,faiss --threads 1,2 --reps 1");
+  r = run_cli("bench knn --synthetic 2000,16,20 --k 1,7 --impl cpu,faiss --threads 1,2 --reps 1");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  r = cli("bench gemv --shapes 100x37 --layout row,col,fig18 --dtype f32,f64 --reps 1");
+  r = run_cli("bench gemv --shapes 100x37 --layout row,col,fig18 --dtype f32,f64 --reps 1");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
 
-  expect_bad("knn" + base + " --k 51", "out of range 1..N = 50");
-  expect_bad("knn --base " + tmp("b.fvecs") + " --queries " + tmp("q9.fvecs") + " --k 5", "dimension mismatch");
-  expect_bad("knn --base " + tmp("t.fvecs") + " --queries " + tmp("q.fvecs") + " --k 1", "truncated");
-  expect_bad("knn" + base + " --k 5 --gt " + tmp("a.ivecs"), "ground truth for 2 queries");
-  expect_bad("knn" + base + " --k 5 --metric cosine", "unknown metric");
-  expect_bad("knn --synthetic 10,3 --k 1", "not N,d,Q");
-  expect_bad("knn" + base + " --k 5 --write-gt", "needs --out");
-  expect_bad("dist --synthetic 10,4 --impl tpu", "unknown --impl");
-  expect_bad("bench gemv --shapes 10x10 --impl nosuch", "unknown GEMV implementation");
-  expect_bad("bench knn --synthetic 10,4,2 --k 11", "out of range");
-  expect_bad("knn --synthetic 100,4,2 --k 1 --storage f8", "unknown storage 'f8'");
-  expect_bad("knn --synthetic 100,4,2 --k 1 --storage bf16 --impl faiss", "--impl cpu and gpu only");
-  r = cli("knn --synthetic 500,8,3 --k 5 --storage bf16");
+  expect_cli_bad_input("knn" + base + " --k 51", "out of range 1..N = 50");
+  expect_cli_bad_input("knn --base " + tmp("b.fvecs") + " --queries " + tmp("q9.fvecs") + " --k 5", "dimension mismatch");
+  expect_cli_bad_input("knn --base " + tmp("t.fvecs") + " --queries " + tmp("q.fvecs") + " --k 1", "truncated");
+  expect_cli_bad_input("knn" + base + " --k 5 --gt " + tmp("a.ivecs"), "ground truth for 2 queries");
+  expect_cli_bad_input("knn" + base + " --k 5 --metric cosine", "unknown metric");
+  expect_cli_bad_input("knn --synthetic 10,3 --k 1", "not N,d,Q");
+  expect_cli_bad_input("knn" + base + " --k 5 --write-gt", "needs --out");
+  expect_cli_bad_input("dist --synthetic 10,4 --impl tpu", "unknown --impl");
+  expect_cli_bad_input("bench gemv --shapes 10x10 --impl nosuch", "unknown GEMV implementation");
+  expect_cli_bad_input("bench knn --synthetic 10,4,2 --k 11", "out of range");
+  expect_cli_bad_input("knn --synthetic 100,4,2 --k 1 --storage f8", "unknown storage 'f8'");
+  expect_cli_bad_input("knn --synthetic 100,4,2 --k 1 --storage bf16 --impl faiss", "--impl cpu and gpu only");
+  r = run_cli("knn --synthetic 500,8,3 --k 5 --storage bf16");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("knn-cpu-bf16"), std::string::npos) << r.out;
 }
