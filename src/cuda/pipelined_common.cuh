@@ -98,7 +98,7 @@ using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1>;
 
 // Whether an M x N product with row-major A and B takes BestWideShape.
 inline bool best_wide_fits(long long m, long long n) {
-  return ceil_div(m, BestWideShape::BM) * ceil_div(n, BestWideShape::BN) >= sm_count();
+  return static_cast<long long>(ceil_div(m, BestWideShape::BM)) * ceil_div(n, BestWideShape::BN) >= sm_count();
 }
 
 // K slices for a grid of `tiles` blocks of `kts` k-tiles on `sms` SMs: the
