@@ -19,6 +19,15 @@ using S4 = BestShape<256, 128, 16, 64, 64, 1, 4, 8, 4, 3, 1>;  // 256 threads, 8
 using S5 = BestShape<128, 128, 8, 64, 32, 2, 2, 4, 4, 4, 2>;   // BK = 8, 4 stages
 using S6 = BestShape<128, 128, 32, 64, 64, 1, 4, 8, 4, 3, 1>;  // step 10's geometry with BK = 32
 using S7 = BestShape<128, 128, 16, 32, 64, 2, 2, 4, 4, 3, 2>;  // 8 x 8, warps of 32 x 64
+using S8 = BestShape<128, 256, 8, 64, 64, 1, 4, 8, 4, 4, 1>;    // the wide tile with BK = 8, 4 stages (cuBLAS's
+                                                                 // SIMT kernel on Hopper: 256 x 128 x 8, 3 stages)
+using S9 = BestShape<128, 256, 8, 64, 64, 1, 4, 8, 4, 3, 1>;    // the wide tile with BK = 8, 3 stages
+using S10 = BestShape<128, 256, 32, 64, 64, 1, 4, 8, 4, 3, 1>;  // the wide tile with BK = 32: half the barriers
+using S11 = BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 8>;  // the wide tile, 8 k-steps per loop body
+using S12 = BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 4>;  // the wide tile, 4 k-steps per loop body
+using S13 = BestShape<128, 256, 32, 64, 64, 1, 4, 8, 4, 3, 1, 8>;  // BK = 32, 8 k-steps per loop body
+using S14 = BestShape<64, 64, 16, 32, 32, 1, 1, 4, 8, 3, 4>;       // 64 x 64, 128 threads, 4 x 8: small products
+using S15 = BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2, 8>;  // the default with 8 k-steps per loop body
 }  // namespace
 
 namespace {
@@ -46,7 +55,15 @@ bool gemm_best_candidate(const GemmCall<float>& call, int shape) {
         case 5: launch_oriented<S5>(p, a, b, c); break;
         case 6: launch_oriented<S6>(p, a, b, c); break;
         case 7: launch_oriented<S7>(p, a, b, c); break;
-        default: throw Error("PARRAY_CUDA_BEST_SHAPE=" + std::to_string(shape) + ": no such shape (0..7)");
+        case 8: launch_oriented<S8>(p, a, b, c); break;
+        case 9: launch_oriented<S9>(p, a, b, c); break;
+        case 10: launch_oriented<S10>(p, a, b, c); break;
+        case 11: launch_oriented<S11>(p, a, b, c); break;
+        case 12: launch_oriented<S12>(p, a, b, c); break;
+        case 13: launch_oriented<S13>(p, a, b, c); break;
+        case 14: launch_oriented<S14>(p, a, b, c); break;
+        case 15: launch_oriented<S15>(p, a, b, c); break;
+        default: throw Error("PARRAY_CUDA_BEST_SHAPE=" + std::to_string(shape) + ": no such shape (0..15)");
       }
     }
   });

@@ -92,27 +92,48 @@ inline void set_problem(const GemmCall<float>& call, const char* impl) {
 using BestDefaultShape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2>;
 // 128 x 256 x 16, 8 warps of 64 x 64, 8 x 16 per thread, one block per SM:
 // with A along k and B along n (row-major A and B) 86.8 / 87.4 % of cuBLAS at
-// 4096^3 / 8192^3 against the default's 80.3 / 80.9 % in the same run. Used
-// when its tiles still fill the SMs (half as many tiles as the default's).
-using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1>;
+// 4096^3 / 8192^3 against the default's 80.3 / 80.9 % in the same run (H200).
+// The k-loop body holds 8 of the 16 k-steps (KU = 8): fully unrolled, the
+// body was ~34 KB of code and ncu charged 0.12 cycles per instruction to
+// "no instruction" (instruction-cache) stalls, cuBLAS's kernel 0.02; with 8
+// steps per body 89.3 / 89.5 % against 87.7 / 86.9 % (H100, same run; 4
+// steps: 83 %). Used when its tiles still fill the SMs (half as many tiles
+// as the default's).
+using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 8>;
 
-// Whether an M x N product with row-major A and B takes BestWideShape.
-inline bool best_wide_fits(long long m, long long n) {
-  return static_cast<long long>(ceil_div(m, BestWideShape::BM)) * ceil_div(n, BestWideShape::BN) >= sm_count();
+// Whether an M x N product with row-major A and B takes BestWideShape
+// (`copies` such products running at once: their tiles fill the SMs together).
+inline bool best_wide_fits(long long m, long long n, int copies = 1) {
+  return static_cast<long long>(ceil_div(m, BestWideShape::BM)) * ceil_div(n, BestWideShape::BN) * copies >=
+         sm_count();
 }
 
-// K slices for a grid of `tiles` blocks of `kts` k-tiles on `sms` SMs: the
-// count that minimises (blocks per SM, rounded up) x (k-tiles per block), the
-// time of the busiest SM, plus a small charge for the summing pass; 1 when
-// the tiles fill the SMs. Each slice keeps >= 4 k-tiles.
-inline int choose_splits(long long tiles, int kts, int sms, int blocks_per_sm) {
-  if (tiles >= static_cast<long long>(sms) * blocks_per_sm) return 1;
+// K slices for a grid of `tiles` blocks of `kts` k-tiles on `sms` SMs
+// holding `per_sm` blocks each: the count with the least estimated time,
+// (waves of blocks) x (k-tiles per block) x (time of one k-tile step of a
+// full wave), plus the summing pass, which reads every slice of the M x N
+// workspace once and writes C (and is one more launch). Each slice keeps
+// >= 4 k-tiles; 1 when the tiles fill the SMs. The constants are Hopper
+// measurements (H100, 2026-11-21, ncu): a full-wave k-tile step of the
+// 128 x 128 x 16 tile at two blocks per SM ~3.5 us (scaled by the tile's
+// work per SM for other shapes), the summing pass ~2.5 TB/s plus ~3 us.
+// The previous estimate left the summing pass at a constant and took 11
+// slices for 1037 x 1031 x 1055: 93 us of kernel + 21 us of summing, where 3
+// slices took 103 us in all.
+inline int choose_splits(long long tiles, int kts, int sms, int per_sm, long long block_work, long long m,
+                         long long n) {
+  const long long slots = static_cast<long long>(sms) * per_sm;
+  if (tiles >= slots) return 1;
+  const double step_us = 3.5 * double(per_sm) * double(block_work) / (2.0 * 128 * 128 * 16);
+  auto cost = [&](int s) {
+    const double waves = double((tiles * s + slots - 1) / slots), steps = double((kts + s - 1) / s);
+    const double sum_us = s > 1 ? double(s + 1) * double(m) * double(n) * 4.0 / 2.5e6 + 3.0 : 0.0;  // bytes / (B/us)
+    return waves * steps * step_us + sum_us;
+  };
   int best = 1;
-  long long best_cost = (tiles + sms - 1) / sms * kts;
-  for (int s = 2; s <= 16 && (kts + s - 1) / s >= 4; ++s) {
-    const long long cost = (tiles * s + sms - 1) / sms * ((kts + s - 1) / s) + 2;
-    if (cost < best_cost) best = s, best_cost = cost;
-  }
+  double best_cost = cost(1);
+  for (int s = 2; s <= 16 && (kts + s - 1) / s >= 4; ++s)
+    if (cost(s) < best_cost) best = s, best_cost = cost(s);
   return best;
 }
 
@@ -170,7 +191,9 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   if (tiles > 0x7fffffff) throw Error("cuda-12-best: too many tiles for one grid");
   const int kts = int(ceil_div(cur.K, S::BK));
   int splits = env_int("PARRAY_CUDA_BEST_SPLITS", 0);
-  if (splits <= 0) splits = choose_splits(tiles, kts, sm_count(), per_sm);
+  if (splits <= 0)
+    splits = choose_splits(tiles, kts, sm_count(), per_sm, static_cast<long long>(S::BM) * S::BN * S::BK, cur.M,
+                           cur.N);
   const int per = (kts + splits - 1) / splits;
   splits = (kts + per - 1) / per;
   if (splits == 1) {

@@ -33,11 +33,14 @@ namespace parray::cuda::ladder {
 // Compile-time shape of step 12: block tile BM x BN x BK, warp tile WM x WN
 // split into WMITER x WNITER sub-tiles of TM x TN per thread, STAGES k-tiles
 // in flight, at least MINB blocks per SM (bounds the registers).
+// KU_: k-steps unrolled in the inner loop (0: all BK of them); a smaller
+// body for the instruction cache.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int WMITER_, int WNITER_, int TM_, int TN_, int STAGES_,
-          int MINB_>
+          int MINB_, int KU_ = 0>
 struct BestShape {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, WMITER = WMITER_, WNITER = WNITER_;
-  static constexpr int TM = TM_, TN = TN_, STAGES = STAGES_, MINB = MINB_;
+  static constexpr int TM = TM_, TN = TN_, STAGES = STAGES_, MINB = MINB_, KU = KU_ ? KU_ : BK_;
+  static_assert(BK % KU == 0, "KU divides BK");
   static constexpr int NT = (BM / WM) * (BN / WN) * 32;
   static constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
   static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "a warp sub-tile is 32 threads");
@@ -225,8 +228,11 @@ __device__ __forceinline__ void best_mainloop(float* smem, const SA& sa, const S
     cp_async_commit();
     const float* a = As + stage * S::ASZ + aoff;
     const float* b = Bs + stage * S::BSZ + boff;
+#pragma unroll 1
+    for (int kk0 = 0; kk0 < S::BK; kk0 += S::KU)
 #pragma unroll
-    for (int kk = 0; kk < S::BK; ++kk) {
+    for (int kk1 = 0; kk1 < S::KU; ++kk1) {
+      const int kk = kk0 + kk1;
 #pragma unroll
       for (int wm = 0; wm < S::WMITER; ++wm)
 #pragma unroll
