@@ -38,10 +38,11 @@ void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, con
 }
 }  // namespace
 
-// The same tile shape as cuda-12-best would take for this product (launch_best.cu).
+// The tile shape cuda-12-best would take (launch_best.cu) for the parts in
+// flight together.
 void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                         const float* b, long long ldb, float beta, float* c, long long ldc) {
-  if (pipelined::best_wide_fits(m, n))
+                         const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight) {
+  if (pipelined::best_wide_fits(m, n, parts_in_flight))
     launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
     launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -12,10 +12,14 @@
 namespace parray::cuda::multilevel {
 
 // C (M x N, ldc) = alpha A (M x K, lda) B (K x N, ldb) + beta C on `stream`,
-// with ladder step 12 (128 x 128 x 16 tiles, no split-K: the parts of a split
-// are what fill the GPU). C is not read when beta == 0. M, N >= 1, K >= 0.
+// with ladder step 12 (no split-K: the parts of a split are what fill the
+// GPU). C is not read when beta == 0. M, N >= 1, K >= 0. parts_in_flight:
+// how many such products of this size run at once on the GPU (a split's
+// parts on their streams); the tile shape is chosen for all of them together,
+// as cuda-12-best chooses it for the whole product — a part with few rows
+// alone would take the smaller tile.
 void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                         const float* b, long long ldb, float beta, float* c, long long ldc);
+                         const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight = 1);
 
 // C = alpha (W_0 + ... + W_{parts-1}) + beta C, W_p = w + p * slice (M x N,
 // row stride ldw): the K split's partial products summed on the device.

@@ -306,7 +306,7 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
         waited = true;
       }
       gemm_best_on_stream(s, int(nr), int(N), int(K), call.alpha, A + r0 * lda, lda, B, ldb, call.beta,
-                          C + r0 * ldc, ldc);
+                          C + r0 * ldc, ldc, int(std::min<index_t>(t.size(), M)));
       if (host)
         PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC + r0 * N, C + r0 * N, size_t(nr * N) * sizeof(float),
                                           cudaMemcpyDeviceToHost, s));
@@ -358,7 +358,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
           a = A + M * k0, la = kc;
         }
         gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, k0 == kr.begin ? 0.f : 1.f,
-                            W + t.tid * slice, N);
+                            W + t.tid * slice, N, parts);
       }
     }
     PARRAY_CUDA_CHECK(cudaEventRecord(cx.done[size_t(t.tid)], s));
