@@ -7,7 +7,9 @@
 // x is read through the read-only path (L1/L2-resident); a shuffle tree
 // reduces the 32 partial sums.
 //
-// Column-major A (columns contiguous): each thread owns kVec consecutive
+// Column-major A (columns contiguous), tuned_cols_whole (the default when
+// there is a block for every SM): a block owns 64 rows and walks every
+// column, below. Otherwise (few rows) tuned_cols_partial: each thread owns kVec consecutive
 // rows (one 128-bit load per column), a block covers 256 * kVec rows, and the
 // columns are split into `slices` (grid.y) so that the grid fills the GPU even
 // when M is small; each slice writes its partial y to a workspace and a second
@@ -17,7 +19,9 @@
 // not 16-byte aligned.
 // Measured (H200, FP32, bench/results/gemv-gpu-h200-2026-11-21.csv): 98.4-99.1 %
 // of the device-copy bandwidth on 16384^2 and 32768 x 8192, both layouts;
-// 102.7 % / 108.1 % of cuBLAS SGEMV row-major, 96.7 % / 97.9 % column-major.
+// 102.7 % / 108.1 % of cuBLAS SGEMV row-major, 96.7 % / 97.9 % column-major
+// (two kernels). H100 with tuned_cols_whole (gemv-gpu-h100-2026-11-21-s3.csv):
+// column-major 103.0 / 104.1 % of cuBLAS, 100.4 / 100.7 % of the copy.
 #pragma once
 
 #include "parray/core.hpp"
@@ -78,6 +82,38 @@ __global__ void __launch_bounds__(256) tuned_rows(index_t m, index_t n, const T*
   }
 }
 
+// acc[e] += A(i0 + e, j) x(j) for the columns j = jb, jb + step, ... < je:
+// kUnroll 128-bit column loads in flight; rows past m skipped (the last
+// block's partial vector).
+template <class T, int kVec, int kUnroll>
+__device__ __forceinline__ void column_sums(index_t m, const T* __restrict__ a, index_t ld, const T* __restrict__ x,
+                                            index_t i0, index_t jb, index_t je, index_t step, T (&acc)[kVec]) {
+  if (i0 + kVec <= m) {
+    index_t j = jb;
+    for (; j + (kUnroll - 1) * step < je; j += kUnroll * step) {
+      T v[kUnroll][kVec];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(a + (j + u * step) * ld + i0, v[u]);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const T xj = __ldg(x + j + u * step);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[e] += v[u][e] * xj;
+      }
+    }
+    for (; j < je; j += step) {
+      T v[kVec];
+      load_vec<T, kVec>(a + j * ld + i0, v);
+      const T xj = __ldg(x + j);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[e] += v[e] * xj;
+    }
+  } else {
+    for (index_t j = jb; j < je; j += step)
+      for (int e = 0; e < kVec && i0 + e < m; ++e) acc[e] += a[j * ld + i0 + e] * x[j];
+  }
+}
+
 // Column-major partial sums: block (256 threads) x kVec rows, slice blockIdx.y
 // of the columns. part[s * m + i] = sum over the slice's columns.
 template <class T, int kVec, int kUnroll>
@@ -88,31 +124,41 @@ __global__ void __launch_bounds__(256) tuned_cols_partial(index_t m, index_t n, 
   const index_t jb = index_t(blockIdx.y) * cols_per_slice;
   const index_t je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
   T acc[kVec] = {};
-  if (i0 + kVec <= m) {
-    index_t j = jb;
-    for (; j + kUnroll <= je; j += kUnroll) {
-      T v[kUnroll][kVec];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(a + (j + u) * ld + i0, v[u]);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const T xj = __ldg(x + j + u);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[e] += v[u][e] * xj;
-      }
-    }
-    for (; j < je; ++j) {
-      T v[kVec];
-      load_vec<T, kVec>(a + j * ld + i0, v);
-      const T xj = __ldg(x + j);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc[e] += v[e] * xj;
-    }
-  } else {
-    for (index_t j = jb; j < je; ++j)
-      for (int e = 0; e < kVec && i0 + e < m; ++e) acc[e] += a[j * ld + i0 + e] * x[j];
-  }
+  column_sums<T, kVec, kUnroll>(m, a, ld, x, i0, jb, je, 1, acc);
   for (int e = 0; e < kVec && i0 + e < m; ++e) part[index_t(blockIdx.y) * m + i0 + e] = acc[e];
+}
+
+// Column-major in one kernel: a block (256 threads) owns kRowLanes * kVec
+// rows and walks ALL n columns of them: kRowLanes lanes along the rows (one
+// 128-bit load each per column) x 256 / kRowLanes column groups (column j
+// goes to group j mod groups), kUnroll columns in flight per thread; the
+// groups' partial sums are added in shared memory in a fixed order. No
+// workspace and no second launch (the split version's reduce pass and launch
+// gap are ~2 % of a 16384^2 GEMV); needs m large enough that the blocks fill
+// the GPU (launch_gemv.cu chooses). Bounds (256, 4): up to 64 registers —
+// with no minimum, nvcc 13's ptxas held it to 32 and spilled the loads in
+// flight.
+template <class T, int kVec, int kRowLanes, int kUnroll>
+__global__ void __launch_bounds__(256, 4) tuned_cols_whole(index_t m, index_t n, const T* __restrict__ a, index_t ld,
+                                                        const T* __restrict__ x, T* __restrict__ y, T alpha,
+                                                        T beta) {
+  constexpr int kGroups = 256 / kRowLanes, kRows = kRowLanes * kVec;
+  static_assert(256 % kRowLanes == 0 && kRows <= 256, "block shape");
+  __shared__ T part[kGroups][kRows];
+  const int lane = threadIdx.x % kRowLanes, g = threadIdx.x / kRowLanes;
+  const index_t r0 = index_t(blockIdx.x) * kRows, i0 = r0 + lane * kVec;
+  T acc[kVec] = {};
+  column_sums<T, kVec, kUnroll>(m, a, ld, x, i0, g, n, kGroups, acc);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) part[g][lane * kVec + e] = acc[e];
+  __syncthreads();
+  if (threadIdx.x < kRows && r0 + threadIdx.x < m) {
+    T s = 0;
+#pragma unroll 8
+    for (int q = 0; q < kGroups; ++q) s += part[q][threadIdx.x];
+    const index_t i = r0 + threadIdx.x;
+    y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
+  }
 }
 
 template <class T>

@@ -1,24 +1,29 @@
 // Seed 002 on the GPU: distances from one query to N vectors, sorted, ties
 // by index.
 //
-// N <= 4096 (the seed's case is 1024 x 32): ONE kernel launch of P / 4
-// threads (P = N rounded up to a power of two, at least 128). Each thread
-// computes 4 distances ((q - x)^2 summed, or -q.x for IP; 128-bit loads when
-// d % 4 == 0) and keeps the 4 (key, index) pairs in registers, element
-// i = 4 * thread + e. The bitonic network then runs where the partners are:
-//   stride 1, 2:           inside the thread's registers (no communication);
-//   stride 4 .. 64:        in the same warp, exchanged with __shfl_xor_sync;
-//   stride >= 128:         across warps, through shared memory (double
+// N <= 4096 (the seed's case is 1024 x 32): ONE kernel launch of P / E
+// threads (P = N rounded up to a power of two, at least 128; E elements per
+// thread, element i = E * thread + e). Each element is one 64-bit sort key:
+// the float key's order-preserving bits above the 32-bit index, so "(key,
+// index) before" is one unsigned compare and a compare-exchange is a min and
+// a max — ties by index for free (-0 is folded into +0 first). The bitonic
+// network is unrolled at compile time (every stride and direction is a
+// constant, the keys stay in registers) and runs where the partners are:
+//   stride < E:            inside the thread's registers;
+//   E <= stride < 32 E:    in the same warp, exchanged with __shfl_xor_sync;
+//   stride >= 32 E:        across warps, through shared memory (double
 //                          buffered: one barrier per stage).
-// For P = 1024 that is 6 barriers instead of the 55 of a shared-memory
-// bitonic sort of 1024 threads with one element each, and each thread does 4
-// compare-exchanges per stage instead of one.
+// Measured before this version (H200): the previous kernel (4 elements per
+// thread, a runtime loop over the stages, (float, index) pairs compared in
+// two steps) took 25.3 us per call back to back, 32 us for one call between
+// events: ~11 000 instructions per thread, issued by 2 warps per scheduler.
 // N > 4096: a distance kernel, then CUB's stable radix sort of (key, index)
 // pairs (stable, and indices start in order, so ties stay ordered by index).
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -29,9 +34,6 @@
 namespace parray::cuda {
 
 namespace {
-
-using knn_kernels::before;
-using knn_kernels::Cand;
 
 __device__ __forceinline__ float key_of(const float* __restrict__ x, const float* __restrict__ q, index_t d, bool l2) {
   float s = 0;
@@ -46,101 +48,121 @@ __device__ __forceinline__ float key_of(const float* __restrict__ x, const float
   return -s;
 }
 
-// Keys of rows i0 .. i0 + 3 (those < n) with 128-bit loads: d % 4 == 0, base
-// and query 16-byte aligned. The same summation order as key_of.
-__device__ __forceinline__ void keys4_vec(const float* __restrict__ base, index_t n, index_t d,
-                                          const float* __restrict__ q, bool l2, index_t i0, float (&s)[4]) {
-  const int rows = n - i0 < 4 ? int(n - i0) : 4;
-  for (index_t t = 0; t < d; t += 4) {
-    const float4 q4 = __ldg(reinterpret_cast<const float4*>(q + t));
+using SortKey = unsigned long long;
+constexpr SortKey kPadKey = ~SortKey(0);  // after every real element
+
+// (key, index) as one unsigned integer ordered like (key, index).
+__device__ __forceinline__ SortKey sort_key(float key, int index) {
+  if (key == 0.f) key = 0.f;  // -0 ties with +0 (by index), as the CPU sort has it
+  unsigned u = __float_as_uint(key);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (SortKey(u) << 32) | unsigned(index);
+}
+__device__ __forceinline__ float key_part(SortKey v) {
+  const unsigned u = unsigned(v >> 32);
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+
+// Keys of rows first .. first + E - 1 (those < n). vec: d % 4 == 0 and 16-byte
+// aligned base and query: 128-bit loads, the t loop unrolled so that several
+// loads per row are in flight. The summation order is key_of's.
+template <int E>
+__device__ __forceinline__ void row_keys(const float* __restrict__ base, index_t n, index_t d,
+                                         const float* __restrict__ q, bool l2, bool vec, index_t first,
+                                         float (&s)[E]) {
+  if (vec) {
+    const float* row[E];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (e >= rows) break;
-      const float4 x4 = __ldg(reinterpret_cast<const float4*>(base + (i0 + e) * d + t));
-      if (l2) {
-        const float a = q4.x - x4.x, b = q4.y - x4.y, c = q4.z - x4.z, w = q4.w - x4.w;
-        s[e] += a * a, s[e] += b * b, s[e] += c * c, s[e] += w * w;
-      } else {
-        s[e] += q4.x * x4.x, s[e] += q4.y * x4.y, s[e] += q4.z * x4.z, s[e] += q4.w * x4.w;
+    for (int e = 0; e < E; ++e) row[e] = base + (first + e < n ? first + e : n - 1) * d;  // clamped: discarded
+    const index_t d4 = d / 4;
+#pragma unroll 4
+    for (index_t t = 0; t < d4; ++t) {
+      const float4 q4 = __ldg(reinterpret_cast<const float4*>(q) + t);
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float4 x4 = __ldg(reinterpret_cast<const float4*>(row[e]) + t);
+        if (l2) {
+          const float a = q4.x - x4.x, b = q4.y - x4.y, c = q4.z - x4.z, w = q4.w - x4.w;
+          s[e] += a * a, s[e] += b * b, s[e] += c * c, s[e] += w * w;
+        } else {
+          s[e] += q4.x * x4.x, s[e] += q4.y * x4.y, s[e] += q4.z * x4.z, s[e] += q4.w * x4.w;
+        }
       }
     }
-  }
-  if (!l2)
+    if (!l2)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = -s[e];
+      for (int e = 0; e < E; ++e) s[e] = -s[e];
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (first + e < n) s[e] = key_of(base + (first + e) * d, q, d, l2);
+  }
 }
 
-// Compare-exchange of element i (held here as x) with its partner (y): after
-// it, the lower position of the pair holds the smaller one when the block of
-// `width` runs ascending.
-__device__ __forceinline__ Cand keep(const Cand& x, const Cand& y, int i, int stride, int width) {
-  const bool lower = (i & stride) == 0;
-  const bool ascending = (i & width) == 0;
-  const bool y_first = before(y, x);
-  return (lower == ascending) == y_first ? y : x;
-}
+__device__ __forceinline__ SortKey key_min(SortKey a, SortKey b) { return a < b ? a : b; }
+__device__ __forceinline__ SortKey key_max(SortKey a, SortKey b) { return a < b ? b : a; }
 
-template <int P>
-__global__ void __launch_bounds__(P / 4) fused_dist_sort(const float* __restrict__ base, index_t n, index_t d,
+template <int P, int E>
+__global__ void __launch_bounds__(P / E) fused_dist_sort(const float* __restrict__ base, index_t n, index_t d,
                                                          const float* __restrict__ query, bool l2, bool vec,
                                                          float* __restrict__ dist, index_t* __restrict__ idx) {
-  constexpr int kWarpSpan = 4 * 32;  // elements per warp
+  constexpr int kWarpSpan = 32 * E;    // elements per warp
   constexpr bool kDouble = P <= 2048;  // two exchange buffers fit the 48 KiB of static shared memory
-  __shared__ Cand xbuf[kDouble ? 2 * P : P];
-  const int tid = threadIdx.x;
-  const int first = 4 * tid;
-  Cand v[4];
+  constexpr int kLogP = __builtin_ctz(P);
+  __shared__ SortKey xbuf[kDouble ? 2 * P : P];
+  const int first = E * int(threadIdx.x);
+  SortKey v[E];
   {
-    float s[4] = {0, 0, 0, 0};
-    if (first < n) {
-      if (vec) {
-        keys4_vec(base, n, d, query, l2, first, s);
-      } else {
+    float s[E] = {};
+    if (first < n) row_keys<E>(base, n, d, query, l2, vec, first, s);
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (first + e < n) s[e] = key_of(base + (first + e) * d, query, d, l2);
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = first + e < n ? Cand{s[e], first + e} : Cand{FLT_MAX, INT_MAX};
+    for (int e = 0; e < E; ++e) v[e] = first + e < n ? sort_key(s[e], first + e) : kPadKey;
   }
   int parity = 0;
-  for (int width = 2; width <= P; width <<= 1) {
-    for (int stride = width >> 1; stride > 0; stride >>= 1) {
+#pragma unroll
+  for (int lw = 1; lw <= kLogP; ++lw) {
+    const int width = 1 << lw;
+#pragma unroll
+    for (int ls = lw - 1; ls >= 0; --ls) {
+      const int stride = 1 << ls;
       if (stride >= kWarpSpan) {  // across warps: through shared memory
-        Cand* b = xbuf + (kDouble ? parity * P : 0);
+        SortKey* b = xbuf + (kDouble ? parity * P : 0);
         if (!kDouble) __syncthreads();  // the previous stage's reads are done
 #pragma unroll
-        for (int e = 0; e < 4; ++e) b[first + e] = v[e];
+        for (int e = 0; e < E; ++e) b[first + e] = v[e];
         __syncthreads();
 #pragma unroll
-        for (int e = 0; e < 4; ++e) v[e] = keep(v[e], b[(first + e) ^ stride], first + e, stride, width);
-        parity ^= 1;
-      } else if (stride >= 4) {  // same warp: lane ^ (stride / 4) holds the partner
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          Cand y;
-          y.key = __shfl_xor_sync(0xffffffffu, v[e].key, stride / 4);
-          y.idx = __shfl_xor_sync(0xffffffffu, v[e].idx, stride / 4);
-          v[e] = keep(v[e], y, first + e, stride, width);
+        for (int e = 0; e < E; ++e) {
+          const SortKey y = b[(first + e) ^ stride];
+          const bool take_min = ((first & stride) == 0) == ((first & width) == 0);
+          v[e] = take_min ? key_min(v[e], y) : key_max(v[e], y);
         }
-      } else {  // stride 1 or 2: both elements are this thread's
+        parity ^= 1;
+      } else if (stride >= E) {  // same warp: lane ^ (stride / E) holds the partner
+        const bool take_min = ((first & stride) == 0) == ((first & width) == 0);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < E; ++e) {
+          const SortKey y = __shfl_xor_sync(0xffffffffu, v[e], stride / E);
+          v[e] = take_min ? key_min(v[e], y) : key_max(v[e], y);
+        }
+      } else {  // both elements are this thread's
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
           if (e & stride) continue;
-          const int i = first + e;
-          const Cand a = v[e], b = v[e + stride];
-          const bool ascending = (i & width) == 0;
-          if (before(b, a) == ascending) v[e] = b, v[e + stride] = a;
+          const bool ascending = ((first + e) & width) == 0;
+          const SortKey lo = key_min(v[e], v[e + stride]), hi = key_max(v[e], v[e + stride]);
+          v[e] = ascending ? lo : hi;
+          v[e + stride] = ascending ? hi : lo;
         }
       }
     }
   }
 #pragma unroll
-  for (int e = 0; e < 4; ++e)
+  for (int e = 0; e < E; ++e)
     if (first + e < n) {
-      dist[first + e] = l2 ? v[e].key : -v[e].key;
-      idx[first + e] = v[e].idx;
+      const float key = key_part(v[e]);
+      dist[first + e] = l2 ? key : -key;
+      idx[first + e] = index_t(unsigned(v[e] & 0xffffffffu));
     }
 }
 
@@ -169,10 +191,36 @@ void* grow(void*& p, std::size_t& size, std::size_t bytes) {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// Elements per thread: PARRAY_DIST_ELEMS (1, 2 or 4; for measuring), else
+// the measured default; at least P / 1024 (a block has <= 1024 threads) and
+// at most P / 32 (one warp).
+int elems_per_thread(int p) {
+  static const int requested = [] {
+    const char* v = std::getenv("PARRAY_DIST_ELEMS");
+    const int e = v && *v ? std::atoi(v) : 2;
+    if (e != 1 && e != 2 && e != 4) throw Error("PARRAY_DIST_ELEMS=" + std::string(v) + ": 1, 2 or 4");
+    return e;
+  }();
+  return std::min(std::max(requested, p / 1024), p / 32);
+}
+
+template <int P, int E>
+void launch_fused_e(const float* base, index_t n, index_t d, const float* query, bool l2, float* dist, index_t* idx) {
+  if constexpr (P / E <= 1024 && P / E >= 32) {
+    const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
+    fused_dist_sort<P, E><<<1, P / E>>>(base, n, d, query, l2, vec, dist, idx);
+  } else {
+    throw Error("GPU dist: no kernel for P = " + std::to_string(P) + ", E = " + std::to_string(E));
+  }
+}
+
 template <int P>
 void launch_fused(const float* base, index_t n, index_t d, const float* query, bool l2, float* dist, index_t* idx) {
-  const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
-  fused_dist_sort<P><<<1, P / 4>>>(base, n, d, query, l2, vec, dist, idx);
+  switch (elems_per_thread(P)) {
+    case 1: launch_fused_e<P, 1>(base, n, d, query, l2, dist, idx); break;
+    case 2: launch_fused_e<P, 2>(base, n, d, query, l2, dist, idx); break;
+    default: launch_fused_e<P, 4>(base, n, d, query, l2, dist, idx); break;
+  }
 }
 
 }  // namespace
