@@ -4,6 +4,10 @@
 // launch_best_sweep.cu instead (row- or column-major operands; for tuning),
 // PARRAY_CUDA_BEST_GROUP the tile-order group (default 8, 1 = row by row)
 // and PARRAY_CUDA_BEST_SPLITS a fixed K split.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "pipelined_common.cuh"
 #include "strided_blocks.hpp"
 
@@ -17,7 +21,7 @@ struct Launch {
   template <class OpA, class OpB, class OpC>
   static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan&) {
     if constexpr (OpA::strided && AK && !BKc) {
-      if (best_wide_fits(cur.M, cur.N)) {
+      if (best_wide_fits(cur.M, cur.N, cur_batch.count)) {
         launch_best<BestWideShape, AK, BKc>(a, b, c);
         return;
       }
@@ -25,6 +29,60 @@ struct Launch {
     launch_best<BestDefaultShape, AK, BKc>(a, b, c);
   }
 };
+// Whether two strided products differ only in where their operands start.
+bool same_but_offsets(const GemmCall<float>& x, const GemmCall<float>& y) {
+  auto same = [](const auto& u, const auto& v) {
+    return u.rows() == v.rows() && u.cols() == v.cols() && u.layout.rows.stride[0] == v.layout.rows.stride[0] &&
+           u.layout.cols.stride[0] == v.layout.cols.stride[0];
+  };
+  return same(x.a, y.a) && same(x.b, y.b) && same(x.c, y.c) && x.alpha == y.alpha && x.beta == y.beta;
+}
+
+// Resets the batch of the current launch whatever happens.
+struct BatchScope {
+  ~BatchScope() { cur_batch = Batch{}; }
+};
+
+// parts[0 .. n) (same shape and strides) as one launch: blockIdx.y picks the
+// product.
+void gemm_best_batch(const GemmCall<float>* parts, int n) {
+  const GemmCall<float>& first = parts[0];
+  set_problem(first, "cuda-12-best");
+  BatchScope scope;
+  cur_batch.count = n;
+  for (int i = 0; i < n; ++i) {
+    cur_batch.off.a[i] = parts[i].a.data - first.a.data;
+    cur_batch.off.b[i] = parts[i].b.data - first.b.data;
+    cur_batch.off.c[i] = parts[i].c.data - first.c.data;
+  }
+  with_operands(first, [&](auto a, auto b, auto c) { by_contiguity<Launch>(plan(a, b, c, first), a, b, c); });
+}
+
+// The strided products of a blocked layout, in waves: wave w holds the w-th
+// product into each block of C (their K blocks in order), so the products of
+// a wave write different blocks of C and run as one launch where their shapes
+// agree — the four 2048^2 blocks of a figure-18 4096^2 C then fill the GPU
+// with 128 x 256 tiles like the row-major product, where one block alone
+// could not. Waves run in order on the stream: block C_ij's K blocks stay in
+// order.
+void run_parts(const std::vector<GemmCall<float>>& parts) {
+  std::vector<std::vector<GemmCall<float>>> waves;
+  std::vector<std::pair<const float*, std::size_t>> seen;  // (C block, products so far)
+  for (const GemmCall<float>& part : parts) {
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == part.c.data; });
+    if (it == seen.end()) it = seen.insert(seen.end(), {part.c.data, 0});
+    if (waves.size() <= it->second) waves.resize(it->second + 1);
+    waves[it->second++].push_back(part);
+  }
+  for (const auto& wave : waves)
+    for (std::size_t i = 0; i < wave.size();) {
+      std::size_t j = i + 1;
+      while (j < wave.size() && j - i < std::size_t(ladder::kMaxBatch) && same_but_offsets(wave[i], wave[j])) ++j;
+      if (j - i == 1) gemm_best(wave[i]);
+      else gemm_best_batch(&wave[i], int(j - i));
+      i = j;
+    }
+}
 }  // namespace
 
 void gemm_best(const GemmCall<float>& call) {
@@ -32,10 +90,21 @@ void gemm_best(const GemmCall<float>& call) {
   static const int shape = env_int("PARRAY_CUDA_BEST_SHAPE", -1);
   if (shape >= 0 && gemm_best_candidate(call, shape)) return;
   // Blocked layouts (figure 17/18): one strided product per block, through
-  // the layout's own offsets (strided_blocks.hpp); many small blocks take the
-  // per-element layout kernel below.
+  // the layout's own offsets (strided_blocks.hpp), independent blocks
+  // batched (run_parts); many small blocks take the per-element layout
+  // kernel below. A tuning shape (PARRAY_CUDA_BEST_SHAPE) runs the parts
+  // one by one.
   const bool strided = call.a.layout.is_strided() && call.b.layout.is_strided() && call.c.layout.is_strided();
-  if (!strided && for_each_strided_part(call, 64, 128, [](const GemmCall<float>& part) { gemm_best(part); })) return;
+  if (!strided) {
+    std::vector<GemmCall<float>> parts;
+    if (for_each_strided_part(call, 64, 128, [&](const GemmCall<float>& part) { parts.push_back(part); })) {
+      if (shape >= 0)
+        for (const auto& part : parts) gemm_best(part);
+      else
+        run_parts(parts);
+      return;
+    }
+  }
   with_operands(call, [&](auto a, auto b, auto c) { by_contiguity<Launch>(plan(a, b, c, call), a, b, c); });
 }
 

@@ -78,6 +78,13 @@ struct Problem {
   float alpha, beta;
 };
 inline thread_local Problem cur;
+// The batch of the current launch (launch_best): `count` products of the
+// shape in `cur`, offsets in elements from the operands passed.
+struct Batch {
+  int count = 1;
+  ladder::BatchOffsets off{};
+};
+inline thread_local Batch cur_batch;
 
 inline void set_problem(const GemmCall<float>& call, const char* impl) {
   check_int_sizes(call, impl);
@@ -194,11 +201,12 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   if (splits <= 0)
     splits = choose_splits(tiles, kts, sm_count(), per_sm, static_cast<long long>(S::BM) * S::BN * S::BK, cur.M,
                            cur.N);
+  if (cur_batch.count > 1) splits = 1;  // a batch is there because its products fill the GPU together
   const int per = (kts + splits - 1) / splits;
   splits = (kts + per - 1) / per;
   if (splits == 1) {
-    k<<<dim3(unsigned(tiles), 1, 1), S::NT, S::smem_bytes>>>(cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c,
-                                                             group, kts, 0);
+    k<<<dim3(unsigned(tiles), unsigned(cur_batch.count), 1), S::NT, S::smem_bytes>>>(
+        cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, group, kts, 0, cur_batch.off);
     PARRAY_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -209,7 +217,8 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   auto ks = ladder::best_sgemm<S, AK, BKc, OpA, OpB, StridedOperand<float>>;
   allow_smem_on_current_device(ks, S::smem_bytes);
   ks<<<dim3(unsigned(tiles), 1, unsigned(splits)), S::NT, S::smem_bytes>>>(
-      cur.M, cur.N, cur.K, 1.f, a, b, 0.f, StridedOperand<float>{ws, ldw, 1}, group, per, slice);
+      cur.M, cur.N, cur.K, 1.f, a, b, 0.f, StridedOperand<float>{ws, ldw, 1}, group, per, slice,
+      ladder::BatchOffsets{});
   PARRAY_CUDA_CHECK_LAUNCH();
   const dim3 grid(ceil_div(cur.N, 256), unsigned(std::min(cur.M, 65535)));
   ladder::splitk_sum<<<grid, 256>>>(cur.M, cur.N, splits, ws, ldw, slice, cur.alpha, cur.beta, c);

@@ -48,14 +48,26 @@ __device__ __forceinline__ void best_epilogue(const OpC& c, int M, int N, int m0
   }
 }
 
-// blockIdx.x: linear tile index; blockIdx.z: K slice of kt_per_split k-tiles,
-// whose results go to C + z * split_stride (split-K: C is the workspace,
-// alpha = 1, beta = 0).
+// Element offsets of the products of one launch (blockIdx.y): products of
+// the same shape and strides that differ only in where their operands start
+// — the independent blocks of C of a blocked layout (strided_blocks.hpp) —
+// run as one grid, so that together they fill the GPU.
+constexpr int kMaxBatch = 8;
+struct BatchOffsets {
+  index_t a[kMaxBatch] = {}, b[kMaxBatch] = {}, c[kMaxBatch] = {};
+};
+
+// blockIdx.x: linear tile index; blockIdx.y: product of the batch;
+// blockIdx.z: K slice of kt_per_split k-tiles, whose results go to C + z *
+// split_stride (split-K: C is the workspace, alpha = 1, beta = 0).
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K, float alpha, OpA a, OpB b,
                                                              float beta, OpC c, int group, int kt_per_split,
-                                                             index_t split_stride) {
+                                                             index_t split_stride, BatchOffsets batch) {
   extern __shared__ __align__(16) float smem[];
+  a.p += batch.a[blockIdx.y];
+  b.p += batch.b[blockIdx.y];
+  c.p += batch.c[blockIdx.y];
   const int tiles_m = (M + S::BM - 1) / S::BM, tiles_n = (N + S::BN - 1) / S::BN, pid = blockIdx.x;
   int tm, tn;
   if (group > 1) {  // grouped order: down `group` tile rows, then right

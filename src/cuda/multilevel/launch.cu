@@ -33,7 +33,7 @@ void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, con
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK));
   kern<<<dim3(unsigned(tiles), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
-      m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, OpOut{c, ldc, 1}, 8, kts, 0);
+      m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, OpOut{c, ldc, 1}, 8, kts, 0, ladder::BatchOffsets{});
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 }  // namespace
