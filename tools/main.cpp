@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -147,6 +148,7 @@ int cmd_gemm(const GemmArgs& g) {
     if (!c.ok) return 1;
   }
   if (o.threads.front() == 0) o.threads = {omp_get_max_threads()};
+  o.child_exe = "/proc/self/exe";  // baselines run in a child process of their own
   const std::vector<BenchRow> rows = run_gemm_bench(o);
   const BenchRow& r = rows.front();
   std::cout << fmt::format("{} ({}) {} C[{}x{}] = A[{}x{}] * B[{}x{}], layouts {}, alpha {}, beta {}, {} thread(s)\n",
@@ -168,6 +170,7 @@ struct BenchArgs {
   double alpha = 1.0, beta = 0.0;
   int reps = 0;
   std::uint64_t seed = 42;
+  std::string stat = "median";
 };
 
 int cmd_bench_gemm(const BenchArgs& b) {
@@ -181,6 +184,8 @@ int cmd_bench_gemm(const BenchArgs& b) {
   }
   if (o.threads.empty()) throw Error("--threads is empty");
   if (b.reps > 0) o.min_reps = o.max_reps = b.reps;
+  if (b.stat != "median" && b.stat != "min") throw Error("--stat " + b.stat + ": use median or min");
+  o.best_of = b.stat == "min";
   std::vector<std::array<index_t, 3>> shapes;  // m, k, n
   for (const std::string& s : split_list(b.sizes, ',')) {
     const index_t v = whole(s, "--sizes");
@@ -192,6 +197,10 @@ int cmd_bench_gemm(const BenchArgs& b) {
     shapes.push_back({whole(parts[0], "M"), whole(parts[1], "K"), whole(parts[2], "N")});
   }
   if (shapes.empty()) throw Error("give --sizes or --shapes");
+  // OpenBLAS and BLIS run in a child process of their own, one per row, with
+  // the row's thread count in the environment; this process never loads them.
+  o.child_exe = "/proc/self/exe";
+  if (const char* t = std::getenv("PARRAY_BENCH_CHILD_TIMEOUT"); t && std::atof(t) > 0) o.child_timeout_seconds = std::atof(t);
   std::vector<std::string> layouts = split_list(b.layouts, ',');
   for (const std::string& l : layouts) check_layout_name(l);
   for (const std::string& d : split_list(b.dtypes, ',')) {
@@ -228,6 +237,8 @@ int cmd_bench_gemm(const BenchArgs& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The hidden child of `bench gemm` that times one baseline (src/harness/bench_child.cpp).
+  if (argc > 1 && std::string(argv[1]) == "__bench-child") return bench_child_main(argc, argv);
   CLI::App app{"parray: GEMM on layout-typed arrays, from the seed's triple loop to BLAS speed"};
   app.require_subcommand(1);
   app.set_version_flag("--version", PARRAY_VERSION);
@@ -273,6 +284,7 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--beta", b.beta);
   bench_gemm->add_option("--reps", b.reps, "timed repeats (default: adaptive)");
   bench_gemm->add_option("--seed", b.seed);
+  bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
 

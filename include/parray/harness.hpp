@@ -37,6 +37,9 @@ struct GemmProblem {
   // 2.2e9 multiply-adds) and a GPU is present; the bench sets it when every
   // implementation being checked is a GPU one.
   bool reference_on_device = false;
+  // No FP64 reference (a benchmark child that only runs and hands C back to
+  // the parent, which checks it): check_c() and run_and_check() then throw.
+  bool skip_reference = false;
 
   std::string layouts() const;  // "row" if all three agree, else "a/b/c"
 };
@@ -69,6 +72,14 @@ class GemmCase {
   CheckResult run_and_check(const GemmImpl& impl, int threads);
   // Runs once without checking (for timing); C is not restored.
   void run(const GemmImpl& impl, int threads);
+  // C's whole storage (padding included), in host memory, as the last run left it.
+  const void* c_storage() const;
+  std::size_t c_storage_bytes() const;
+  // Restores C, runs once and leaves the result in c_storage() (no check).
+  void run_fresh(const GemmImpl& impl, int threads);
+  // Verifies a C storage image of c_storage_bytes() bytes that another
+  // process computed from the same problem (same seed, layouts).
+  CheckResult check_c(const void* storage);
   // Why this implementation cannot run this problem, or "".
   std::string why_not(const GemmImpl& impl) const;
 
@@ -121,9 +132,42 @@ struct BenchOptions {
   int warmup = 1, min_reps = 3, max_reps = 15;
   double target_seconds = 0.5;
   bool progress = true;                // progress lines on stderr
+  // Implementations marked own_process (OpenBLAS, BLIS) are timed in a child
+  // process: this executable started as `EXE __bench-child ...` (see
+  // bench_child_main). Empty: every implementation runs in this process.
+  std::string child_exe;
+  // The time a row reports: the median of the timed repeats (default), or the
+  // fastest (best_of), which a preemption or a stolen vCPU cannot inflate.
+  bool best_of = false;
+  double child_timeout_seconds = 600;  // a child still running then is killed
 };
 
 std::vector<BenchRow> run_gemm_bench(const BenchOptions& options);
+
+// ---- baselines in a child process (src/harness/bench_child.cpp) -------------
+// What a child hands back on its stdout: its timing, or why it failed.
+struct ChildResult {
+  TimingStats timing;
+  std::string error;  // empty: C was written and timed
+};
+// The time a row reports from a set of timings (BenchOptions::best_of).
+inline double reported_ms(const TimingStats& t, const BenchOptions& o) { return o.best_of ? t.min_ms : t.median_ms; }
+std::string child_result_line(const ChildResult& r);  // one line, ends in '\n'
+// Parses the child's whole stdout; false (and `error` set) when it holds no result line.
+bool parse_child_result(const std::string& out, ChildResult& r);
+// The child's command line (after the executable) for one implementation,
+// problem and thread count; `c_fd` is the file descriptor it writes C to.
+std::vector<std::string> child_args(const std::string& impl, const GemmProblem& p, int threads,
+                                    const BenchOptions& o, int c_fd);
+// The environment a baseline child runs with: this one, with OMP_NUM_THREADS,
+// OPENBLAS_NUM_THREADS, BLIS_NUM_THREADS (and GOTO_NUM_THREADS) set to `threads`.
+std::vector<std::string> child_environment(int threads);
+// Runs `impl` on `gcase`'s problem in a child (o.child_exe), checks the C it
+// hands back against gcase's reference, and fills row.ok/ms/notes. Never
+// hangs: a child still running after o.child_timeout_seconds is killed.
+void time_in_child(GemmCase& gcase, const GemmImpl& impl, int threads, const BenchOptions& o, BenchRow& row);
+// The child side: argv[1] == "__bench-child". Returns the exit status.
+int bench_child_main(int argc, char** argv);
 std::string bench_csv(const std::vector<BenchRow>& rows);
 std::string bench_json(const std::vector<BenchRow>& rows);
 std::string bench_table(const std::vector<BenchRow>& rows);

@@ -36,6 +36,11 @@ struct GemmImpl {
   Device device = Device::cpu;
   bool baseline = false;       // a comparator (OpenBLAS, BLIS, cuBLAS), not parray's own
   bool threaded = false;       // honours GemmCall::threads
+  // Benchmarks time it in a child process of its own, with the thread count
+  // in its environment (OpenBLAS, BLIS: their thread pools would otherwise
+  // share the process with parray's, and BLIS's OpenMP build reads the count
+  // only from the environment). Tests still call it in the process.
+  bool own_process = false;
   std::string preconditions;   // human-readable, shown by `parray list`
   // Memory the operands must be in (device for GPU kernels).
   Memory operand_memory = Memory::paged;

@@ -2,12 +2,23 @@
 //
 // Both libraries export the same cblas_* symbols, so linking both would make
 // one shadow the other. Each is instead opened with dlopen(RTLD_LOCAL) from
-// the exact file CMake found at configure time, and its functions are looked
-// up in that handle: both can be timed side by side in one process.
+// the exact file CMake found at configure time (or the file named by
+// PARRAY_OPENBLAS_LIB / PARRAY_BLIS_LIB), and its functions are looked up in
+// that handle.
+//
+// The dlopen is lazy: registering a baseline only checks that its file is
+// there, and the library is opened on the first call. `parray bench gemm`
+// times the baselines in a child process of their own (bench_child.cpp), so
+// the parent, which times parray's own implementations, never opens them and
+// never starts their thread pools.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "parray/config.hpp"
 #include "parray/harness.hpp"
@@ -32,9 +43,30 @@ struct BlasLibrary {
   dgemm_fn dgemm = nullptr;
   void (*set_threads_int)(int) = nullptr;
   void (*set_threads_long)(long) = nullptr;
+  std::once_flag opened;
+  std::string open_error;
+
+  BlasLibrary(std::string n, const char* configured_path, std::string desc, const char* env, const char* st)
+      : name(std::move(n)), description(std::move(desc)), set_threads_symbol(st) {
+    const char* e = std::getenv(env);
+    path = e && *e ? e : configured_path;
+  }
+
+  // Why the library cannot be used, without loading it ("" when its file is there).
+  std::string why_missing() const {
+    if (path.empty()) return "not found at configure time";
+    if (access(path.c_str(), R_OK) != 0) return "cannot read " + path;
+    return "";
+  }
+
+  // Loads the library on first use (thread-safe); throws when it cannot be.
+  void ensure_open() {
+    std::call_once(opened, [this] { open_error = open(); });
+    if (!open_error.empty()) throw Error(name + ": " + open_error);
+  }
 
   std::string open() {
-    if (path.empty()) return "not found at configure time";
+    if (std::string why = why_missing(); !why.empty()) return why;
     handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) return std::string("dlopen failed: ") + dlerror();
     sgemm = reinterpret_cast<sgemm_fn>(dlsym(handle, "cblas_sgemm"));
@@ -105,10 +137,15 @@ std::string plan(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayou
   return "a matrix without a unit stride";
 }
 
-template <class T, class Fn>
-void call_cblas(const BlasLibrary& lib, Fn fn, const GemmCall<T>& call) {
+template <class T>
+void call_cblas(BlasLibrary& lib, const GemmCall<T>& call) {
   CblasPlan p;
   if (std::string why = plan(call.a.layout, call.b.layout, call.c.layout, p); !why.empty()) throw Error(why);
+  lib.ensure_open();
+  const auto fn = [&] {
+    if constexpr (std::is_same_v<T, float>) return lib.sgemm;
+    else return lib.dgemm;
+  }();
   lib.set_threads(call.threads);
   fn(p.order, p.a.trans, p.b.trans, static_cast<int>(call.c.rows()), static_cast<int>(call.c.cols()),
      static_cast<int>(call.a.cols()), call.alpha, call.a.data, static_cast<int>(p.a.ld), call.b.data,
@@ -117,8 +154,8 @@ void call_cblas(const BlasLibrary& lib, Fn fn, const GemmCall<T>& call) {
 
 BlasLibrary& library(const std::string& name) {
   static BlasLibrary openblas{"openblas", PARRAY_OPENBLAS_PATH, "OpenBLAS cblas_?gemm (Debian's build, pthreads)",
-                              "openblas_set_num_threads"};
-  static BlasLibrary blis{"blis", PARRAY_BLIS_PATH, "BLIS cblas_?gemm (Debian's build, OpenMP)",
+                              "PARRAY_OPENBLAS_LIB", "openblas_set_num_threads"};
+  static BlasLibrary blis{"blis", PARRAY_BLIS_PATH, "BLIS cblas_?gemm (Debian's build, OpenMP)", "PARRAY_BLIS_LIB",
                           "bli_thread_set_num_threads"};
   return name == "openblas" ? openblas : blis;
 }
@@ -129,7 +166,7 @@ void register_baselines(Registry& r) {
   for (const char* name : {"openblas", "blis"}) {
     if (r.find_or_null(name)) continue;  // registered already
     BlasLibrary& lib = library(name);
-    if (std::string why = lib.open(); !why.empty()) {
+    if (std::string why = lib.why_missing(); !why.empty()) {
       r.add_missing({name, why});
       continue;
     }
@@ -139,10 +176,11 @@ void register_baselines(Registry& r) {
     impl.device = Device::cpu;
     impl.baseline = true;
     impl.threaded = true;
+    impl.own_process = true;  // its thread pool must not share the process with parray's
     impl.preconditions = "strided layouts with a unit stride (row- or column-major, any ld); sizes < 2^31";
-    const BlasLibrary* l = &lib;
-    impl.run_f32 = [l](const GemmCall<float>& c) { call_cblas(*l, l->sgemm, c); };
-    impl.run_f64 = [l](const GemmCall<double>& c) { call_cblas(*l, l->dgemm, c); };
+    BlasLibrary* l = &lib;
+    impl.run_f32 = [l](const GemmCall<float>& c) { call_cblas(*l, c); };
+    impl.run_f64 = [l](const GemmCall<double>& c) { call_cblas(*l, c); };
     impl.unsupported = [](const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) {
       CblasPlan p;
       return plan(a, b, c, p);

@@ -98,24 +98,34 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
           rows.push_back(row);
           continue;
         }
+        const bool in_child = impl->own_process && impl->device == Device::cpu && !o.child_exe.empty();
         if (o.progress)
-          std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)\n", step, steps, impl->name.c_str(), row.threads);
-        const CheckResult check = gcase.run_and_check(*impl, row.threads);
-        row.ok = check.ok;
-        row.rel_err = check.rel_err;
-        row.max_abs_err = check.max_abs_err;
-        if (!check.ok) {
-          row.note = "FAILED: " + check.reason;  // never timed: a wrong answer has no speed
-          rows.push_back(row);
-          continue;
+          std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s\n", step, steps, impl->name.c_str(), row.threads,
+                       in_child ? " (in a child process)" : "");
+        if (in_child) {
+          // Verified here against this case's reference, timed there.
+          time_in_child(gcase, *impl, row.threads, o, row);
+          if (!row.ok) {
+            rows.push_back(row);
+            continue;
+          }
+        } else {
+          const CheckResult check = gcase.run_and_check(*impl, row.threads);
+          row.ok = check.ok;
+          row.rel_err = check.rel_err;
+          row.max_abs_err = check.max_abs_err;
+          if (!check.ok) {
+            row.note = "FAILED: " + check.reason;  // never timed: a wrong answer has no speed
+            rows.push_back(row);
+            continue;
+          }
+          // OpenMP's worker threads spin for a while after a parallel
+          // region; let those of the previous implementation go idle first.
+          if (impl->device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+          row.ms = reported_ms(measure(gcase, *impl, row.threads, o), o);
         }
-        // OpenBLAS's and OpenMP's worker threads spin for a while after a
-        // call; let those of the previous implementation go idle first.
-        if (impl->device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-        const TimingStats t = measure(gcase, *impl, row.threads, o);
-        row.ms = t.median_ms;
         row.gflops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) /
-                     (t.median_ms * 1e-3) * 1e-9;
+                     (row.ms * 1e-3) * 1e-9;
         const double peak = peak_gflops(*impl, p.dtype, row.threads);
         row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;
         rows.push_back(row);

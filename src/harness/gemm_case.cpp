@@ -59,6 +59,10 @@ struct GemmCase::Impl {
   virtual CheckResult run_and_check(const GemmImpl& impl, int threads) = 0;
   virtual void run(const GemmImpl& impl, int threads) = 0;
   virtual std::string print() const = 0;
+  virtual void run_fresh(const GemmImpl& impl, int threads) = 0;
+  virtual const void* c_storage() const = 0;
+  virtual std::size_t c_storage_bytes() const = 0;
+  virtual CheckResult check_c(const void* storage) = 0;
 };
 
 namespace {
@@ -94,7 +98,7 @@ class TypedCase final : public GemmCase::Impl {
     fill(vb_);
     if (p.beta != 0.0) fill(vc_init_);  // else C stays NaN: beta == 0 must not read it
     std::memcpy(c_.data(), c_init_.data(), bytes(c_));
-    compute_reference();
+    if (!p.skip_reference) compute_reference();
   }
 
   void run(const GemmImpl& impl, int threads) override {
@@ -109,10 +113,22 @@ class TypedCase final : public GemmCase::Impl {
   }
 
   CheckResult run_and_check(const GemmImpl& impl, int threads) override {
+    run_fresh(impl, threads);
+    return check();
+  }
+
+  void run_fresh(const GemmImpl& impl, int threads) override {
     restore_c(impl);
     run(impl, threads);
     if (impl.operand_memory == Memory::device)
       copy_bytes(c_.data(), Memory::paged, dc_->data(), Memory::device, bytes(c_));
+  }
+
+  const void* c_storage() const override { return c_.data(); }
+  std::size_t c_storage_bytes() const override { return bytes(c_); }
+
+  CheckResult check_c(const void* storage) override {
+    std::memcpy(c_.data(), storage, bytes(c_));
     return check();
   }
 
@@ -239,6 +255,7 @@ class TypedCase final : public GemmCase::Impl {
   }
 
   CheckResult check() const {
+    if (p_.skip_reference) throw Error("gemm case: no reference to check against (skip_reference)");
     const index_t m = p_.m, n = p_.n;
     CheckResult r;
     r.tolerance = gemm_tolerance(dtype_of<T>(), p_.k);
@@ -324,6 +341,14 @@ CheckResult GemmCase::run_and_check(const GemmImpl& impl, int threads) {
 void GemmCase::run(const GemmImpl& impl, int threads) { impl_->run(impl, threads); }
 
 std::string GemmCase::print() const { return impl_->print(); }
+
+const void* GemmCase::c_storage() const { return impl_->c_storage(); }
+
+std::size_t GemmCase::c_storage_bytes() const { return impl_->c_storage_bytes(); }
+
+void GemmCase::run_fresh(const GemmImpl& impl, int threads) { impl_->run_fresh(impl, threads); }
+
+CheckResult GemmCase::check_c(const void* storage) { return impl_->check_c(storage); }
 
 std::string GemmCase::why_not(const GemmImpl& impl) const {
   if (!impl.supports(problem_.dtype)) return std::string("no ") + dtype_name(problem_.dtype);

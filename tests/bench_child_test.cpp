@@ -1,0 +1,132 @@
+// Baselines timed in a child process (src/harness/bench_child.cpp): the
+// result line's round trip, the child's command line and environment, and
+// through the CLI a good run, a library that cannot be loaded and a time-out.
+// No test here asserts a speed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "cli_run.hpp"
+#include "parray/harness.hpp"
+
+using namespace parray;
+using namespace parray_test;
+
+namespace {
+
+bool has_baseline(const std::string& name) {
+  const CliResult r = run_cli("list --format csv");
+  return r.out.find("\n" + name + ",cpu,") != std::string::npos;
+}
+
+// Sets an environment variable for the CLI runs of one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST(BenchChild, ResultLineRoundTrips) {
+  ChildResult r;
+  r.timing.median_ms = 1.2345678901234567;
+  r.timing.min_ms = 0.5;
+  r.timing.max_ms = 3e-5;
+  r.timing.reps = 7;
+  // A library may print to stdout before the result line.
+  const std::string out = "OpenBLAS WARNING - something\n" + child_result_line(r);
+  ChildResult back;
+  ASSERT_TRUE(parse_child_result(out, back)) << back.error;
+  EXPECT_TRUE(back.error.empty());
+  EXPECT_DOUBLE_EQ(back.timing.median_ms, r.timing.median_ms);
+  EXPECT_DOUBLE_EQ(back.timing.min_ms, r.timing.min_ms);
+  EXPECT_DOUBLE_EQ(back.timing.max_ms, r.timing.max_ms);
+  EXPECT_EQ(back.timing.reps, 7);
+}
+
+TEST(BenchChild, ErrorLineRoundTripsOnOneLine) {
+  ChildResult r;
+  r.error = "blis: dlopen failed:\nno such file";
+  const std::string line = child_result_line(r);
+  EXPECT_EQ(line.find('\n'), line.size() - 1);  // one line
+  ChildResult back;
+  ASSERT_TRUE(parse_child_result(line, back));
+  EXPECT_EQ(back.error, "blis: dlopen failed: no such file");
+}
+
+TEST(BenchChild, NoOrMalformedResultIsAnError) {
+  ChildResult r;
+  EXPECT_FALSE(parse_child_result("", r));
+  EXPECT_NE(r.error.find("no result line"), std::string::npos);
+  EXPECT_FALSE(parse_child_result("parray-bench-child median_ms=abc min_ms=1 max_ms=1 reps=1\n", r));
+  EXPECT_NE(r.error.find("malformed"), std::string::npos) << r.error;
+  EXPECT_FALSE(parse_child_result("parray-bench-child median_ms=1\n", r));
+  EXPECT_NE(r.error.find("min_ms"), std::string::npos) << r.error;
+}
+
+TEST(BenchChild, EnvironmentSetsEveryThreadCount) {
+  setenv("OMP_NUM_THREADS", "7", 1);
+  const std::vector<std::string> env = child_environment(1);
+  unsetenv("OMP_NUM_THREADS");
+  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"}) {
+    int found = 0;
+    for (const std::string& e : env)
+      if (e.rfind(std::string(var) + "=", 0) == 0) {
+        ++found;
+        EXPECT_EQ(e, std::string(var) + "=1");
+      }
+    EXPECT_EQ(found, 1) << var;
+  }
+}
+
+TEST(BenchChild, ArgumentsCarryTheProblem) {
+  GemmProblem p;
+  p.dtype = Dtype::f64;
+  p.m = 3, p.n = 5, p.k = 7;
+  p.layout_b = "fig17";
+  p.alpha = 0.1;
+  BenchOptions o;
+  const std::vector<std::string> args = child_args("blis", p, 2, o, 9);
+  ASSERT_FALSE(args.empty());
+  EXPECT_EQ(args.front(), "__bench-child");
+  for (const char* want : {"impl=blis", "dtype=f64", "m=3", "n=5", "k=7", "layout_b=fig17", "threads=2", "c_fd=9",
+                           "alpha=0.10000000000000001"})
+    EXPECT_NE(std::find(args.begin(), args.end(), want), args.end()) << want;
+}
+
+TEST(BenchChild, BaselinesRunVerifiedInAChild) {
+  for (const char* name : {"openblas", "blis"}) {
+    if (!has_baseline(name)) continue;
+    const CliResult r = run_cli(std::string("bench gemm --impl ") + name +
+                                " --dtype f32,f64 --shapes 33x17x29 --threads 1,2 --reps 1 --layout row,col");
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find("(in a child process)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  }
+}
+
+TEST(BenchChild, AnUnloadableLibraryGivesAClearRow) {
+  if (!has_baseline("blis")) GTEST_SKIP() << "BLIS not installed";
+  ScopedEnv env("PARRAY_BLIS_LIB", PARRAY_CLI_PATH);  // a file, but no shared library
+  const CliResult r = run_cli("bench gemm --impl parray-cpu,blis --sizes 16 --reps 1");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAILED: blis in a child process: blis: dlopen failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parray-cpu"), std::string::npos) << r.out;  // the other rows still run
+}
+
+TEST(BenchChild, AMissingLibraryIsListedAsMissing) {
+  ScopedEnv env("PARRAY_OPENBLAS_LIB", "/nonexistent/libopenblas.so");
+  const CliResult r = run_cli("list");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("missing: openblas: cannot read /nonexistent/libopenblas.so"), std::string::npos) << r.out;
+}
+
+TEST(BenchChild, AChildPastItsTimeLimitIsKilled) {
+  if (!has_baseline("openblas")) GTEST_SKIP() << "OpenBLAS not installed";
+  ScopedEnv env("PARRAY_BENCH_CHILD_TIMEOUT", "0.001");
+  const CliResult r = run_cli("bench gemm --impl openblas --sizes 64 --reps 1");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("timed out after 0.001 s (child killed)"), std::string::npos) << r.out;
+}
