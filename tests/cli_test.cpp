@@ -1,6 +1,7 @@
 // The CLI: bad input gets one line on stderr and exit status 2; good input runs.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cli_run.hpp"
@@ -20,6 +21,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm --impl gold --shapes 3x4", "is not MxKxN");
   expect_cli_bad_input("bench gemm --impl gold", "give --sizes or --shapes");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --stat mean", "use median or min");
   expect_cli_bad_input("frobnicate", "subcommand");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
@@ -72,4 +74,16 @@ TEST(Cli, BenchWritesCsv) {
   while (std::fgets(line.data(), line.size(), f)) ++rows;
   std::fclose(f);
   EXPECT_EQ(rows, 3);  // gold once (single-threaded), tile-4x4 at 1 and 2 threads
+}
+
+// The direct path's non-temporal stores of C (chosen for large C written once;
+// PARRAY_CPU_STREAM=1 forces them here on small problems): full rows streamed,
+// edge columns and edge rows through masked stores, then verified.
+TEST(Cli, StreamingStoresOfCVerify) {
+  setenv("PARRAY_CPU_STREAM", "1", 1);
+  const CliResult r = run_cli("bench gemm --impl parray-cpu --dtype f32,f64 --shapes 100x64x64,37x48x70,256x200x128 "
+                              "--threads 1,2 --reps 1");
+  unsetenv("PARRAY_CPU_STREAM");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }

@@ -74,22 +74,34 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
   static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
   static const long l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
   static const char* kc_override = std::getenv("PARRAY_CPU_KC");
+  static const char* mc_override = std::getenv("PARRAY_CPU_MC");
   const auto e = static_cast<index_t>(element_bytes);
   BlockSizes b;
-  b.kc = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
+  // The packed B micro-panel fills L1 (it was half of L1 until run 4: KC 384
+  // against 192 gained 10-20 % at FP32/FP64 2048^3 on one and two threads, C
+  // being loaded and stored half as often; docs/perf-notes.md, change C).
+  b.kc = std::clamp<index_t>(round_down(l1 / (nr * e), 8), 64, 384);
+  // The direct path reads B's micro-panel from strided rows (a page per row
+  // for wide B): it keeps the half-L1 K block it was measured with.
+  b.kc_direct = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
   // PARRAY_CPU_KC overrides KC, for tuning on a new machine (docs/cpu-gemm.md).
-  if (kc_override && std::atol(kc_override) > 0) b.kc = std::atol(kc_override);
+  if (kc_override && std::atol(kc_override) > 0) b.kc = b.kc_direct = std::atol(kc_override);
   // An eighth of L2, not the textbook half: on the development VM an A block of
   // half the reported L2 was evicted by the B panels streaming past it and the
   // microkernel lost a third of its speed; blocks up to ~200 KB (of 1.25 MiB)
   // stayed resident (docs/perf-notes.md, CPU section). The cost of a small MC is
   // only that each B micro-panel is reloaded from L3 once per row block.
-  const index_t mc_max = std::max<index_t>(mr, round_down(l2 / 8 / (b.kc * e), mr));
-  // Enough row blocks for every thread, in a multiple of the thread count so
-  // that they divide evenly, none larger than mc_max.
-  index_t blocks = std::max<index_t>((m + mc_max - 1) / mc_max, 1);
-  if (threads > 1) blocks = round_up(std::max<index_t>(blocks, threads), threads);
-  b.mc = std::min(mc_max, round_up((m + blocks - 1) / blocks, mr));
+  // PARRAY_CPU_MC overrides MC (rounded to MR), for tuning like PARRAY_CPU_KC.
+  // The driver splits M among the threads itself (a contiguous share each,
+  // walked in blocks of at most MC rows), so MC is only capped by M here.
+  (void)threads;
+  auto mc_for = [&](index_t kc) {
+    index_t mc_max = std::max<index_t>(mr, round_down(l2 / 8 / (kc * e), mr));
+    if (mc_override && std::atol(mc_override) > 0) mc_max = round_down(std::atol(mc_override), mr);
+    return std::min(mc_max, round_up(std::max<index_t>(m, 1), mr));
+  };
+  b.mc = mc_for(b.kc);
+  b.mc_direct = mc_for(b.kc_direct);
   b.nc = std::clamp<index_t>(round_down(l3 / 4 / (b.kc * e), nr), nr, 8192);
   return b;
 }

@@ -21,11 +21,13 @@ void set_isa_override(const char* name);
 
 struct BlockSizes {
   index_t kc, mc, nc;
+  index_t kc_direct, mc_direct;  // the direct (unpacked) path's K block (and K limit) and row block
 };
 
-// KC: a KC x NR micro-panel of B takes half of L1; MC: an MC x KC block of A
-// takes an eighth of L2, with MC adjusted so the row blocks divide evenly among
-// threads; NC: a KC x NC block of B takes a quarter of L3. See docs/cpu-gemm.md.
+// KC: a KC x NR micro-panel of B fills L1 (at most 384); MC: an MC x KC block
+// of A takes an eighth of L2; NC: a KC x NC block of B takes a quarter of L3.
+// The direct path keeps K blocks whose strided B micro-panel fills half of L1.
+// See docs/cpu-gemm.md.
 BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads);
 
 // Registers parray-cpu and one implementation per microkernel this CPU runs.

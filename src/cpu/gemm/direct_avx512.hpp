@@ -16,6 +16,7 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
 #include <type_traits>
 
 #include "microkernel.hpp"
@@ -37,6 +38,7 @@ struct Vec<float> {
   static type fma(type a, type b, type c) { return _mm512_fmadd_ps(a, b, c); }
   static type mul(type a, type b) { return _mm512_mul_ps(a, b); }
   static void store(mask m, float* p, type v) { _mm512_mask_storeu_ps(p, m, v); }
+  static void stream(float* p, type v) { _mm512_stream_ps(p, v); }
 };
 template <>
 struct Vec<double> {
@@ -49,12 +51,13 @@ struct Vec<double> {
   static type fma(type a, type b, type c) { return _mm512_fmadd_pd(a, b, c); }
   static type mul(type a, type b) { return _mm512_mul_pd(a, b); }
   static void store(mask m, double* p, type v) { _mm512_mask_storeu_pd(p, m, v); }
+  static void stream(double* p, type v) { _mm512_stream_pd(p, v); }
 };
 
 // MR rows x up to 2 * lanes columns. kUnitACol: A's columns are adjacent
 // (row-major A: each row a stream); otherwise A's rows are (column-major A:
 // the MR elements of one k step are adjacent).
-template <class T, int MR, bool kUnitACol>
+template <class T, int MR, bool kUnitACol, bool kStream>
 void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                  index_t c_rs, int cols) {
   using V = Vec<T>;
@@ -99,8 +102,13 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       T* row = c + i * c_rs;
-      V::store(m0, row, V::mul(va, c0[i]));
-      V::store(m1, row + L, V::mul(va, c1[i]));
+      if (kStream && cols == 2 * L && (reinterpret_cast<std::uintptr_t>(row) & 63) == 0) {
+        V::stream(row, V::mul(va, c0[i]));
+        V::stream(row + L, V::mul(va, c1[i]));
+      } else {
+        V::store(m0, row, V::mul(va, c0[i]));
+        V::store(m1, row + L, V::mul(va, c1[i]));
+      }
     }
   } else {
     const R vb = V::set1(beta);
@@ -116,13 +124,13 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
 constexpr int kDirectMr = 12;
 
 // rows (1..12) as a 12-, 8-, 4-, 2- and 1-row tiles.
-template <class T, bool kUnitACol>
+template <class T, bool kUnitACol, bool kStream>
 void direct_tile(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                  index_t c_rs, int rows, int cols) {
   auto part = [&](auto mr_constant) {
     constexpr int mr = decltype(mr_constant)::value;
     while (rows >= mr) {
-      direct_rows<T, mr, kUnitACol>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, cols);
+      direct_rows<T, mr, kUnitACol, kStream>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, cols);
       a += mr * a_rs;
       c += mr * c_rs;
       rows -= mr;
@@ -135,21 +143,23 @@ void direct_tile(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
   part(std::integral_constant<int, 1>{});
 }
 
-template <class T>
+template <class T, bool kStream>
 void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                    index_t c_rs, int rows, int cols) {
-  if (a_cs == 1) direct_tile<T, true>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
-  else direct_tile<T, false>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+  if (a_cs == 1) direct_tile<T, true, kStream>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+  else direct_tile<T, false, kStream>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
 }
 
 }  // namespace
 
 const DirectKernel<float>& direct_avx512_f32() {
-  static const DirectKernel<float> k{kDirectMr, 32, &direct_kernel<float>, "avx512 direct 12x32"};
+  static const DirectKernel<float> k{kDirectMr, 32, &direct_kernel<float, false>, &direct_kernel<float, true>,
+                                     "avx512 direct 12x32"};
   return k;
 }
 const DirectKernel<double>& direct_avx512_f64() {
-  static const DirectKernel<double> k{kDirectMr, 16, &direct_kernel<double>, "avx512 direct 12x16"};
+  static const DirectKernel<double> k{kDirectMr, 16, &direct_kernel<double, false>, &direct_kernel<double, true>,
+                                      "avx512 direct 12x16"};
   return k;
 }
 

@@ -2,7 +2,8 @@
 //
 //   for jc in N step NC:                   B block (KC x NC) lives in L3
 //     for pc in K step KC:  pack B         one packed copy shared by all threads
-//       for ic in M step MC (threads):     A block (MC x KC) lives in each core's L2
+//       for ic in my rows step MC:         each thread a contiguous share of M;
+//                                          A block (MC x KC) lives in its core's L2
 //         pack A
 //         for jr in NC step NR:            B micro-panel (KC x NR) stays in L1
 //           for ir in MC step MR:          microkernel: MR x NR of C in registers
@@ -12,6 +13,7 @@
 // microkernel. Block sizes come from the cache sizes the machine reports
 // (blocking.cpp); the microkernel from cpuid or the override (isa.cpp).
 #include <omp.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -126,7 +128,7 @@ T* thread_buffer(std::size_t elements, int which) {
     std::unique_ptr<T[], void (*)(void*)> data{nullptr, std::free};
     std::size_t size = 0;
   };
-  thread_local Buffer buffers[2];
+  thread_local Buffer buffers[3];
   Buffer& b = buffers[which];
   if (b.size < elements) {
     const std::size_t bytes = (elements * sizeof(T) + 63) / 64 * 64;
@@ -193,6 +195,10 @@ bool prefer_direct(index_t m, index_t n, index_t k, index_t kc) {
   return work <= 256.0 * 256 * 256 || k <= kc;
 }
 
+// C of at least this many bytes, written once by the direct path, is written
+// with non-temporal stores (PARRAY_CPU_STREAM=0/1 forces the choice).
+constexpr double kStreamBytes = 16.0 * (1 << 20);
+
 // Below this many multiply-adds a second thread costs more (the fork and the
 // barrier, a few microseconds) than it saves.
 constexpr double kDirectThreadWork = 128.0 * 128 * 128;
@@ -208,12 +214,21 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int wanted = work < kDirectThreadWork ? 1 : call.threads;
   const index_t mr = dk.mr, nr = dk.nr;
-  // At least one row block per thread, none taller than MC.
-  const index_t blocks = std::max<index_t>((m + bs.mc - 1) / bs.mc, std::min<index_t>(wanted, (m + mr - 1) / mr));
+  // Row blocks none taller than MC, in a multiple of the thread count (so
+  // they divide evenly among the threads), at most one per MR rows.
+  index_t blocks = std::max<index_t>((m + bs.mc_direct - 1) / bs.mc_direct, 1);
+  if (wanted > 1) blocks = std::min<index_t>((m + mr - 1) / mr, (std::max<index_t>(blocks, wanted) + wanted - 1) / wanted * wanted);
   const index_t mc = (((m + blocks - 1) / blocks) + mr - 1) / mr * mr;
   const index_t row_blocks = (m + mc - 1) / mc;
   const int threads = static_cast<int>(std::min<index_t>(wanted, row_blocks));
-  const index_t kc_step = std::max<index_t>(bs.kc, 1);
+  const index_t kc_step = std::max<index_t>(bs.kc_direct, 1);
+  // C written once (one K block, beta 0), much larger than L2 and in 64-byte
+  // rows: non-temporal stores save the read for ownership of every C line.
+  static const char* stream_env = std::getenv("PARRAY_CPU_STREAM");
+  const bool stream = (stream_env && *stream_env ? stream_env[0] == '1'
+                                                 : static_cast<double>(m) * static_cast<double>(n) * sizeof(T) >= kStreamBytes) &&
+                      call.beta == T(0) && k <= kc_step && (c_rs * static_cast<index_t>(sizeof(T))) % 64 == 0;
+  const auto run = stream ? dk.run_streaming : dk.run;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (index_t ib = 0; ib < row_blocks; ++ib) {
     const index_t i0 = ib * mc;
@@ -224,10 +239,11 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
       const T beta = pc == 0 ? call.beta : T(1);
       for (index_t j0 = 0; j0 < n; j0 += nr) {
         const int cols = static_cast<int>(std::min<index_t>(nr, n - j0));
-        dk.run(kc, call.a.data + i0 * a_rs + pc * a_cs, a_rs, a_cs, call.b.data + pc * b_rs + j0, b_rs, call.alpha, beta,
-               call.c.data + i0 * c_rs + j0, c_rs, rows, cols);
+        run(kc, call.a.data + i0 * a_rs + pc * a_cs, a_rs, a_cs, call.b.data + pc * b_rs + j0, b_rs, call.alpha, beta,
+            call.c.data + i0 * c_rs + j0, c_rs, rows, cols);
       }
     }
+    if (stream) _mm_sfence();  // the non-temporal stores are seen before the region ends
   }
 }
 
@@ -258,9 +274,17 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
 
   const index_t nc_max = std::min<index_t>(bs.nc, (n + nr - 1) / nr * nr);
   const index_t kc_max = std::min<index_t>(bs.kc, k);
-  T* b_packed = thread_buffer<T>(static_cast<std::size_t>(nc_max * kc_max), 1);
-  const index_t ic_blocks = (m + bs.mc - 1) / bs.mc;
-  const int threads = static_cast<int>(std::min<index_t>(call.threads, std::max<index_t>(ic_blocks, 1)));
+  // Two packed B blocks, used in turn: a thread done with its rows at one KC
+  // step packs its share of the next block into the other buffer while the
+  // others still read this one, so one barrier per KC step suffices (the one
+  // after packing: every thread has then finished with the block before).
+  const std::size_t b_elems = static_cast<std::size_t>(nc_max * kc_max);
+  T* const b_buffers[2] = {thread_buffer<T>(b_elems, 1), thread_buffer<T>(b_elems, 2)};
+  // Each thread owns a contiguous share of the MR-row tiles of C (as even as
+  // MR allows) and walks it in blocks of at most MC rows: no thread waits at
+  // the barrier for a short last block of another's.
+  const index_t tiles = (m + mr - 1) / mr;
+  const int threads = static_cast<int>(std::clamp<index_t>(call.threads, 1, std::max<index_t>(tiles, 1)));
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -268,12 +292,19 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
     alignas(64) T edge[16 * 64];
     index_t edge_rows[16], c_rows[16];
     for (int i = 0; i < mr; ++i) edge_rows[i] = static_cast<index_t>(i) * nr;
+    const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const index_t first_row = tiles * t / nt * mr, end_row = std::min<index_t>(m, tiles * (t + 1) / nt * mr);
+    const index_t my_rows = end_row - first_row;
+    const index_t my_blocks = std::max<index_t>((my_rows + bs.mc - 1) / bs.mc, 1);
+    const index_t my_mc = std::min<index_t>(bs.mc, ((my_rows + my_blocks - 1) / my_blocks + mr - 1) / mr * mr);
+    int step = 0;
 
     for (index_t jc = 0; jc < n; jc += bs.nc) {
       const index_t nc = std::min<index_t>(bs.nc, n - jc);
       const index_t panels = (nc + nr - 1) / nr;
-      for (index_t pc = 0; pc < k; pc += bs.kc) {
+      for (index_t pc = 0; pc < k; pc += bs.kc, ++step) {
         const index_t kc = std::min<index_t>(bs.kc, k - pc);
+        T* const b_packed = b_buffers[step & 1];
         // All threads pack the shared B block, one NR panel at a time.
 #pragma omp for schedule(static)
         for (index_t jp = 0; jp < panels; ++jp)
@@ -282,9 +313,8 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
                          b_packed + jp * nr * kc);
           });  // implicit barrier: B is packed before anyone uses it
         const T beta = pc == 0 ? call.beta : T(1);
-#pragma omp for schedule(dynamic, 1)
-        for (index_t ib = 0; ib < ic_blocks; ++ib) {
-          const index_t ic = ib * bs.mc, mc = std::min<index_t>(bs.mc, m - ic);
+        for (index_t ic = first_row; ic < end_row; ic += my_mc) {
+          const index_t mc = std::min<index_t>(my_mc, end_row - ic);
           with_axes(call.a.layout, a_rows, a_cols, [&](auto row, auto col) {
             pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, a_packed);
           });
@@ -315,7 +345,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
               }
             }
           }
-        }  // implicit barrier before B is repacked
+        }  // no barrier: the next KC step packs into the other buffer
       }
     }
   }
@@ -342,7 +372,7 @@ void cpu_gemm(const GemmCall<T>& given, Isa isa) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   const MicroKernel<T>& uk = microkernel<T>(isa);
   const BlockSizes bs = block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads);
-  if (isa == Isa::avx512 && direct_applicable(call) && prefer_direct(m, n, k, bs.kc)) {
+  if (isa == Isa::avx512 && direct_applicable(call) && prefer_direct(m, n, k, bs.kc_direct)) {
     direct_gemm(call, direct_kernel_avx512<T>(), bs);
     return;
   }

@@ -42,6 +42,12 @@ struct DirectKernel {
   int nr;
   void (*run)(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
               index_t c_rs, int rows, int cols);
+  // The same, but with beta == 0 full 64-byte-aligned rows of C are written
+  // with non-temporal stores (no read for ownership, C not kept in cache):
+  // for a C much larger than the caches written once. The caller issues an
+  // sfence before anyone else reads C.
+  void (*run_streaming)(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta,
+                        T* c, index_t c_rs, int rows, int cols);
   const char* name;
 };
 
