@@ -3,6 +3,8 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "parray/thread_array.hpp"
 
@@ -52,4 +54,49 @@ TEST(CpuThreadArray, ExceptionsReachTheCaller) {
                std::runtime_error);
   EXPECT_THROW(CpuThreadArray({0, 2}), Error);
   EXPECT_THROW(CpuThreadArray({1, 1, 1, 1}), Error);
+}
+
+// The threads of a detour are kept for the next one (thread_pool.cpp): the
+// same system threads run the second detour, and the pool does not grow.
+TEST(CpuThreadArray, ThreadsAreKeptBetweenDetours) {
+  std::mutex m;
+  auto ids_of_a_detour = [&] {
+    std::set<std::thread::id> ids;
+    CpuThreadArray({4}).detour([&](const ThreadCoord& t) {
+      t.sync();  // all four at once: none can run two tasks
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    });
+    return ids;
+  };
+  const std::set<std::thread::id> first = ids_of_a_detour();
+  const int pooled = detail::pool_threads();
+  EXPECT_EQ(first.size(), 4u);
+  EXPECT_GE(pooled, 3);
+  const std::set<std::thread::id> second = ids_of_a_detour();
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(detail::pool_threads(), pooled);
+}
+
+// A detour inside a detour gets threads of its own (more are started when
+// the pool's are busy): with barriers at both levels nothing waits forever.
+TEST(CpuThreadArray, NestedDetoursEachGetTheirThreads) {
+  std::atomic<int> inner{0};
+  CpuThreadArray({3}).detour([&](const ThreadCoord& outer) {
+    outer.sync();
+    CpuThreadArray({2, 2}).detour([&](const ThreadCoord& t) {
+      t.sync();
+      ++inner;
+    });
+    outer.sync();
+  });
+  EXPECT_EQ(inner.load(), 12);
+  // A failing detour leaves the pool usable.
+  EXPECT_THROW(CpuThreadArray({3}).detour([](const ThreadCoord& t) {
+    if (t.tid == 1) throw std::runtime_error("x");
+  }),
+               std::runtime_error);
+  std::atomic<int> after{0};
+  CpuThreadArray({6}).detour([&](const ThreadCoord&) { ++after; });
+  EXPECT_EQ(after.load(), 6);
 }

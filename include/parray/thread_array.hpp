@@ -23,6 +23,19 @@
 
 namespace parray {
 
+namespace detail {
+// Runs task(0) on the calling thread and task(1) .. task(n - 1) on n - 1
+// other threads at once; returns when all have returned. The other threads
+// are kept between calls (src/core/thread_pool.cpp): a detour that started
+// n - 1 threads and joined them cost ~20-100 us per thread, the first CUDA
+// call of each new thread included — 5 to 25 % of a 3 ms GEMM split over
+// 2..8 streams (docs/multilevel.md). A task must not throw.
+// PARRAY_THREAD_POOL=0 starts fresh threads every call (for measuring).
+void run_on_threads(int n, const std::function<void(int)>& task);
+// Threads the pool holds now (started and not ended), for tests.
+int pool_threads();
+}  // namespace detail
+
 class ThreadCoord {
  public:
   int tid = 0;                 // flat id, row-major over the dimensions
@@ -81,11 +94,9 @@ class CpuThreadArray {
         return;
       }
     };
-    std::vector<std::thread> threads;
-    threads.reserve(static_cast<std::size_t>(n - 1));
-    for (int tid = 1; tid < n; ++tid) threads.emplace_back(run, tid);
-    run(0);  // the calling thread is thread 0, as Parray's main thread joins in
-    for (std::thread& th : threads) th.join();
+    // The calling thread is thread 0, as Parray's main thread joins in; the
+    // others come from a pool of threads kept between detours.
+    detail::run_on_threads(n, run);
     if (first_error) std::rethrow_exception(first_error);
   }
 
