@@ -220,7 +220,7 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
       cur.M, cur.N, cur.K, 1.f, a, b, 0.f, StridedOperand<float>{ws, ldw, 1}, group, per, slice,
       ladder::BatchOffsets{});
   PARRAY_CUDA_CHECK_LAUNCH();
-  const dim3 grid(ceil_div(cur.N, 256), unsigned(std::min(cur.M, 65535)));
+  const dim3 grid(ceil_div(cur.N, 1024), unsigned(std::min(cur.M, 65535)));  // 4 columns per thread
   ladder::splitk_sum<<<grid, 256>>>(cur.M, cur.N, splits, ws, ldw, slice, cur.alpha, cur.beta, c);
   PARRAY_CUDA_CHECK_LAUNCH();
 }

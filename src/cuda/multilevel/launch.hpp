@@ -22,7 +22,9 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
                          const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight = 1);
 
 // C = alpha (W_0 + ... + W_{parts-1}) + beta C, W_p = w + p * slice (M x N,
-// row stride ldw): the K split's partial products summed on the device.
+// row stride ldw): the K split's partial products summed on the device. w,
+// ldw and slice must keep every row 16-byte aligned (ldw and slice multiples
+// of 4 floats, w from cudaMalloc).
 void sum_parts_on_stream(cudaStream_t stream, int m, int n, int parts, const float* w, long long ldw,
                          long long slice, float alpha, float beta, float* c, long long ldc);
 

@@ -3,7 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -54,6 +56,17 @@ void unpack(const float* src, index_t r0, index_t nr, MatrixView<float> c) {
     for (index_t j = 0; j < nc; ++j) c(r0 + i, j) = src[i * nc + j];
 }
 
+// The caller's GPU. A split's threads make it current before any CUDA call:
+// they are long-lived (the thread array's pool, OpenMP's team) and may last
+// have driven another GPU — a pool thread that had run a multi-GPU detour
+// launched the next split's kernel on GPU 1 (cudaErrorInvalidValue, on a
+// 2-GPU host).
+int caller_device() {
+  int d = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
 void check_sizes(const GemmCall<float>& call, const char* impl) {
   const index_t lim = 0x7fffffff;
   if (call.c.rows() > lim || call.c.cols() > lim || call.a.cols() > lim)
@@ -75,10 +88,12 @@ constexpr int kSeedBlock = 256;  // the task-1 kernel's 1-D block
 void seed_rows(const GemmCall<float>& call, int threads) {
   check_sizes(call, "seed-split-rows");
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  const int device = caller_device();
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
   {
     try {
+      PARRAY_CUDA_CHECK(cudaSetDevice(device));
       const Range r = part(M, omp_get_num_threads(), omp_get_thread_num());
       if (r.size() > 0) {
         std::vector<float> ha(size_t(r.size() * K)), hb(size_t(K * N)), hc(size_t(r.size() * N));
@@ -117,6 +132,7 @@ void seed_rows(const GemmCall<float>& call, int threads) {
 void seed_k(const GemmCall<float>& call, int threads) {
   check_sizes(call, "seed-split-k");
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  const int device = caller_device();
   std::vector<float> acc(size_t(M * N), 0.f);
   if (call.beta != 0.f) {
     pack(call.c, 0, M, 0, N, acc.data());
@@ -126,6 +142,7 @@ void seed_k(const GemmCall<float>& call, int threads) {
 #pragma omp parallel num_threads(threads)
   {
     try {
+      PARRAY_CUDA_CHECK(cudaSetDevice(device));
       const Range r = part(K, omp_get_num_threads(), omp_get_thread_num());
       if (r.size() > 0) {
         std::vector<float> ha(size_t(M * r.size())), hb(size_t(r.size() * N)), hc(size_t(M * N));
@@ -266,6 +283,7 @@ index_t chunk_rows(index_t rows) { return std::max<index_t>(128, (rows / 4 + 127
 void split_rows(const GemmCall<float>& call, int threads, bool host) {
   check_sizes(call, "ml-split-rows");
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  const int device = caller_device();
   Context& cx = context();
   std::lock_guard<std::mutex> lock(cx.mu);
   cx.ensure_threads(threads);
@@ -276,6 +294,7 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
   CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
+    PARRAY_CUDA_CHECK(cudaSetDevice(device));
     cudaStream_t s = cx.streams[size_t(t.tid)];
     if (host) {  // B once: thread i uploads slice i of its rows
       const Range kb = part(K, t.size(), t.tid);
@@ -285,8 +304,8 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
                                           size_t(kb.size() * N) * sizeof(float), cudaMemcpyHostToDevice, s));
       }
       PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[size_t(t.tid)], s));
+      t.sync();  // every slice of B has its event
     }
-    t.sync();  // every slice of B has its event
     const Range r = part(M, t.size(), t.tid);
     const index_t step = host ? chunk_rows(r.size()) : std::max<index_t>(r.size(), 1);
     bool waited = !host;
@@ -317,13 +336,23 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   ops.copy_back(call);
 }
 
-// K split: thread i computes W_i = A[:, K_i] B[K_i, :] on its stream (chunks
-// along K accumulate, so copies of chunk j + 1 overlap the kernel of chunk j),
-// thread 0 sums the W_i into C on the device, then every thread brings back
-// its rows of C.
+// K split: thread i multiplies A[:, K_i] B[K_i, :] on its stream, in chunks
+// along K that accumulate (host operands: the copies of chunk j + 1 overlap
+// the kernel of chunk j), into its own M x N slice of a workspace, all parts
+// at once; thread 0 then sums the slices into C on the device (applying alpha
+// and beta), and every thread brings back its rows of C (host operands). One
+// part alone writes C directly: no workspace, no summing pass.
+//
+// Measured and rejected (H100, docs/multilevel.md): chaining the parts — part
+// i adding into C with beta = 1 after part i - 1, no workspace and no summing
+// pass — took 111.7 / 126.5 % of the single kernel at 4096^3 over 4 / 8
+// threads against 106.7 / 110.7 % summed: 8 dependent kernels, each with its
+// own pipeline fill and a read of C in every epilogue, cost more than one
+// pass over the slices.
 void split_k(const GemmCall<float>& call, int threads, bool host) {
   check_sizes(call, "ml-split-k");
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  const int device = caller_device();
   Context& cx = context();
   std::lock_guard<std::mutex> lock(cx.mu);
   cx.ensure_threads(threads);
@@ -331,48 +360,51 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   const float *A = ops.A, *B = ops.B;
   float* C = ops.C;
   const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
-  // Host: A is staged chunk by chunk as M x kc blocks (hA + M * k0), so the
-  // device copy of A is chunk-blocked too (lda of a chunk = its width).
   const int parts = int(std::min<index_t>(threads, K));
-  float* W = cx.dw.get(size_t(parts) * size_t(M * N));
-  const long long slice = M * N;
+  const bool direct = parts == 1;  // the one part writes C itself
+  // Slices with rows padded to 4 floats: the summing pass reads 16 bytes at a time.
+  const long long ldw = (N + 3) / 4 * 4, slice = M * ldw;
+  float* W = direct ? nullptr : cx.dw.get(size_t(parts) * size_t(slice));
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
   CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
+    PARRAY_CUDA_CHECK(cudaSetDevice(device));
     cudaStream_t s = cx.streams[size_t(t.tid)];
-    // The first `parts` threads take one K slice each (none empty).
-    const Range kr = t.tid < parts ? part(K, parts, t.tid) : Range{0, 0};
-    if (kr.size() > 0) {
-      const index_t step = host ? std::max<index_t>(64, (kr.size() / 4 + 15) / 16 * 16) : kr.size();
-      for (index_t k0 = kr.begin; k0 < kr.end; k0 += step) {
-        const index_t kc = std::min(step, kr.end - k0);
-        const float *a = A + k0, *b = B + k0 * ldb;
-        long long la = lda;
-        if (host) {
-          pack(call.a, 0, M, k0, kc, hA + M * k0);
-          pack(call.b, k0, kc, 0, N, hB + k0 * N);
-          PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(A) + M * k0, hA + M * k0,
-                                            size_t(M * kc) * sizeof(float), cudaMemcpyHostToDevice, s));
-          PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + k0 * N, hB + k0 * N,
-                                            size_t(kc * N) * sizeof(float), cudaMemcpyHostToDevice, s));
-          a = A + M * k0, la = kc;
-        }
-        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, k0 == kr.begin ? 0.f : 1.f,
-                            W + t.tid * slice, N, parts);
-      }
-    }
-    PARRAY_CUDA_CHECK(cudaEventRecord(cx.done[size_t(t.tid)], s));
-    if (host && call.beta != 0.f && t.tid == 0) {
+    if (host && call.beta != 0.f && t.tid == 0) {  // C is read by the sum (or the one part), both on stream 0
       pack(call.c, 0, M, 0, N, hC);
       PARRAY_CUDA_CHECK(cudaMemcpyAsync(C, hC, size_t(M * N) * sizeof(float), cudaMemcpyHostToDevice, s));
     }
-    t.sync();  // every part has its event
-    if (t.tid == 0) {
-      for (int j = 1; j < parts; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.done[size_t(j)], 0));
-      sum_parts_on_stream(s, int(M), int(N), parts, W, N, slice, call.alpha, call.beta, C, ldc);
-      PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+    // The first `parts` threads take one K slice each (none empty).
+    const Range kr = t.tid < parts ? part(K, parts, t.tid) : Range{0, 0};
+    const index_t step = host ? std::max<index_t>(64, (kr.size() / 4 + 15) / 16 * 16) : std::max<index_t>(kr.size(), 1);
+    for (index_t k0 = kr.begin; k0 < kr.end; k0 += step) {
+      const index_t kc = std::min(step, kr.end - k0);
+      const float *a = A + k0, *b = B + k0 * ldb;
+      long long la = lda;
+      if (host) {  // chunk [k0, k0 + kc) of A (chunk-blocked: lda = kc) and of B
+        pack(call.a, 0, M, k0, kc, hA + M * k0);
+        pack(call.b, k0, kc, 0, N, hB + k0 * N);
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(A) + M * k0, hA + M * k0,
+                                          size_t(M * kc) * sizeof(float), cudaMemcpyHostToDevice, s));
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + k0 * N, hB + k0 * N,
+                                          size_t(kc * N) * sizeof(float), cudaMemcpyHostToDevice, s));
+        a = A + M * k0, la = kc;
+      }
+      const bool first = k0 == kr.begin;
+      if (direct)
+        gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
+      else
+        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
+                            ldw, parts);
     }
-    t.sync();  // the sum has its event
+    PARRAY_CUDA_CHECK(cudaEventRecord(cx.done[size_t(t.tid)], s));
+    t.sync();  // every part has its event
+    if (t.tid == 0 && !direct) {
+      for (int j = 1; j < parts; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.done[size_t(j)], 0));
+      sum_parts_on_stream(s, int(M), int(N), parts, W, ldw, slice, call.alpha, call.beta, C, ldc);
+    }
+    if (t.tid == 0) PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+    t.sync();  // C has its event
     if (host) {  // rows of C back, one block per thread
       const Range r = part(M, t.size(), t.tid);
       if (r.size() > 0) {
