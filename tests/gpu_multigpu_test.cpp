@@ -90,6 +90,27 @@ void expect_correct(const multigpu::Plan& plan, const Problem& p) {
   d.gather(o.c.view());
   r = o.check();
   EXPECT_TRUE(r.ok) << name_of(plan, p) << " (device operands): " << r.reason << " (rel err " << r.rel_err << ")";
+
+  // Operands on the first GPU (--operands gpu0): scattered from it, C
+  // gathered back to it, GPU to GPU.
+  o.reset();
+  multigpu::bind_device(plan.devices[0]);
+  auto on_gpu = [](const Array<float>& h) {
+    Array<float> g(h.type(), Memory::device);
+    copy_bytes(g.data(), Memory::device, h.data(), Memory::pinned, std::size_t(h.storage_elements()) * sizeof(float));
+    return g;
+  };
+  const Array<float> ga = on_gpu(o.a), gb = on_gpu(o.b), gc0 = on_gpu(o.c0);
+  Array<float> gc = on_gpu(o.c);
+  const MatrixView<const float> gc0v = gc0.view();
+  d.scatter(ga.view(), gb.view(), p.beta != 0.f ? &gc0v : nullptr);
+  if (p.beta == 0.f) d.poison_c();
+  d.run(p.alpha, p.beta);
+  d.gather(gc.view());
+  copy_bytes(o.c.data(), Memory::pinned, gc.data(), Memory::device, std::size_t(o.c.storage_elements()) * sizeof(float));
+  r = o.check();
+  EXPECT_TRUE(r.ok) << name_of(plan, p) << " (operands on GPU " << plan.devices[0] << "): " << r.reason << " (rel err "
+                    << r.rel_err << ")";
 }
 
 const std::vector<Problem> kProblems = {{257, 131, 389},              // odd, unaligned everything

@@ -2,19 +2,22 @@
 // verified, timed, and compared with its baseline in the same run.
 //
 //   parray multigpu --gpus G [--devices LIST] [--grid PxQ] -m M -n N -k K
-//          --variant 2d|ksplit|ooc --operands device|host [--baseline]
+//          --variant 2d|ksplit|ooc --operands device|gpu0|host [--baseline]
 //          [--xt-block B] [--budget-mib X] [--tile MxNxK] [--panel W] [--chunks C]
 //          [--alpha A] [--beta B] [--reps R] [--seed S] [--csv FILE]
 //
 // Operands "device": distributed over the GPUs before the clock starts (the
-// multi-GPU analogue of a single GPU's device-resident operands); the
-// baseline is the registry's single-GPU default (cuda-12-best) on the first
-// GPU, operands on it. Operands "host": pinned host memory, the time includes
+// multi-GPU analogue of a single GPU's device-resident operands); "gpu0": A,
+// B and C on the first GPU, the time includes scattering the blocks from it
+// and gathering C back to it (GPU to GPU). For both, the baseline is the
+// registry's single-GPU default (cuda-12-best) on the first GPU, operands on
+// it. Operands "host": pinned host memory, the time includes
 // every transfer; the baseline is cublasXt on the same GPUs. Verification:
 // the full FP64 product up to 2^31 multiply-adds, else a random-sign checksum
 // of every row plus 4096 sampled elements (multigpu::verify). Bad input: one
 // line on stderr and exit status 2; a failed check: exit status 1.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -96,9 +99,10 @@ struct Row {
 
 int run(const Args& a) {
   const multigpu::Variant variant = multigpu::parse_variant(a.variant);
-  if (a.operands != "device" && a.operands != "host")
-    throw Error("multigpu: --operands '" + a.operands + "' (use device or host)");
-  const bool on_device = a.operands == "device";
+  if (a.operands != "device" && a.operands != "gpu0" && a.operands != "host")
+    throw Error("multigpu: --operands '" + a.operands + "' (use device, gpu0 or host)");
+  // device and gpu0: on the GPUs, compared with one GPU; host: with cublasXt.
+  const bool on_device = a.operands != "host", from_gpu0 = a.operands == "gpu0";
   if (variant == multigpu::Variant::out_of_core && on_device)
     throw Error("multigpu: the ooc variant streams host-resident operands: use --operands host");
   if (a.reps < 1) throw Error("multigpu: --reps must be >= 1");
@@ -159,8 +163,9 @@ int run(const Args& a) {
   std::string devs;
   for (int d : plan.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
   const double flops = 2.0 * double(M) * double(N) * double(K);
-  fmt::print("multigpu {} on GPUs {} (grid {}), {}x{}x{} FP32, operands on the {}\n", a.variant, devs, plan.grid(), M,
-             N, K, on_device ? "GPUs" : "host (pinned)");
+  fmt::print("multigpu {} on GPUs {} (grid {}), {}x{}x{} FP32, operands {}\n", a.variant, devs, plan.grid(), M, N, K,
+             from_gpu0 ? "on GPU " + std::to_string(plan.devices[0]) + " (scattered and gathered in the time)"
+             : on_device ? "on the GPUs" : "on the host (pinned)");
   std::vector<Row> rows;
 
   // ---- parray's variant ----
@@ -168,7 +173,35 @@ int run(const Args& a) {
   mine.impl = "parray-" + a.variant;
   multigpu::Stats st;
   std::vector<double> times;
-  if (on_device) {
+  if (from_gpu0) {
+    // A, B (and C0) start on the first GPU and C ends there: every timed
+    // call scatters the blocks from it, multiplies, and gathers C back.
+    multigpu::bind_device(plan.devices[0]);
+    Array<float> dA(dense(M, K), Memory::device), dB(dense(K, N), Memory::device), dC(dense(M, N), Memory::device);
+    Array<float> dC0(dense(beta != 0.f ? M : 1, beta != 0.f ? N : 1), Memory::device);
+    copy_bytes(dA.data(), Memory::device, A.data(), Memory::pinned, std::size_t(M * K) * sizeof(float));
+    copy_bytes(dB.data(), Memory::device, B.data(), Memory::pinned, std::size_t(K * N) * sizeof(float));
+    if (beta != 0.f)
+      copy_bytes(dC0.data(), Memory::device, C0.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
+    const MatrixView<const float> dav = std::as_const(dA).view(), dbv = std::as_const(dB).view(),
+                                  dc0v = std::as_const(dC0).view();
+    multigpu::Distributed d(plan, M, N, K);
+    auto call = [&](bool poison) {
+      const auto t0 = std::chrono::steady_clock::now();
+      d.scatter(dav, dbv, beta != 0.f ? &dc0v : nullptr);
+      if (poison) d.poison_c();
+      multigpu::Stats s = d.run(alpha, beta);
+      d.gather(dC.view());
+      s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return s;
+    };
+    reset_c();
+    copy_bytes(dC.data(), Memory::device, C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
+    st = call(beta == 0.f);  // verified run (and warm-up)
+    copy_bytes(C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
+    mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
+    for (int r = 0; r < a.reps; ++r) times.push_back(call(false).ms);
+  } else if (on_device) {
     multigpu::Distributed d(plan, M, N, K);
     d.scatter(av, bv, c0p);
     if (beta == 0.f) d.poison_c();
@@ -268,7 +301,8 @@ std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
   c->add_option("-n", args.n, "columns of C")->capture_default_str();
   c->add_option("-k", args.k, "inner dimension")->capture_default_str();
   c->add_option("--variant", args.variant, "2d, ksplit or ooc")->capture_default_str();
-  c->add_option("--operands", args.operands, "device (distributed over the GPUs) or host (pinned)")
+  c->add_option("--operands", args.operands,
+                "device (distributed over the GPUs), gpu0 (all on the first GPU; scatter and gather timed) or host (pinned)")
       ->capture_default_str();
   c->add_flag("--baseline", args.baseline, "also time the baseline: one GPU (device) or cublasXt (host)");
   c->add_option("--xt-block", args.xt_block, "cublasXt block dimension (0: its default)")->capture_default_str();

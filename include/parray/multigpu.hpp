@@ -127,11 +127,13 @@ class Distributed {
   Distributed(const Distributed&) = delete;
   Distributed& operator=(const Distributed&) = delete;
 
-  // Host row-major operands to the GPUs (C only when beta will be != 0).
+  // Row-major operands to the GPUs (C only when beta will be != 0), from
+  // host memory or from one GPU (e.g. all three on GPU 0: `parray multigpu
+  // --operands gpu0`; GPU to GPU over NVLink where peer access is on).
   void scatter(MatrixView<const float> a, MatrixView<const float> b, const MatrixView<const float>* c0 = nullptr);
   // C = alpha A B + beta C on the GPUs; returns when every GPU has finished.
   Stats run(float alpha, float beta);
-  // C to host (row-major).
+  // C back into row-major host memory or one GPU's memory.
   void gather(MatrixView<float> c) const;
   // Every element of C set to NaN on the GPUs (so unwritten elements show).
   void poison_c();

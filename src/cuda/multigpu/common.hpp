@@ -39,13 +39,20 @@ struct Rows {
   float* p;
   index_t ld;
 };
+// A row-major operand in host memory or on any GPU: copies to and from it
+// use cudaMemcpyDefault, and unified addressing finds where it lives (GPU to
+// GPU directly where peer access is on, see team.cpp).
 template <class T>
-Rows host_rows(MatrixView<T> v, const char* what) {
+Rows operand_rows(MatrixView<T> v, const char* what) {
   if (!v.layout.is_row_major())
     throw Error(std::string("multigpu: ") + what + " must be row-major (got " + v.layout.str() + ")");
-  if (v.memory == Memory::device) throw Error(std::string("multigpu: ") + what + " must be in host memory");
   const index_t ld = v.rows() <= 1 ? std::max<index_t>(1, v.cols()) : v.layout.rows.stride[0];
   return {const_cast<float*>(v.data), ld};
+}
+template <class T>
+Rows host_rows(MatrixView<T> v, const char* what) {
+  if (v.memory == Memory::device) throw Error(std::string("multigpu: ") + what + " must be in host memory");
+  return operand_rows(v, what);
 }
 
 // Device memory on the current GPU, freed on that GPU.

@@ -126,8 +126,8 @@ void Distributed::scatter(MatrixView<const float> a, MatrixView<const float> b, 
     throw Error("multigpu: scatter: operands do not match the " + std::to_string(s.M) + "x" + std::to_string(s.N) +
                 "x" + std::to_string(s.K) + " product");
   if (c0 && (c0->rows() != s.M || c0->cols() != s.N)) throw Error("multigpu: scatter: C0 is not M x N");
-  const Rows A = host_rows(a, "A"), B = host_rows(b, "B");
-  const Rows C = c0 ? host_rows(*c0, "C") : Rows{nullptr, 0};
+  const Rows A = operand_rows(a, "A"), B = operand_rows(b, "B");
+  const Rows C = c0 ? operand_rows(*c0, "C") : Rows{nullptr, 0};
   std::lock_guard<std::mutex> lock(s.team->busy);
   s.team->threads().detour([&](const ThreadCoord& t) {
     State::Local& L = s.local[std::size_t(t.tid)];
@@ -143,21 +143,21 @@ void Distributed::scatter(MatrixView<const float> a, MatrixView<const float> b, 
       for (index_t x = ap.begin; x < ap.end; ++x) {
         const Range kr = s.panel(x);
         copy_rows(L.a.get() + mp * (kr.begin - ak0), kr.size(), A.p + r.begin * A.ld + kr.begin, A.ld, mp, kr.size(),
-                  cudaMemcpyHostToDevice, in);
+                  cudaMemcpyDefault, in);
       }
       const Range bk = s.k_of(s.b_panels(p));
-      copy_rows(L.b.get(), nq, B.p + bk.begin * B.ld + cl.begin, B.ld, bk.size(), nq, cudaMemcpyHostToDevice, in);
-      if (C.p) copy_rows(L.c.get(), nq, C.p + r.begin * C.ld + cl.begin, C.ld, mp, nq, cudaMemcpyHostToDevice, in);
+      copy_rows(L.b.get(), nq, B.p + bk.begin * B.ld + cl.begin, B.ld, bk.size(), nq, cudaMemcpyDefault, in);
+      if (C.p) copy_rows(L.c.get(), nq, C.p + r.begin * C.ld + cl.begin, C.ld, mp, nq, cudaMemcpyDefault, in);
     } else {
       const Range kg = s.k_slice(t.tid);
-      copy_rows(L.a.get(), kg.size(), A.p + kg.begin, A.ld, s.M, kg.size(), cudaMemcpyHostToDevice, in);
-      copy_rows(L.b.get(), s.N, B.p + kg.begin * B.ld, B.ld, kg.size(), s.N, cudaMemcpyHostToDevice, in);
+      copy_rows(L.a.get(), kg.size(), A.p + kg.begin, A.ld, s.M, kg.size(), cudaMemcpyDefault, in);
+      copy_rows(L.b.get(), s.N, B.p + kg.begin * B.ld, B.ld, kg.size(), s.N, cudaMemcpyDefault, in);
       if (C.p)
         for (int c = 0; c < s.chunks; ++c) {
           const index_t r0 = index_t(c) * s.G * s.piece + t.tid * s.piece;
           const index_t rows = std::clamp<index_t>(s.M - r0, 0, s.piece);
           copy_rows(L.c.get() + index_t(c) * s.piece * s.N, s.N, C.p + r0 * C.ld, C.ld, rows, s.N,
-                    cudaMemcpyHostToDevice, in);
+                    cudaMemcpyDefault, in);
         }
     }
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(in));
@@ -167,7 +167,7 @@ void Distributed::scatter(MatrixView<const float> a, MatrixView<const float> b, 
 void Distributed::gather(MatrixView<float> c) const {
   const State& s = *s_;
   if (c.rows() != s.M || c.cols() != s.N) throw Error("multigpu: gather: C is not M x N");
-  const Rows C = host_rows(c, "C");
+  const Rows C = operand_rows(c, "C");
   std::lock_guard<std::mutex> lock(s.team->busy);
   s.team->threads().detour([&](const ThreadCoord& t) {
     const State::Local& L = s.local[std::size_t(t.tid)];
@@ -175,13 +175,13 @@ void Distributed::gather(MatrixView<float> c) const {
     if (s.plan.variant == Variant::summa_2d) {
       const Range r = s.rows_of(t[0]), cl = s.cols_of(t[1]);
       copy_rows(C.p + r.begin * C.ld + cl.begin, C.ld, L.c.get(), cl.size(), r.size(), cl.size(),
-                cudaMemcpyDeviceToHost, out);
+                cudaMemcpyDefault, out);
     } else {
       for (int ch = 0; ch < s.chunks; ++ch) {
         const index_t r0 = index_t(ch) * s.G * s.piece + t.tid * s.piece;
         const index_t rows = std::clamp<index_t>(s.M - r0, 0, s.piece);
         copy_rows(C.p + r0 * C.ld, C.ld, L.c.get() + index_t(ch) * s.piece * s.N, s.N, rows, s.N,
-                  cudaMemcpyDeviceToHost, out);
+                  cudaMemcpyDefault, out);
       }
     }
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(out));

@@ -75,6 +75,18 @@ Team& team(const std::vector<int>& devices, int P, int Q, bool nccl) {
       s.in = std::make_unique<Stream>(true);
       s.out = std::make_unique<Stream>();
     }
+    // Peer access between the team's GPUs, where the hardware has it: the
+    // operands of `--operands gpu0` then go GPU to GPU (NVLink), not through
+    // host memory. NCCL does not need it.
+    for (int d : devices)
+      for (int e : devices) {
+        int can = 0;
+        if (d == e || cudaDeviceCanAccessPeer(&can, d, e) != cudaSuccess || !can) continue;
+        bind_device(d);
+        const cudaError_t r = cudaDeviceEnablePeerAccess(e, 0);
+        if (r == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();  // enabled before: fine
+        else PARRAY_CUDA_CHECK(r);
+      }
     bind_device(cur);
     slot = std::move(t);
   }
