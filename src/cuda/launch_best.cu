@@ -2,8 +2,9 @@
 // measurement (docs/perf-notes.md), every transpose case and every layout.
 // PARRAY_CUDA_BEST_SHAPE=<n> runs one of the candidate shapes of
 // launch_best_sweep.cu instead (row- or column-major operands; for tuning),
-// PARRAY_CUDA_BEST_GROUP the tile-order group (default 8, 1 = row by row)
-// and PARRAY_CUDA_BEST_SPLITS a fixed K split.
+// PARRAY_CUDA_BEST_GROUP the tile-order group (default 8, 1 = row by row),
+// PARRAY_CUDA_BEST_SPLITS a fixed K split and PARRAY_CUDA_BEST_WIDE=1 the
+// 128 x 256 tile wherever A runs along k.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -20,8 +21,13 @@ template <bool AK, bool BKc>
 struct Launch {
   template <class OpA, class OpB, class OpC>
   static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan&) {
+    // The wide tile for A along k and B along n (row-major A and B). With B
+    // along k too the 128 x 128 tile stays: 83 % of cuBLAS unspilled (H100,
+    // 4096^3), the wide one 78-79 % (docs/perf-notes.md "Change 5").
     if constexpr (OpA::strided && AK && !BKc) {
-      if (best_wide_fits(cur.M, cur.N, cur_batch.count)) {
+      // PARRAY_CUDA_BEST_WIDE=1 takes it whatever the size (tests, sanitizers).
+      static const bool force_wide = env_int("PARRAY_CUDA_BEST_WIDE", 0) == 1;
+      if (force_wide || best_wide_fits(cur.M, cur.N, cur_batch.count)) {
         launch_best<BestWideShape, AK, BKc>(a, b, c);
         return;
       }
@@ -47,6 +53,15 @@ struct BatchScope {
 // product.
 void gemm_best_batch(const GemmCall<float>* parts, int n) {
   const GemmCall<float>& first = parts[0];
+  bool batchable = false;  // best_sgemm offsets only A-along-k, B-along-n products (12_best.cuh)
+  with_operands(first, [&](auto a, auto b, auto c) {
+    const LoadPlan p = plan(a, b, c, first);
+    batchable = decltype(a)::strided && p.a_k_contig && !p.b_k_contig;
+  });
+  if (!batchable) {
+    for (int i = 0; i < n; ++i) gemm_best(parts[i]);
+    return;
+  }
   set_problem(first, "cuda-12-best");
   BatchScope scope;
   cur_batch.count = n;

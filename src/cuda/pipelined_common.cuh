@@ -201,7 +201,10 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   if (splits <= 0)
     splits = choose_splits(tiles, kts, sm_count(), per_sm, static_cast<long long>(S::BM) * S::BN * S::BK, cur.M,
                            cur.N);
-  if (cur_batch.count > 1) splits = 1;  // a batch is there because its products fill the GPU together
+  if (cur_batch.count > 1) {
+    if (!(AK && !BKc)) throw Error("cuda-12-best: a batch of products needs A along k and B along n");
+    splits = 1;  // a batch is there because its products fill the GPU together
+  }
   const int per = (kts + splits - 1) / splits;
   splits = (kts + per - 1) / per;
   if (splits == 1) {
