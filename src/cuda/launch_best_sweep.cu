@@ -28,16 +28,6 @@ using S12 = BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 4>;  // the wide t
 using S13 = BestShape<128, 256, 32, 64, 64, 1, 4, 8, 4, 3, 1, 8>;  // BK = 32, 8 k-steps per loop body
 using S14 = BestShape<64, 64, 16, 32, 32, 1, 1, 4, 8, 3, 4>;       // 64 x 64, 128 threads, 4 x 8: small products
 using S15 = BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2, 8>;  // the default with 8 k-steps per loop body
-// The wide tile (S11) with other per-thread fragments: same 8 x 16 or 16 x 8
-// results per thread, different shared-memory reads and FMA operand
-// patterns (session 4: ncu charged S11 0.23 cycles per instruction to
-// "dispatch" and 0.12 to "wait" stalls against cuBLAS's 0.10 / 0.01; the
-// register allocation of the outer product is what changes between these).
-// Row-major A and B only (the orientation the wide tile is used for).
-using S16 = BestShape<128, 256, 16, 64, 64, 2, 2, 4, 8, 3, 1, 8>;  // 8 x 16 as 2 x 2 sub-tiles of 4 x 8
-using S17 = BestShape<128, 256, 16, 64, 64, 2, 2, 8, 4, 3, 1, 8>;  // 16 x 8 as 2 x 2 of 8 x 4
-using S18 = BestShape<128, 256, 16, 64, 64, 2, 4, 4, 4, 3, 1, 8>;  // 8 x 16 as 2 x 4 of 4 x 4
-using S19 = BestShape<128, 256, 16, 64, 64, 4, 2, 4, 4, 3, 1, 8>;  // 16 x 8 as 4 x 2 of 4 x 4
 }  // namespace
 
 namespace {
@@ -78,17 +68,7 @@ bool gemm_best_candidate(const GemmCall<float>& call, int shape) {
         case 13: launch_oriented<S13>(p, a, b, c); break;
         case 14: launch_oriented<S14>(p, a, b, c); break;
         case 15: launch_oriented<S15>(p, a, b, c); break;
-        case 16: case 17: case 18: case 19:
-          if (!p.a_k_contig) {  // not instantiated: the default shape runs it
-            done = false;
-            break;
-          }
-          if (shape == 16) launch_best<S16, true, false>(a, b, c);
-          else if (shape == 17) launch_best<S17, true, false>(a, b, c);
-          else if (shape == 18) launch_best<S18, true, false>(a, b, c);
-          else launch_best<S19, true, false>(a, b, c);
-          break;
-        default: throw Error("PARRAY_CUDA_BEST_SHAPE=" + std::to_string(shape) + ": no such shape (0..19)");
+        default: throw Error("PARRAY_CUDA_BEST_SHAPE=" + std::to_string(shape) + ": no such shape (0..15)");
       }
     }
   });
