@@ -86,22 +86,24 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
   b.kc_direct = std::clamp<index_t>(round_down(l1 / 2 / (nr * e), 8), 64, 512);
   // PARRAY_CPU_KC overrides KC, for tuning on a new machine (docs/cpu-gemm.md).
   if (kc_override && std::atol(kc_override) > 0) b.kc = b.kc_direct = std::atol(kc_override);
-  // An eighth of L2, not the textbook half: on the development VM an A block of
-  // half the reported L2 was evicted by the B panels streaming past it and the
-  // microkernel lost a third of its speed; blocks up to ~200 KB (of 1.25 MiB)
-  // stayed resident (docs/perf-notes.md, CPU section). The cost of a small MC is
-  // only that each B micro-panel is reloaded from L3 once per row block.
+  // A quarter of L2 for the packed path (an eighth until run 5), not the
+  // textbook half: on the development VM an A block of half the reported L2 was
+  // evicted by the B panels streaming past it and the microkernel lost a third
+  // of its speed (docs/perf-notes.md, CPU section). Each B micro-panel is
+  // fetched from L3 (or memory) once per row block, so MC sets how many row
+  // tiles share that fetch: at KC 384 an eighth of L2 left FP64 only 4 (MC 48).
+  // The direct path keeps the eighth it was measured with.
   // PARRAY_CPU_MC overrides MC (rounded to MR), for tuning like PARRAY_CPU_KC.
   // The driver splits M among the threads itself (a contiguous share each,
   // walked in blocks of at most MC rows), so MC is only capped by M here.
   (void)threads;
-  auto mc_for = [&](index_t kc) {
-    index_t mc_max = std::max<index_t>(mr, round_down(l2 / 8 / (kc * e), mr));
+  auto mc_for = [&](index_t kc, long a_block_bytes) {
+    index_t mc_max = std::max<index_t>(mr, round_down(a_block_bytes / (kc * e), mr));
     if (mc_override && std::atol(mc_override) > 0) mc_max = round_down(std::atol(mc_override), mr);
     return std::min(mc_max, round_up(std::max<index_t>(m, 1), mr));
   };
-  b.mc = mc_for(b.kc);
-  b.mc_direct = mc_for(b.kc_direct);
+  b.mc = mc_for(b.kc, l2 / 4);
+  b.mc_direct = mc_for(b.kc_direct, l2 / 8);
   b.nc = std::clamp<index_t>(round_down(l3 / 4 / (b.kc * e), nr), nr, 8192);
   return b;
 }

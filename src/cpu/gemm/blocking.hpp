@@ -25,7 +25,8 @@ struct BlockSizes {
 };
 
 // KC: a KC x NR micro-panel of B fills L1 (at most 384); MC: an MC x KC block
-// of A takes an eighth of L2; NC: a KC x NC block of B takes a quarter of L3.
+// of A takes a quarter of L2 (the direct path: an eighth); NC: a KC x NC block
+// of B takes a quarter of L3.
 // The direct path keeps K blocks whose strided B micro-panel fills half of L1.
 // See docs/cpu-gemm.md.
 BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads);

@@ -34,10 +34,12 @@ struct Vec<float> {
   static constexpr int lanes = 16;
   static type zero() { return _mm512_setzero_ps(); }
   static type load(mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  static type load(const float* p) { return _mm512_loadu_ps(p); }
   static type set1(float x) { return _mm512_set1_ps(x); }
   static type fma(type a, type b, type c) { return _mm512_fmadd_ps(a, b, c); }
   static type mul(type a, type b) { return _mm512_mul_ps(a, b); }
   static void store(mask m, float* p, type v) { _mm512_mask_storeu_ps(p, m, v); }
+  static void store(float* p, type v) { _mm512_storeu_ps(p, v); }
   static void stream(float* p, type v) { _mm512_stream_ps(p, v); }
 };
 template <>
@@ -47,26 +49,71 @@ struct Vec<double> {
   static constexpr int lanes = 8;
   static type zero() { return _mm512_setzero_pd(); }
   static type load(mask m, const double* p) { return _mm512_maskz_loadu_pd(m, p); }
+  static type load(const double* p) { return _mm512_loadu_pd(p); }
   static type set1(double x) { return _mm512_set1_pd(x); }
   static type fma(type a, type b, type c) { return _mm512_fmadd_pd(a, b, c); }
   static type mul(type a, type b) { return _mm512_mul_pd(a, b); }
   static void store(mask m, double* p, type v) { _mm512_mask_storeu_pd(p, m, v); }
+  static void store(double* p, type v) { _mm512_storeu_pd(p, v); }
   static void stream(double* p, type v) { _mm512_stream_pd(p, v); }
+};
+
+// Loads and stores of one row of B or C: plain for full tiles (kFull: cols is
+// 2 * lanes), masked otherwise. Unmasked, the k loop needs no mask registers,
+// which GCC otherwise reloads from the stack every step (it runs out of
+// general registers with 12 rows of A).
+template <class V, bool kFull>
+struct RowIo {
+  using R = typename V::type;
+  using M = typename V::mask;
+  M m0, m1;
+  explicit RowIo(int cols) {
+    constexpr int L = V::lanes;
+    const M all = static_cast<M>(~0u);
+    m0 = cols >= L ? all : static_cast<M>((1u << cols) - 1);
+    m1 = cols >= 2 * L ? all : cols > L ? static_cast<M>((1u << (cols - L)) - 1) : M(0);
+  }
+  template <class T>
+  R load0(const T* p) const {
+    if constexpr (kFull) return V::load(p);
+    else return V::load(m0, p);
+  }
+  template <class T>
+  R load1(const T* p) const {
+    if constexpr (kFull) return V::load(p);
+    else return V::load(m1, p);
+  }
+  // One row of B (two vectors), pinned in registers: GCC would otherwise fold
+  // the unmasked loads into every FMA (MR loads of each vector instead of one,
+  // load-port bound).
+  template <class T>
+  void load_b(const T* b, R& b0, R& b1) const {
+    b0 = load0(b);
+    b1 = load1(b + V::lanes);
+    asm("" : "+v"(b0), "+v"(b1));
+  }
+  template <class T>
+  void store0(T* p, R v) const {
+    if constexpr (kFull) V::store(p, v);
+    else V::store(m0, p, v);
+  }
+  template <class T>
+  void store1(T* p, R v) const {
+    if constexpr (kFull) V::store(p, v);
+    else V::store(m1, p, v);
+  }
 };
 
 // MR rows x up to 2 * lanes columns. kUnitACol: A's columns are adjacent
 // (row-major A: each row a stream); otherwise A's rows are (column-major A:
 // the MR elements of one k step are adjacent).
-template <class T, int MR, bool kUnitACol, bool kStream>
+template <class T, int MR, bool kUnitACol, bool kStream, bool kFull>
 void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                  index_t c_rs, int cols) {
   using V = Vec<T>;
   using R = typename V::type;
-  using M = typename V::mask;
   constexpr int L = V::lanes;
-  const M all = static_cast<M>(~0u);
-  const M m0 = cols >= L ? all : static_cast<M>((1u << cols) - 1);
-  const M m1 = cols >= 2 * L ? all : cols > L ? static_cast<M>((1u << (cols - L)) - 1) : M(0);
+  const RowIo<V, kFull> io(cols);
   R c0[MR], c1[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = V::zero();
@@ -75,7 +122,8 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) rows[i] = a + i * a_rs;
     for (index_t p = 0; p < k; ++p) {
-      const R b0 = V::load(m0, b), b1 = V::load(m1, b + L);
+      R b0, b1;
+      io.load_b(b, b0, b1);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         const R ai = V::set1(rows[i][p]);
@@ -86,7 +134,8 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
     }
   } else {
     for (index_t p = 0; p < k; ++p) {
-      const R b0 = V::load(m0, b), b1 = V::load(m1, b + L);
+      R b0, b1;
+      io.load_b(b, b0, b1);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         const R ai = V::set1(a[i]);
@@ -106,8 +155,8 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
         V::stream(row, V::mul(va, c0[i]));
         V::stream(row + L, V::mul(va, c1[i]));
       } else {
-        V::store(m0, row, V::mul(va, c0[i]));
-        V::store(m1, row + L, V::mul(va, c1[i]));
+        io.store0(row, V::mul(va, c0[i]));
+        io.store1(row + L, V::mul(va, c1[i]));
       }
     }
   } else {
@@ -115,8 +164,8 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       T* row = c + i * c_rs;
-      V::store(m0, row, V::fma(va, c0[i], V::mul(vb, V::load(m0, row))));
-      V::store(m1, row + L, V::fma(va, c1[i], V::mul(vb, V::load(m1, row + L))));
+      io.store0(row, V::fma(va, c0[i], V::mul(vb, io.load0(row))));
+      io.store1(row + L, V::fma(va, c1[i], V::mul(vb, io.load1(row + L))));
     }
   }
 }
@@ -124,13 +173,13 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
 constexpr int kDirectMr = 12;
 
 // rows (1..12) as a 12-, 8-, 4-, 2- and 1-row tiles.
-template <class T, bool kUnitACol, bool kStream>
+template <class T, bool kUnitACol, bool kStream, bool kFull>
 void direct_tile(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                  index_t c_rs, int rows, int cols) {
   auto part = [&](auto mr_constant) {
     constexpr int mr = decltype(mr_constant)::value;
     while (rows >= mr) {
-      direct_rows<T, mr, kUnitACol, kStream>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, cols);
+      direct_rows<T, mr, kUnitACol, kStream, kFull>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, cols);
       a += mr * a_rs;
       c += mr * c_rs;
       rows -= mr;
@@ -146,8 +195,14 @@ void direct_tile(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
 template <class T, bool kStream>
 void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                    index_t c_rs, int rows, int cols) {
-  if (a_cs == 1) direct_tile<T, true, kStream>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
-  else direct_tile<T, false, kStream>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+  const bool full = cols == 2 * Vec<T>::lanes;
+  if (a_cs == 1) {
+    if (full) direct_tile<T, true, kStream, true>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+    else direct_tile<T, true, kStream, false>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+  } else {
+    if (full) direct_tile<T, false, kStream, true>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+    else direct_tile<T, false, kStream, false>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, rows, cols);
+  }
 }
 
 }  // namespace

@@ -229,8 +229,7 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
                                                  : static_cast<double>(m) * static_cast<double>(n) * sizeof(T) >= kStreamBytes) &&
                       call.beta == T(0) && k <= kc_step && (c_rs * static_cast<index_t>(sizeof(T))) % 64 == 0;
   const auto run = stream ? dk.run_streaming : dk.run;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (index_t ib = 0; ib < row_blocks; ++ib) {
+  auto row_block = [&](index_t ib) {
     const index_t i0 = ib * mc;
     const int rows = static_cast<int>(std::min<index_t>(mc, m - i0));
     // k == 0 still makes one pass, so that C is scaled by beta.
@@ -244,6 +243,14 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
       }
     }
     if (stream) _mm_sfence();  // the non-temporal stores are seen before the region ends
+  };
+  // One thread does not enter the OpenMP runtime at all: even an if(false)
+  // parallel region costs a team set-up, a noticeable part of a 64^3 product.
+  if (threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (index_t ib = 0; ib < row_blocks; ++ib) row_block(ib);
+  } else {
+    for (index_t ib = 0; ib < row_blocks; ++ib) row_block(ib);
   }
 }
 
@@ -321,6 +328,12 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
           for (index_t jp = 0; jp < panels; ++jp) {
             const index_t j = jc + jp * nr, cols = std::min<index_t>(nr, n - j);
             const T* bp = b_packed + jp * nr * kc;
+            // The micro-panel after this one (for the last, the first: the next
+            // row block starts there). Its first use would otherwise wait for
+            // it from L3 or memory (docs/cpu-gemm.md): the row tiles of this
+            // panel prefetch it into L2 in turn, kc / 4 lines each.
+            const T* const next_panel = b_packed + (jp + 1 < panels ? jp + 1 : 0) * nr * kc;
+            const index_t panel_lines = (nr * kc * static_cast<index_t>(sizeof(T)) + 63) / 64;
             // Columns contiguous in C: straight into C, else through the edge buffer.
             index_t tile_cols[64];
             for (index_t cidx = 0; cidx < cols; ++cidx) tile_cols[cidx] = c_col(j + cidx);
@@ -329,11 +342,14 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
             for (index_t ir = 0; ir < mc; ir += mr) {
               const index_t i = ic + ir, rows = std::min<index_t>(mr, mc - ir);
               const T* ap = a_packed + ir * kc;
+              const index_t first_line = ir / mr * (kc / 4);
+              const T* b_next =
+                  first_line < panel_lines ? next_panel + first_line * 64 / static_cast<index_t>(sizeof(T)) : nullptr;
               if (contiguous && rows == mr) {
                 for (int r = 0; r < mr; ++r) c_rows[r] = c_row(i + r);
-                uk.run(kc, ap, bp, call.alpha, beta, c_tile, c_rows);
+                uk.run(kc, ap, bp, call.alpha, beta, c_tile, c_rows, b_next);
               } else {
-                uk.run(kc, ap, bp, T(1), T(0), edge, edge_rows);
+                uk.run(kc, ap, bp, T(1), T(0), edge, edge_rows, b_next);
                 for (index_t r = 0; r < rows; ++r) {
                   const index_t row_off = c_row(i + r);
                   for (index_t cidx = 0; cidx < cols; ++cidx) {

@@ -7,6 +7,10 @@
 //   C(i, j) for j < NR lives at c[row_offset[i] + j]: rows anywhere, but the NR
 //   columns of each row contiguous. C = alpha * a * b + beta * C, and beta == 0
 //   means C is not read.
+//   b_next: packed B the driver will need soon (part of the next micro-panel),
+//   or nullptr. A kernel may prefetch up to k / 4 cache lines (16 * k bytes)
+//   from there into L2 while it runs; it never reads them otherwise, so any
+//   address is allowed (prefetches do not fault).
 // Edge tiles (and tiles whose columns are not contiguous in C) are computed
 // into a local buffer by the same kernel and merged by the driver.
 //
@@ -28,7 +32,8 @@ template <class T>
 struct MicroKernel {
   int mr;
   int nr;
-  void (*run)(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset);
+  void (*run)(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset,
+              const T* b_next);
   const char* name;
 };
 

@@ -19,7 +19,10 @@
 // Each FMA reads a broadcast register rather than using an embedded {1toN}
 // memory broadcast because every element of A feeds two FMAs: one load per
 // element instead of two. The loop is unrolled by 4 with one prefetch per cache
-// line of A, 16 steps ahead (A streams from L2; the B micro-panel stays in L1).
+// line of A, 16 steps ahead (A streams from L2; the B micro-panel stays in L1),
+// and, when the driver asks, one prefetch into L2 per 4 steps of the next B
+// micro-panel (whose first use otherwise waited for L3 or memory: the first
+// row tile of each panel ran at a third of the speed of the others).
 // Measurements: docs/perf-notes.md, CPU section.
 #include <immintrin.h>
 
@@ -60,12 +63,10 @@ constexpr int kPrefetchSteps = 16;
 
 // The whole k loop: kUnroll steps per iteration (with the prefetches of the
 // A lines those steps will need kPrefetchSteps later), then the remaining
-// k % kUnroll steps one at a time. A_LINES: cache lines of A per iteration.
-#define PARRAY_K_LOOP(ES, BC, FMA, PREFETCHES)                                \
-  "test %[blocks], %[blocks]\n\t"                                              \
-  "jz 2f\n"                                                                    \
-  "1:\n\t"                                                                     \
-  PREFETCHES                                                                   \
+// k % kUnroll steps one at a time. When the driver passes b_next, a second copy
+// of the unrolled loop also prefetches one line of it into L2 per iteration
+// (k / 4 lines in all; prefetcht1: the current B micro-panel keeps L1).
+#define PARRAY_BLOCK(ES, BC, FMA)                                             \
   PARRAY_STEP(0, ES, BC, FMA)                                                  \
   PARRAY_STEP(1, ES, BC, FMA)                                                  \
   PARRAY_STEP(2, ES, BC, FMA)                                                  \
@@ -73,7 +74,24 @@ constexpr int kPrefetchSteps = 16;
   "add $4*12*" #ES ", %[a]\n\t"                                                \
   "add $4*12*" #ES ", %[a_ahead]\n\t"                                          \
   "add $4*128, %[b]\n\t"                                                       \
-  "dec %[blocks]\n\t"                                                          \
+  "dec %[blocks]\n\t"
+#define PARRAY_B_NEXT                                                         \
+  "prefetcht1 (%[b_next])\n\t"                                                \
+  "add $64, %[b_next]\n\t"
+#define PARRAY_K_LOOP(ES, BC, FMA, PREFETCHES)                                \
+  "test %[blocks], %[blocks]\n\t"                                              \
+  "jz 2f\n\t"                                                                  \
+  "test %[b_next], %[b_next]\n\t"                                              \
+  "jz 1f\n"                                                                    \
+  "7:\n\t"                                                                     \
+  PREFETCHES                                                                   \
+  PARRAY_B_NEXT                                                                \
+  PARRAY_BLOCK(ES, BC, FMA)                                                    \
+  "jnz 7b\n\t"                                                                 \
+  "jmp 2f\n"                                                                   \
+  "1:\n\t"                                                                     \
+  PREFETCHES                                                                   \
+  PARRAY_BLOCK(ES, BC, FMA)                                                    \
   "jnz 1b\n"                                                                   \
   "2:\n\t"                                                                     \
   "test %[rest], %[rest]\n\t"                                                  \
@@ -131,8 +149,8 @@ constexpr int kPrefetchSteps = 16;
   "6:\n\t"
 
 #define PARRAY_KERNEL_OPERANDS                                                                       \
-  : [a] "+r"(a), [b] "+r"(b), [a_ahead] "+r"(a_ahead), [blocks] "+r"(blocks), [rest] "+r"(rest),      \
-    [row] "=&r"(row)                                                                                 \
+  : [a] "+r"(a), [b] "+r"(b), [a_ahead] "+r"(a_ahead), [b_next] "+r"(b_next), [blocks] "+r"(blocks), \
+    [rest] "+r"(rest), [row] "=&r"(row)                                                              \
   : [c] "r"(c), [rows] "r"(row_offset), [alpha] "m"(alpha), [beta] "m"(beta),                      \
     [beta_is_zero] "r"(beta_is_zero)                                                                 \
   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
@@ -141,7 +159,8 @@ constexpr int kPrefetchSteps = 16;
     "memory"
 
 template <class T>
-void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset) {
+void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset,
+                 const T* b_next) {
   constexpr int L = 64 / static_cast<int>(sizeof(T));
   // C's rows are read (or written) only after the k loop; fetch them now so
   // that their cache misses overlap the FMAs instead of stalling after them.
@@ -174,6 +193,8 @@ void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const
 #undef PARRAY_WITH_BETA
 #undef PARRAY_OUT_ROW
 #undef PARRAY_K_LOOP
+#undef PARRAY_B_NEXT
+#undef PARRAY_BLOCK
 #undef PARRAY_PREFETCH
 #undef PARRAY_STEP
 #undef PARRAY_ROW

@@ -12,7 +12,7 @@ constexpr int kMr = 4, kNr = 8;
 
 template <class T>
 void kernel(index_t k, const T* __restrict a, const T* __restrict b, T alpha, T beta, T* c,
-            const index_t* row_offset) {
+            const index_t* row_offset, const T* /*b_next: no prefetch here*/) {
   T acc[kMr][kNr] = {};
   for (index_t p = 0; p < k; ++p) {
     for (int i = 0; i < kMr; ++i)

@@ -21,7 +21,7 @@ constexpr int kPrefetchSteps = 16;
 
 template <class V, int MR, class T>
 void tile_kernel(index_t k, const T* __restrict a, const T* __restrict b, T alpha, T beta, T* c,
-                 const index_t* row_offset) {
+                 const index_t* row_offset, const T* /*b_next: not prefetched by this kernel*/) {
   using R = typename V::type;
   constexpr int L = V::lanes;
   // Cache lines of A consumed per unrolled iteration.
