@@ -14,6 +14,7 @@
 #include "parray/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
+#include "parray/cuda/memory.hpp"
 #include "parray/multigpu.hpp"
 #endif
 
@@ -95,13 +96,8 @@ void expect_correct(const multigpu::Plan& plan, const Problem& p) {
   // gathered back to it, GPU to GPU.
   o.reset();
   multigpu::bind_device(plan.devices[0]);
-  auto on_gpu = [](const Array<float>& h) {
-    Array<float> g(h.type(), Memory::device);
-    copy_bytes(g.data(), Memory::device, h.data(), Memory::pinned, std::size_t(h.storage_elements()) * sizeof(float));
-    return g;
-  };
-  const Array<float> ga = on_gpu(o.a), gb = on_gpu(o.b), gc0 = on_gpu(o.c0);
-  Array<float> gc = on_gpu(o.c);
+  const Array<float> ga = cuda::to_device(o.a), gb = cuda::to_device(o.b), gc0 = cuda::to_device(o.c0);
+  Array<float> gc = cuda::to_device(o.c);
   const MatrixView<const float> gc0v = gc0.view();
   d.scatter(ga.view(), gb.view(), p.beta != 0.f ? &gc0v : nullptr);
   if (p.beta == 0.f) d.poison_c();

@@ -31,6 +31,7 @@
 #include "parray/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
+#include "parray/cuda/memory.hpp"
 #include "parray/cuda_runtime.hpp"
 #include "parray/multigpu.hpp"
 #endif
@@ -177,14 +178,10 @@ int run(const Args& a) {
     // A, B (and C0) start on the first GPU and C ends there: every timed
     // call scatters the blocks from it, multiplies, and gathers C back.
     multigpu::bind_device(plan.devices[0]);
-    Array<float> dA(dense(M, K), Memory::device), dB(dense(K, N), Memory::device), dC(dense(M, N), Memory::device);
-    Array<float> dC0(dense(beta != 0.f ? M : 1, beta != 0.f ? N : 1), Memory::device);
-    copy_bytes(dA.data(), Memory::device, A.data(), Memory::pinned, std::size_t(M * K) * sizeof(float));
-    copy_bytes(dB.data(), Memory::device, B.data(), Memory::pinned, std::size_t(K * N) * sizeof(float));
-    if (beta != 0.f)
-      copy_bytes(dC0.data(), Memory::device, C0.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
-    const MatrixView<const float> dav = std::as_const(dA).view(), dbv = std::as_const(dB).view(),
-                                  dc0v = std::as_const(dC0).view();
+    reset_c();
+    const Array<float> dA = cuda::to_device(A), dB = cuda::to_device(B), dC0 = cuda::to_device(C0);
+    Array<float> dC = cuda::to_device(C);
+    const MatrixView<const float> dav = dA.view(), dbv = dB.view(), dc0v = dC0.view();
     multigpu::Distributed d(plan, M, N, K);
     auto call = [&](bool poison) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -195,8 +192,6 @@ int run(const Args& a) {
       s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       return s;
     };
-    reset_c();
-    copy_bytes(dC.data(), Memory::device, C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
     st = call(beta == 0.f);  // verified run (and warm-up)
     copy_bytes(C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
     mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);

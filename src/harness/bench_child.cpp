@@ -45,19 +45,18 @@ std::string one_line(std::string s) {
   return s;
 }
 
-double number(const std::map<std::string, std::string>& kv, const std::string& key) {
-  auto it = kv.find(key);
-  if (it == kv.end()) throw Error("__bench-child: missing " + key + "=");
-  char* end = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  if (end == it->second.c_str() || *end) throw Error("__bench-child: " + key + "=" + it->second + " is not a number");
-  return v;
-}
-
 std::string text(const std::map<std::string, std::string>& kv, const std::string& key) {
   auto it = kv.find(key);
   if (it == kv.end()) throw Error("__bench-child: missing " + key + "=");
   return it->second;
+}
+
+double number(const std::map<std::string, std::string>& kv, const std::string& key) {
+  const std::string t = text(kv, key);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str() || *end) throw Error("__bench-child: " + key + "=" + t + " is not a number");
+  return v;
 }
 
 // Waits for `pid` until `deadline`; kills it then. Returns the wait status, or -1 when killed.
@@ -129,11 +128,8 @@ std::string spawn_and_read(const std::string& exe, const std::vector<std::string
   // row would say "broken pipe" rather than that it ran out of time.
   if (past_deadline) kill(pid, SIGKILL);
   close(pipe_fds[0]);
-  const int status = past_deadline ? -1 : wait_until(pid, deadline);
-  if (past_deadline)
-    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  if (status == -1) return fmt::format("timed out after {:g} s (child killed)", timeout_s);
+  const int status = wait_until(pid, deadline);  // reaps the killed child; -1 when it had to kill
+  if (past_deadline || status == -1) return fmt::format("timed out after {:g} s (child killed)", timeout_s);
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
     ChildResult r;
     if (parse_child_result(out, r) && !r.error.empty()) return r.error;
