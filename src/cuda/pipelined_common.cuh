@@ -13,6 +13,7 @@
 
 #include "gemm/12_best.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
+#include "parray/cuda/streamk_plan.hpp"
 
 namespace parray::cuda::pipelined {
 
@@ -178,12 +179,36 @@ inline int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
+// The stream-K tail's plan (parray/cuda/streamk_plan.hpp), with
+// PARRAY_CUDA_BEST_STREAMK=0 turning it off and =n > 0 planning for n block
+// slots whatever the estimate (tests: small grids get a tail).
+inline StreamKPlan plan_streamk(long long tiles, int kts, long long slots, long long tile_floats, bool reads_c) {
+  static const int forced = env_int("PARRAY_CUDA_BEST_STREAMK", -1);
+  if (forced == 0) return {};
+  return forced > 0 ? plan_streamk_tail(tiles, kts, forced, tile_floats, reads_c, true)
+                    : plan_streamk_tail(tiles, kts, slots, tile_floats, reads_c, false);
+}
+
 // Blocks of kernel k (NT threads, smem bytes) that fit on one SM.
 template <class Kernel>
 int blocks_per_sm(Kernel k, int nt, int smem) {
   int n = 0;
   PARRAY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, nt, smem));
   return std::max(n, 1);
+}
+
+// The stream-K tail of the current problem (`cur`) after its full waves:
+// best_sgemm_streamk over the planned blocks, then streamk_fixup.
+template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
+void launch_streamk_tail(const OpA& a, const OpB& b, const OpC& c, int group, const StreamKPlan& p) {
+  ladder::StreamKTail t{p, splitk_workspace(size_t(p.tiles) * size_t(p.segments_per_tile) * S::BM * S::BN)};
+  auto ks = ladder::best_sgemm_streamk<S, AK, BKc, OpA, OpB, OpC>;
+  allow_smem_on_current_device(ks, S::smem_bytes);
+  ks<<<unsigned(p.blocks), S::NT, S::smem_bytes>>>(cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, group, t);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  ladder::streamk_fixup<S, OpC><<<dim3(unsigned(p.tiles), 8), 256>>>(cur.M, cur.N, cur.K, cur.alpha, cur.beta, c,
+                                                                       group, t);
+  PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 // Launches step 12 with tile shape S on the current problem (`cur`), with
@@ -208,9 +233,16 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   const int per = (kts + splits - 1) / splits;
   splits = (kts + per - 1) / per;
   if (splits == 1) {
-    k<<<dim3(unsigned(tiles), unsigned(cur_batch.count), 1), S::NT, S::smem_bytes>>>(
-        cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, group, kts, 0, cur_batch.off);
-    PARRAY_CUDA_CHECK_LAUNCH();
+    const StreamKPlan sk = cur_batch.count > 1 ? StreamKPlan{}
+                                               : plan_streamk(tiles, kts, static_cast<long long>(sm_count()) * per_sm,
+                                                              static_cast<long long>(S::BM) * S::BN, cur.beta != 0.f);
+    const long long grid = sk.tiles > 0 ? sk.dp_tiles : tiles;
+    if (grid > 0) {
+      k<<<dim3(unsigned(grid), unsigned(cur_batch.count), 1), S::NT, S::smem_bytes>>>(
+          cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, group, kts, 0, cur_batch.off);
+      PARRAY_CUDA_CHECK_LAUNCH();
+    }
+    if (sk.tiles > 0) launch_streamk_tail<S, AK, BKc>(a, b, c, group, sk);
     return;
   }
   // Split-K: raw slices into a row-major workspace (rows padded to 4 floats

@@ -24,10 +24,16 @@
 //    and writes raw partial sums through the same epilogue into a workspace,
 //    and splitk_sum adds the slices in a fixed order (deterministic) and
 //    applies alpha and beta; the slice count weighs the summing pass's bytes
-//    (choose_splits: 3 slices there, 82 % of cuBLAS on an H100).
+//    (choose_splits: 3 slices there, 82 % of cuBLAS on an H100);
+//  * a stream-K tail where the last wave is partly empty (8192^2 in 128 x
+//    256 tiles: 15.5 waves of 132 SMs): the full waves run whole tiles, the
+//    rest is cut in equal k-runs over all SMs (best_sgemm_streamk,
+//    streamk_fixup; parray/cuda/streamk_plan.hpp): H100 8192^3 89.4 ->
+//    91.7 % of cuBLAS.
 #pragma once
 
 #include "12_best_tiles.cuh"
+#include "parray/cuda/streamk_plan.hpp"
 
 namespace parray::cuda::ladder {
 
@@ -57,6 +63,19 @@ struct BatchOffsets {
   index_t a[kMaxBatch] = {}, b[kMaxBatch] = {}, c[kMaxBatch] = {};
 };
 
+// The tile (tm, tn) at position pid of the tile order: with group > 1 down
+// `group` tile rows, then right (concurrently running blocks share panels of
+// A and B in L2); else row by row.
+__device__ __forceinline__ void tile_coords(int pid, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
+  if (group > 1) {
+    const int per_group = group * tiles_n, first_m = (pid / per_group) * group;
+    const int gsz = min(tiles_m - first_m, group);
+    tm = first_m + (pid % per_group) % gsz, tn = (pid % per_group) / gsz;
+  } else {
+    tm = pid / tiles_n, tn = pid % tiles_n;
+  }
+}
+
 // blockIdx.x: linear tile index; blockIdx.y: product of the batch;
 // blockIdx.z: K slice of kt_per_split k-tiles, whose results go to C + z *
 // split_stride (split-K: C is the workspace, alpha = 1, beta = 0).
@@ -75,15 +94,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
     b.p += batch.b[blockIdx.y];
     c.p += batch.c[blockIdx.y];
   }
-  const int tiles_m = (M + S::BM - 1) / S::BM, tiles_n = (N + S::BN - 1) / S::BN, pid = blockIdx.x;
   int tm, tn;
-  if (group > 1) {  // grouped order: down `group` tile rows, then right
-    const int per_group = group * tiles_n, first_m = (pid / per_group) * group;
-    const int gsz = min(tiles_m - first_m, group);
-    tm = first_m + (pid % per_group) % gsz, tn = (pid % per_group) / gsz;
-  } else {
-    tm = pid / tiles_n, tn = pid % tiles_n;
-  }
+  tile_coords(int(blockIdx.x), (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
   const int m0 = tm * S::BM, n0 = tn * S::BN;
   const int kts = (K + S::BK - 1) / S::BK, kt0 = blockIdx.z * kt_per_split;
   const int kt1 = min(kts, kt0 + kt_per_split);
@@ -92,6 +104,55 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
   OpC cz = c;
   cz.p += blockIdx.z * split_stride;
   best_epilogue<S>(cz, M, N, m0, n0, alpha, beta, acc);
+}
+
+// The stream-K tail (parray/cuda/streamk_plan.hpp): the last `tiles` tiles of
+// the tile order (from dp_tiles), whose k-tiles, tile after
+// tile, are cut into equal runs of iters_per_block, one per block. A block
+// whose run covers a whole tile writes C; the others write their raw partial
+// sums into slot q of the tile in ws (segments_per_tile slots of BM x BN per
+// tile, q = the block's place among the blocks on that tile), and
+// streamk_fixup adds them.
+struct StreamKTail : StreamKPlan {
+  float* ws = nullptr;
+};
+
+// Why: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132 SMs,
+// 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for
+// cuBLAS's kernel of the same tile too. The full waves run as best_sgemm (a
+// launch of its own: run here, they took 3.5 % longer — this kernel's loop
+// over runs costs the k-loop 17 registers, 238 -> 255); this kernel spreads
+// the rest evenly over all the SMs. H100, 8192^3: 89.4 -> 91.7 % of cuBLAS
+// (docs/perf-notes.md "Change 6").
+template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
+__global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_streamk(int M, int N, int K, float alpha, OpA a, OpB b,
+                                                                     float beta, OpC c, int group, StreamKTail sk) {
+  extern __shared__ __align__(16) float smem[];
+  const int tiles_m = (M + S::BM - 1) / S::BM, tiles_n = (N + S::BN - 1) / S::BN;
+  // int positions (the launcher keeps tiles * kts + iters_per_block in
+  // range): a 64-bit run position cost the 128 x 128 tile registers it does
+  // not have.
+  const int kts = (K + S::BK - 1) / S::BK;
+  int it = int(blockIdx.x) * sk.iters_per_block;
+  const int end = min(sk.tiles * kts, it + sk.iters_per_block);
+  while (it < end) {
+    const int lt = it / kts, k0 = it - lt * kts, k1 = min(kts, k0 + (end - it));
+    int tm, tn;
+    tile_coords(int(sk.dp_tiles) + lt, tiles_m, tiles_n, group, tm, tn);
+    const int m0 = tm * S::BM, n0 = tn * S::BN;
+    float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
+    __syncthreads();  // every warp is done with the shared tiles of the previous run
+    best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, k0, k1, acc);
+    if (k0 == 0 && k1 == kts) {
+      best_epilogue<S>(c, M, N, m0, n0, alpha, beta, acc);
+    } else {
+      const int q = int(blockIdx.x) - sk.first_block(lt, kts);
+      float* slot = sk.ws + (static_cast<long long>(lt) * sk.segments_per_tile + q) * (S::BM * S::BN);
+      best_epilogue<S>(StridedOperand<float>{slot, S::BN, 1}, min(S::BM, M - m0), min(S::BN, N - n0), 0, 0, 1.f,
+                       0.f, acc);
+    }
+    it += k1 - k0;
+  }
 }
 
 // The sum over `parts` slices (`slice` floats apart) of the 4 floats at w
@@ -127,6 +188,29 @@ __global__ __launch_bounds__(256) void splitk_sum(int M, int N, int splits, cons
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         if (j + e < N) store_c(c(i, j + e), alpha * v[e], beta);
+    }
+}
+
+// C = alpha * (sum of the partial slots of a stream-K tile, in slot order) +
+// beta * C for every tail tile that more than one block worked on;
+// blockIdx.x: the tile of the tail, blockIdx.y: a band of its rows.
+template <class S, class OpC>
+__global__ __launch_bounds__(256) void streamk_fixup(int M, int N, int K, float alpha, float beta, OpC c, int group,
+                                                     StreamKTail sk) {
+  const int kts = (K + S::BK - 1) / S::BK, lt = int(blockIdx.x);
+  const int parts = sk.blocks_on(lt, kts);
+  if (parts == 1) return;  // the block wrote C itself
+  int tm, tn;
+  tile_coords(int(sk.dp_tiles) + lt, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
+  const int m0 = tm * S::BM, n0 = tn * S::BN, mlen = min(S::BM, M - m0), nlen = min(S::BN, N - n0);
+  const float* w = sk.ws + static_cast<long long>(lt) * sk.segments_per_tile * (S::BM * S::BN);
+  for (int i = blockIdx.y; i < mlen; i += gridDim.y)
+    for (int j = threadIdx.x * 4; j < nlen; j += 256 * 4) {
+      const float4 s = sum_slices4(w + i * S::BN + j, S::BM * S::BN, parts);
+      const float v[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (j + e < nlen) store_c(c(m0 + i, n0 + j + e), alpha * v[e], beta);
     }
 }
 

@@ -1,0 +1,69 @@
+// The stream-K tail of step 12 (src/cuda/gemm/12_best.cuh): which tiles of a
+// grid run as whole tiles and how the rest is cut among the SMs. Plain C++
+// (host and device) so that the CPU tests check the plan.
+#pragma once
+
+#include <algorithm>
+
+#include "parray/core.hpp"
+
+namespace parray::cuda {
+
+// Why: a grid of `tiles` tiles on `slots` block slots (SMs x blocks per SM)
+// runs in ceil(tiles / slots) waves; the last one, partly full, leaves SMs
+// idle (4096^2 in 128 x 256 tiles is 512 tiles for an H100's 132 SMs: 3.88
+// waves run as 4). The full waves stay whole tiles (dp_tiles, first in the
+// tile order); the last partial wave's tiles — with one full wave more when
+// fewer than half the slots would be busy in it, so that no block gets a
+// sliver — have their k-tiles, tile after tile, cut into `blocks` equal runs
+// of iters_per_block, one per slot. A tile is shared by at most
+// segments_per_tile blocks.
+struct StreamKPlan {
+  long long dp_tiles = 0;
+  int tiles = 0, blocks = 0, iters_per_block = 0, segments_per_tile = 0;
+  // The first block whose run reaches tail tile lt, and how many blocks do.
+  PARRAY_HD int first_block(int lt, int kts) const {
+    return int(static_cast<long long>(lt) * kts / iters_per_block);
+  }
+  PARRAY_HD int blocks_on(int lt, int kts) const {
+    return int((static_cast<long long>(lt + 1) * kts - 1) / iters_per_block) - first_block(lt, kts) + 1;
+  }
+};
+
+// The plan for `tiles` tiles of `kts` k-tiles of tile_floats results on
+// `slots` slots; none (tiles == 0) when there is no partial wave, when the
+// tiles are fewer than the slots (split-K's case), or, unless `always`, when
+// the estimated time is not at least 1.5 % below the plain grid's. The
+// estimate uses choose_splits's constants (a full-wave k-tile step ~3.5 us on
+// an H100), runs the tail's k-tiles 3.5 % slower (the tail kernel's k-loop,
+// measured: docs/perf-notes.md "Change 6") and charges the fixup pass ~2
+// partial tiles written and read per tail tile, plus C, at ~2.5 TB/s, and
+// ~5 us for its launch and the gap between launches. On an H100 that takes
+// the tail at 8192^3 (+2 points of cuBLAS, measured) and not at 4096^3
+// (where it measured -0.7 points: the tail is a fifth of the work there).
+inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, long long tile_floats, bool reads_c,
+                                     bool always) {
+  StreamKPlan p;
+  if (slots <= 0 || kts <= 0) return p;
+  const long long waves = tiles / slots, rem = tiles % slots;
+  if (waves == 0 || rem == 0) return p;
+  const long long tail = 2 * rem >= slots ? rem : rem + slots;
+  const long long iters = tail * kts, per = (iters + slots - 1) / slots;
+  if (iters + per > 0x7fffffff) return p;  // best_sgemm_streamk counts k-tiles in int
+  if (!always) {
+    const double step_us = 3.5;
+    const double plain = double(waves + 1) * double(kts) * step_us;
+    const double fixup = double(tail) * double(tile_floats) * 4.0 * (4.0 + (reads_c ? 2.0 : 1.0)) / 2.5e6 + 5.0;
+    const double streamk =
+        double(waves - (tail - rem) / slots) * double(kts) * step_us + double(per) * step_us * 1.035 + fixup;
+    if (streamk > 0.985 * plain) return p;
+  }
+  p.dp_tiles = tiles - tail;
+  p.tiles = int(tail);
+  p.iters_per_block = int(per);
+  p.blocks = int((iters + per - 1) / per);
+  p.segments_per_tile = int(std::min<long long>(p.blocks, (kts + per - 1) / per + 1));
+  return p;
+}
+
+}  // namespace parray::cuda
