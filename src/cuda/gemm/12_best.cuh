@@ -119,11 +119,12 @@ struct StreamKTail : StreamKPlan {
 
 // Why: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132 SMs,
 // 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for
-// cuBLAS's kernel of the same tile too. The full waves run as best_sgemm (a
-// launch of its own: run here, they took 3.5 % longer — this kernel's loop
-// over runs costs the k-loop 17 registers, 238 -> 255); this kernel spreads
-// the rest evenly over all the SMs. H100, 8192^3: 89.4 -> 91.7 % of cuBLAS
-// (docs/perf-notes.md "Change 6").
+// cuBLAS's kernel of the same tile too. The full waves run as best_sgemm, a
+// launch of their own: inside this kernel they took 3.5 % longer (255
+// registers against 238), and 5-6 % longer in a kernel without the loop
+// over runs, one piece of a run per block (239 registers) — why is not
+// known (docs/perf-notes.md "Change 6"). This kernel spreads the rest
+// evenly over all the SMs. H100, 8192^3: 89.4 -> 91.7 % of cuBLAS.
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_streamk(int M, int N, int K, float alpha, OpA a, OpB b,
                                                                      float beta, OpC c, int group, StreamKTail sk) {
