@@ -52,6 +52,18 @@ std::vector<GemmProblem> grid() {
     p.layout_a = p.layout_b = p.layout_c = l;
     out.push_back(p);
   }
+  // FP64 through the packed path (the AVX-512 8 x 24 tile): K over several KC
+  // blocks with a short last one (800 = 384 + 384 + 32, and k % 4 != 0 in 798),
+  // edge rows (300 % 8) and columns (150 % 24), beta accumulating into C.
+  for (const char* l : {"row", "fig17"})
+    for (index_t k : {800, 798}) {
+      GemmProblem p;
+      p.dtype = Dtype::f64;
+      p.m = 300, p.k = k, p.n = 150;
+      p.layout_a = p.layout_b = p.layout_c = l;
+      p.alpha = -1.5, p.beta = 0.5;
+      out.push_back(p);
+    }
   return out;
 }
 

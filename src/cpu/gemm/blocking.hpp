@@ -24,7 +24,7 @@ struct BlockSizes {
   index_t kc_direct, mc_direct;  // the direct (unpacked) path's K block (and K limit) and row block
 };
 
-// KC: a KC x NR micro-panel of B fills L1 (at most 384); MC: an MC x KC block
+// KC: a KC x NR micro-panel of B fills 1.5 x L1 (at most 384); MC: an MC x KC block
 // of A takes a quarter of L2 (the direct path: an eighth); NC: a KC x NC block
 // of B takes a quarter of L3.
 // The direct path keeps K blocks whose strided B micro-panel fills half of L1.

@@ -5,7 +5,7 @@
 // with -mavx512f (CMake sets the flag per source file); everything here is in
 // an anonymous namespace or exported through the table, as microkernel.hpp asks.
 //
-// The tile is the packed kernel's (12 rows x two vectors), but A is broadcast
+// The tile is 12 rows x two vectors (the packed FP32 kernel's), but A is broadcast
 // from wherever its rows live (A(i, p) at a[i * a_rs + p * a_cs], one of the
 // two strides 1) and B's row p is read at b + p * b_rs. Edge columns use
 // AVX-512 masked loads and stores (masked-off lanes are neither read nor
@@ -170,26 +170,184 @@ void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, 
   }
 }
 
+// The 12-row full tile for row-major A (a_cs == 1, cols == 2 * lanes, ordinary
+// stores) in inline assembly. GCC, holding 12 row pointers of A plus B, its
+// stride and the loop counter, ran out of general registers and reloaded two
+// row offsets from the stack every k step; here the 12 rows are addressed from
+// three bases (rows 0, 5 and 10) and two strides (lda, 3 * lda): rows r + 0..4
+// are (p), (p, s1), (p, s1, 2), (p, s3), (p, s1, 4). k is unrolled by 4.
+// Accumulators in zmm8..zmm31, B's row in zmm0/zmm1, broadcasts of A in
+// zmm2..zmm7, as in the packed kernel. After the loop the same base and stride
+// registers address C's 12 rows.
+#define PARRAY_DR_R0(D) #D "(%[p0])"
+#define PARRAY_DR_R1(D) #D "(%[p0], %[s1], 1)"
+#define PARRAY_DR_R2(D) #D "(%[p0], %[s1], 2)"
+#define PARRAY_DR_R3(D) #D "(%[p0], %[s3], 1)"
+#define PARRAY_DR_R4(D) #D "(%[p0], %[s1], 4)"
+#define PARRAY_DR_R5(D) #D "(%[p5])"
+#define PARRAY_DR_R6(D) #D "(%[p5], %[s1], 1)"
+#define PARRAY_DR_R7(D) #D "(%[p5], %[s1], 2)"
+#define PARRAY_DR_R8(D) #D "(%[p5], %[s3], 1)"
+#define PARRAY_DR_R9(D) #D "(%[p5], %[s1], 4)"
+#define PARRAY_DR_R10(D) #D "(%[p10])"
+#define PARRAY_DR_R11(D) #D "(%[p10], %[s1], 1)"
+#define PARRAY_DR_ROW(BC, FMA, ADDR, T, X, Y)                                 \
+  BC " " ADDR ", %%zmm" #T "\n\t"                                              \
+  FMA " %%zmm0, %%zmm" #T ", %%zmm" #X "\n\t"                                  \
+  FMA " %%zmm1, %%zmm" #T ", %%zmm" #Y "\n\t"
+#define PARRAY_DR_STEP(U, ES, BC, FMA)                                        \
+  "vmovups (%[b]), %%zmm0\n\t"                                                 \
+  "vmovups 64(%[b]), %%zmm1\n\t"                                               \
+  "add %[brs], %[b]\n\t"                                                       \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R0(U*ES), 2, 8, 9)                          \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R1(U*ES), 3, 10, 11)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R2(U*ES), 4, 12, 13)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R3(U*ES), 5, 14, 15)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R4(U*ES), 6, 16, 17)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R5(U*ES), 7, 18, 19)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R6(U*ES), 2, 20, 21)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R7(U*ES), 3, 22, 23)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R8(U*ES), 4, 24, 25)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R9(U*ES), 5, 26, 27)                        \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R10(U*ES), 6, 28, 29)                       \
+  PARRAY_DR_ROW(BC, FMA, PARRAY_DR_R11(U*ES), 7, 30, 31)
+#define PARRAY_DR_ADVANCE(BYTES)                                              \
+  "add $" #BYTES ", %[p0]\n\t"                                                 \
+  "add $" #BYTES ", %[p5]\n\t"                                                 \
+  "add $" #BYTES ", %[p10]\n\t"
+#define PARRAY_DR_OUT_ROW(R, MUL, FMA, BETA, X, Y)                            \
+  MUL " %%zmm0, %%zmm" #X ", %%zmm" #X "\n\t"                                  \
+  MUL " %%zmm0, %%zmm" #Y ", %%zmm" #Y "\n\t"                                  \
+  BETA(FMA, R(0), R(64), X, Y)                                                 \
+  "vmovups %%zmm" #X ", " R(0) "\n\t"                                          \
+  "vmovups %%zmm" #Y ", " R(64) "\n\t"
+#define PARRAY_DR_WITH_BETA(FMA, ADDR0, ADDR1, X, Y)                          \
+  FMA " " ADDR0 ", %%zmm1, %%zmm" #X "\n\t"                                    \
+  FMA " " ADDR1 ", %%zmm1, %%zmm" #Y "\n\t"
+#define PARRAY_DR_NO_BETA(FMA, ADDR0, ADDR1, X, Y)
+#define PARRAY_DR_OUT(MUL, FMA, BETA)                                         \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R0, MUL, FMA, BETA, 8, 9)                        \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R1, MUL, FMA, BETA, 10, 11)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R2, MUL, FMA, BETA, 12, 13)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R3, MUL, FMA, BETA, 14, 15)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R4, MUL, FMA, BETA, 16, 17)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R5, MUL, FMA, BETA, 18, 19)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R6, MUL, FMA, BETA, 20, 21)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R7, MUL, FMA, BETA, 22, 23)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R8, MUL, FMA, BETA, 24, 25)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R9, MUL, FMA, BETA, 26, 27)                      \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R10, MUL, FMA, BETA, 28, 29)                     \
+  PARRAY_DR_OUT_ROW(PARRAY_DR_R11, MUL, FMA, BETA, 30, 31)
+#define PARRAY_DR_KERNEL(ES, BC, MUL, FMA)                                    \
+  ".irp r,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31\n\t" \
+  "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t"                                    \
+  ".endr\n\t"                                                                  \
+  "test %[blocks], %[blocks]\n\t"                                              \
+  "jz 2f\n"                                                                    \
+  "1:\n\t"                                                                     \
+  PARRAY_DR_STEP(0, ES, BC, FMA)                                               \
+  PARRAY_DR_STEP(1, ES, BC, FMA)                                               \
+  PARRAY_DR_STEP(2, ES, BC, FMA)                                               \
+  PARRAY_DR_STEP(3, ES, BC, FMA)                                               \
+  PARRAY_DR_ADVANCE(4*ES)                                                      \
+  "dec %[blocks]\n\t"                                                          \
+  "jnz 1b\n"                                                                   \
+  "2:\n\t"                                                                     \
+  "test %[rest], %[rest]\n\t"                                                  \
+  "jz 4f\n"                                                                    \
+  "3:\n\t"                                                                     \
+  PARRAY_DR_STEP(0, ES, BC, FMA)                                               \
+  PARRAY_DR_ADVANCE(ES)                                                        \
+  "dec %[rest]\n\t"                                                            \
+  "jnz 3b\n"                                                                   \
+  "4:\n\t"                                                                     \
+  "mov %[c], %[p0]\n\t"                                                        \
+  "mov %[crs], %[s1]\n\t"                                                      \
+  "lea (%[s1], %[s1], 2), %[s3]\n\t"                                           \
+  "lea (%[p0], %[s1], 4), %[p5]\n\t"                                           \
+  "add %[s1], %[p5]\n\t"                                                       \
+  "lea (%[p5], %[s1], 4), %[p10]\n\t"                                          \
+  "add %[s1], %[p10]\n\t"                                                      \
+  BC " %[alpha], %%zmm0\n\t"                                                   \
+  "cmpq $0, %[beta_is_zero]\n\t"                                               \
+  "jne 5f\n\t"                                                                 \
+  BC " %[beta], %%zmm1\n\t"                                                    \
+  PARRAY_DR_OUT(MUL, FMA, PARRAY_DR_WITH_BETA)                                 \
+  "jmp 6f\n"                                                                   \
+  "5:\n\t"                                                                     \
+  PARRAY_DR_OUT(MUL, FMA, PARRAY_DR_NO_BETA)                                   \
+  "6:\n\t"
+
+template <class T>
+void direct_rows12_asm(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c,
+                       index_t c_rs) {
+  constexpr index_t e = sizeof(T);
+  index_t s1 = a_rs * e, s3 = 3 * a_rs * e, blocks = k / 4, rest = k % 4;
+  const T* p0 = a;
+  const T* p5 = a + 5 * a_rs;
+  const T* p10 = a + 10 * a_rs;
+  const index_t brs = b_rs * e, crs = c_rs * e, beta_is_zero = beta == T(0);
+#define PARRAY_DR_OPERANDS                                                                                   \
+  : [p0] "+r"(p0), [p5] "+r"(p5), [p10] "+r"(p10), [s1] "+r"(s1), [s3] "+r"(s3), [b] "+r"(b),              \
+    [blocks] "+r"(blocks), [rest] "+r"(rest)                                                                 \
+  : [brs] "r"(brs), [c] "m"(c), [crs] "m"(crs), [alpha] "m"(alpha), [beta] "m"(beta),                      \
+    [beta_is_zero] "m"(beta_is_zero)                                                                         \
+  : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",       \
+    "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",     \
+    "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory"
+  if constexpr (sizeof(T) == 4) {
+    asm volatile(PARRAY_DR_KERNEL(4, "vbroadcastss", "vmulps", "vfmadd231ps") PARRAY_DR_OPERANDS);
+  } else {
+    asm volatile(PARRAY_DR_KERNEL(8, "vbroadcastsd", "vmulpd", "vfmadd231pd") PARRAY_DR_OPERANDS);
+  }
+#undef PARRAY_DR_OPERANDS
+}
+
+#undef PARRAY_DR_KERNEL
+#undef PARRAY_DR_OUT
+#undef PARRAY_DR_NO_BETA
+#undef PARRAY_DR_WITH_BETA
+#undef PARRAY_DR_OUT_ROW
+#undef PARRAY_DR_ADVANCE
+#undef PARRAY_DR_STEP
+#undef PARRAY_DR_ROW
+#undef PARRAY_DR_R0
+#undef PARRAY_DR_R1
+#undef PARRAY_DR_R2
+#undef PARRAY_DR_R3
+#undef PARRAY_DR_R4
+#undef PARRAY_DR_R5
+#undef PARRAY_DR_R6
+#undef PARRAY_DR_R7
+#undef PARRAY_DR_R8
+#undef PARRAY_DR_R9
+#undef PARRAY_DR_R10
+#undef PARRAY_DR_R11
+
 constexpr int kDirectMr = 12;
 
-// rows (1..12) as a 12-, 8-, 4-, 2- and 1-row tiles.
+// rows as 12-row tiles, then 8-, 4-, 2- and 1-row tiles for the rest. The
+// 12-row tiles of full width over row-major A run the assembly kernel above.
 template <class T, bool kUnitACol, bool kStream, bool kFull>
 void direct_tile(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                  index_t c_rs, int rows, int cols) {
-  auto part = [&](auto mr_constant) {
+  auto tiles = [&](auto mr_constant, int n) {
     constexpr int mr = decltype(mr_constant)::value;
-    while (rows >= mr) {
-      direct_rows<T, mr, kUnitACol, kStream, kFull>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, cols);
+    for (; n > 0; --n) {
+      if constexpr (mr == kDirectMr && kUnitACol && kFull && !kStream)
+        direct_rows12_asm<T>(k, a, a_rs, b, b_rs, alpha, beta, c, c_rs);
+      else
+        direct_rows<T, mr, kUnitACol, kStream, kFull>(k, a, a_rs, a_cs, b, b_rs, alpha, beta, c, c_rs, cols);
       a += mr * a_rs;
       c += mr * c_rs;
       rows -= mr;
     }
   };
-  part(std::integral_constant<int, 12>{});
-  part(std::integral_constant<int, 8>{});
-  part(std::integral_constant<int, 4>{});
-  part(std::integral_constant<int, 2>{});
-  part(std::integral_constant<int, 1>{});
+  tiles(std::integral_constant<int, kDirectMr>{}, rows / kDirectMr);
+  tiles(std::integral_constant<int, 8>{}, rows / 8);
+  tiles(std::integral_constant<int, 4>{}, rows / 4);
+  tiles(std::integral_constant<int, 2>{}, rows / 2);
+  tiles(std::integral_constant<int, 1>{}, rows);
 }
 
 template <class T, bool kStream>

@@ -388,9 +388,15 @@ void cpu_gemm(const GemmCall<T>& given, Isa isa) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   const MicroKernel<T>& uk = microkernel<T>(isa);
   const BlockSizes bs = block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads);
-  if (isa == Isa::avx512 && direct_applicable(call) && prefer_direct(m, n, k, bs.kc_direct)) {
-    direct_gemm(call, direct_kernel_avx512<T>(), bs);
-    return;
+  if (isa == Isa::avx512 && direct_applicable(call)) {
+    // The direct kernel's tile may differ from the packed one's (FP64: 12 x 16
+    // against 8 x 24): its K block and row block follow its own MR and NR.
+    const DirectKernel<T>& dk = direct_kernel_avx512<T>();
+    const BlockSizes dbs = block_sizes(sizeof(T), dk.mr, dk.nr, m, call.threads);
+    if (prefer_direct(m, n, k, dbs.kc_direct)) {
+      direct_gemm(call, dk, dbs);
+      return;
+    }
   }
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (work <= kSmallWork) small_gemm(call);

@@ -6,8 +6,11 @@
 // ports that is 12 cycles of FMAs against 14 loads, so the FMA ports stay the
 // bottleneck, which is what a GEMM microkernel wants. 24 independent
 // accumulators hide the 4-cycle FMA latency on two ports (8 needed).
-// FP64: 12 x 16, the same instructions with 8 doubles per register, so FP64
-// runs at the same fraction of its peak as FP32.
+// FP64: 8 x 24 — three zmm registers per row (24 doubles), again 24
+// accumulators: per k step 3 loads of B, 8 broadcasts of A, 24 FMAs. Until
+// session 5 it was 12 x 16 (the FP32 instructions on doubles), which streams
+// 96 bytes of A from L2 per 24 FMAs against 64 here; 8 x 24 was 10-20 %
+// faster on one thread at FP64 2048^3-4096^3 (docs/perf-notes.md).
 //
 // The k loop is written in inline assembly. GCC, given the same loop in
 // intrinsics unrolled by 4, rotated accumulators through the broadcast
@@ -172,19 +175,142 @@ void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const
   index_t blocks = k / kUnroll, rest = k % kUnroll, row;
   const T* a_ahead = a + kPrefetchSteps * kMr;
   const index_t beta_is_zero = beta == T(0);
-  if constexpr (sizeof(T) == 4) {
-    // 4 steps x 12 floats = 192 bytes = 3 lines of A per iteration.
-    asm volatile(PARRAY_KERNEL(4, "vbroadcastss", "vmulps", "vfmadd231ps",
-                               PARRAY_PREFETCH(0) PARRAY_PREFETCH(1) PARRAY_PREFETCH(2))
-                 PARRAY_KERNEL_OPERANDS);
-  } else {
-    // 4 steps x 12 doubles = 384 bytes = 6 lines of A per iteration.
-    asm volatile(PARRAY_KERNEL(8, "vbroadcastsd", "vmulpd", "vfmadd231pd",
-                               PARRAY_PREFETCH(0) PARRAY_PREFETCH(1) PARRAY_PREFETCH(2) PARRAY_PREFETCH(3)
-                                   PARRAY_PREFETCH(4) PARRAY_PREFETCH(5))
-                 PARRAY_KERNEL_OPERANDS);
-  }
+  static_assert(sizeof(T) == 4, "FP64 has its own 8 x 24 kernel below");
+  // 4 steps x 12 floats = 192 bytes = 3 lines of A per iteration.
+  asm volatile(PARRAY_KERNEL(4, "vbroadcastss", "vmulps", "vfmadd231ps",
+                             PARRAY_PREFETCH(0) PARRAY_PREFETCH(1) PARRAY_PREFETCH(2))
+               PARRAY_KERNEL_OPERANDS);
 }
+
+// ---- FP64 8 x 24 ----------------------------------------------------------
+// Each row of the tile is three zmm registers (24 doubles): 24 accumulators in
+// zmm8..zmm31, B's row in zmm0..zmm2, the broadcasts of A rotating through
+// zmm3..zmm7. Per k step: 3 loads of B (192 bytes of the micro-panel, which at
+// KC 384 is 72 KiB, more than L1: it is read partly from L2), 8 broadcasts of
+// A (64 bytes, streamed from L2), 24 FMAs — a third less A per FMA than 12 x 16
+// (96 bytes), and 11 loads per step instead of 14. Prefetches as in the FP32
+// kernel: A 16 steps ahead (4 lines per 4 steps), one line of the next B
+// micro-panel per 4 steps when the driver passes b_next (3 * KC lines per
+// panel: 12 row tiles cover it), and C's 3 lines per row before the k loop.
+#define PARRAY_D_ROW(U, I, T, X, Y, Z)                                        \
+  "vbroadcastsd " #U "*64+" #I "*8(%[a]), %%zmm" #T "\n\t"                    \
+  "vfmadd231pd %%zmm0, %%zmm" #T ", %%zmm" #X "\n\t"                           \
+  "vfmadd231pd %%zmm1, %%zmm" #T ", %%zmm" #Y "\n\t"                           \
+  "vfmadd231pd %%zmm2, %%zmm" #T ", %%zmm" #Z "\n\t"
+#define PARRAY_D_STEP(U)                                                      \
+  "vmovupd " #U "*192(%[b]), %%zmm0\n\t"                                       \
+  "vmovupd " #U "*192+64(%[b]), %%zmm1\n\t"                                    \
+  "vmovupd " #U "*192+128(%[b]), %%zmm2\n\t"                                   \
+  PARRAY_D_ROW(U, 0, 3, 8, 9, 10)                                              \
+  PARRAY_D_ROW(U, 1, 4, 11, 12, 13)                                            \
+  PARRAY_D_ROW(U, 2, 5, 14, 15, 16)                                            \
+  PARRAY_D_ROW(U, 3, 6, 17, 18, 19)                                            \
+  PARRAY_D_ROW(U, 4, 7, 20, 21, 22)                                            \
+  PARRAY_D_ROW(U, 5, 3, 23, 24, 25)                                            \
+  PARRAY_D_ROW(U, 6, 4, 26, 27, 28)                                            \
+  PARRAY_D_ROW(U, 7, 5, 29, 30, 31)
+// 4 steps x 8 doubles = 256 bytes = 4 lines of A per iteration.
+#define PARRAY_D_BLOCK                                                        \
+  PARRAY_D_STEP(0)                                                             \
+  PARRAY_D_STEP(1)                                                             \
+  PARRAY_D_STEP(2)                                                             \
+  PARRAY_D_STEP(3)                                                             \
+  "add $4*64, %[a]\n\t"                                                        \
+  "add $4*64, %[a_ahead]\n\t"                                                  \
+  "add $4*192, %[b]\n\t"                                                       \
+  "dec %[blocks]\n\t"
+#define PARRAY_D_PREFETCHES PARRAY_PREFETCH(0) PARRAY_PREFETCH(1) PARRAY_PREFETCH(2) PARRAY_PREFETCH(3)
+#define PARRAY_D_K_LOOP                                                       \
+  "test %[blocks], %[blocks]\n\t"                                              \
+  "jz 2f\n\t"                                                                  \
+  "test %[b_next], %[b_next]\n\t"                                              \
+  "jz 1f\n"                                                                    \
+  "7:\n\t"                                                                     \
+  PARRAY_D_PREFETCHES                                                          \
+  PARRAY_B_NEXT                                                                \
+  PARRAY_D_BLOCK                                                               \
+  "jnz 7b\n\t"                                                                 \
+  "jmp 2f\n"                                                                   \
+  "1:\n\t"                                                                     \
+  PARRAY_D_PREFETCHES                                                          \
+  PARRAY_D_BLOCK                                                               \
+  "jnz 1b\n"                                                                   \
+  "2:\n\t"                                                                     \
+  "test %[rest], %[rest]\n\t"                                                  \
+  "jz 4f\n"                                                                    \
+  "3:\n\t"                                                                     \
+  PARRAY_D_STEP(0)                                                             \
+  "add $64, %[a]\n\t"                                                          \
+  "add $192, %[b]\n\t"                                                         \
+  "dec %[rest]\n\t"                                                            \
+  "jnz 3b\n"                                                                   \
+  "4:\n\t"
+#define PARRAY_D_OUT_ROW(I, BETA, X, Y, Z)                                    \
+  "mov " #I "*8(%[rows]), %[row]\n\t"                                          \
+  "lea (%[c], %[row], 8), %[row]\n\t"                                          \
+  "vmulpd %%zmm0, %%zmm" #X ", %%zmm" #X "\n\t"                                \
+  "vmulpd %%zmm0, %%zmm" #Y ", %%zmm" #Y "\n\t"                                \
+  "vmulpd %%zmm0, %%zmm" #Z ", %%zmm" #Z "\n\t"                                \
+  BETA(X, Y, Z)                                                                \
+  "vmovupd %%zmm" #X ", (%[row])\n\t"                                          \
+  "vmovupd %%zmm" #Y ", 64(%[row])\n\t"                                        \
+  "vmovupd %%zmm" #Z ", 128(%[row])\n\t"
+#define PARRAY_D_WITH_BETA(X, Y, Z)                                           \
+  "vfmadd231pd (%[row]), %%zmm1, %%zmm" #X "\n\t"                              \
+  "vfmadd231pd 64(%[row]), %%zmm1, %%zmm" #Y "\n\t"                            \
+  "vfmadd231pd 128(%[row]), %%zmm1, %%zmm" #Z "\n\t"
+#define PARRAY_D_NO_BETA(X, Y, Z)
+#define PARRAY_D_OUT(BETA)                                                    \
+  PARRAY_D_OUT_ROW(0, BETA, 8, 9, 10)                                          \
+  PARRAY_D_OUT_ROW(1, BETA, 11, 12, 13)                                        \
+  PARRAY_D_OUT_ROW(2, BETA, 14, 15, 16)                                        \
+  PARRAY_D_OUT_ROW(3, BETA, 17, 18, 19)                                        \
+  PARRAY_D_OUT_ROW(4, BETA, 20, 21, 22)                                        \
+  PARRAY_D_OUT_ROW(5, BETA, 23, 24, 25)                                        \
+  PARRAY_D_OUT_ROW(6, BETA, 26, 27, 28)                                        \
+  PARRAY_D_OUT_ROW(7, BETA, 29, 30, 31)
+
+constexpr int kMr64 = 8;
+constexpr int kNr64 = 24;
+
+void tile_kernel_f64(index_t k, const double* a, const double* b, double alpha, double beta, double* c,
+                     const index_t* row_offset, const double* b_next) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr64; ++i) {
+    const char* row = reinterpret_cast<const char*>(c + row_offset[i]);
+    _mm_prefetch(row, _MM_HINT_T0);
+    _mm_prefetch(row + 64, _MM_HINT_T0);
+    _mm_prefetch(row + 128, _MM_HINT_T0);
+  }
+  index_t blocks = k / kUnroll, rest = k % kUnroll, row;
+  const double* a_ahead = a + kPrefetchSteps * kMr64;
+  const index_t beta_is_zero = beta == 0.0;
+  asm volatile(
+      ".irp r,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31\n\t"
+      "vpxord %%zmm\\r, %%zmm\\r, %%zmm\\r\n\t"
+      ".endr\n\t"
+      PARRAY_D_K_LOOP
+      "vbroadcastsd %[alpha], %%zmm0\n\t"
+      "test %[beta_is_zero], %[beta_is_zero]\n\t"
+      "jnz 5f\n\t"
+      "vbroadcastsd %[beta], %%zmm1\n\t"
+      PARRAY_D_OUT(PARRAY_D_WITH_BETA)
+      "jmp 6f\n"
+      "5:\n\t"
+      PARRAY_D_OUT(PARRAY_D_NO_BETA)
+      "6:\n\t"
+      PARRAY_KERNEL_OPERANDS);
+}
+
+#undef PARRAY_D_OUT
+#undef PARRAY_D_NO_BETA
+#undef PARRAY_D_WITH_BETA
+#undef PARRAY_D_OUT_ROW
+#undef PARRAY_D_K_LOOP
+#undef PARRAY_D_PREFETCHES
+#undef PARRAY_D_BLOCK
+#undef PARRAY_D_STEP
+#undef PARRAY_D_ROW
 
 #undef PARRAY_KERNEL_OPERANDS
 #undef PARRAY_KERNEL
@@ -206,7 +332,7 @@ const MicroKernel<float>& microkernel_avx512_f32() {
   return k;
 }
 const MicroKernel<double>& microkernel_avx512_f64() {
-  static const MicroKernel<double> k{kMr, 16, &tile_kernel<double>, "avx512 12x16"};
+  static const MicroKernel<double> k{kMr64, kNr64, &tile_kernel_f64, "avx512 8x24"};
   return k;
 }
 
