@@ -190,7 +190,7 @@ __global__ __launch_bounds__(256) void splitk_sum(int M, int N, int splits, cons
 }
 
 // C = alpha * (sum of the partial slots of a stream-K tile, in slot order) +
-// beta * C for every tail tile that more than one block worked on;
+// beta * C for every tile of the tail (a tile one block did whole is its one slot);
 // blockIdx.x: the tile of the tail, blockIdx.y: a band of its rows.
 template <class S, class OpC>
 __global__ __launch_bounds__(256) void streamk_fixup(int M, int N, int K, float alpha, float beta, OpC c, int group,
