@@ -81,7 +81,11 @@ constexpr int kPrefetchSteps = 16;
 #define PARRAY_B_NEXT                                                         \
   "prefetcht1 (%[b_next])\n\t"                                                \
   "add $64, %[b_next]\n\t"
-#define PARRAY_K_LOOP(ES, BC, FMA, PREFETCHES)                                \
+// The loop skeleton shared by the FP32 and FP64 kernels: BLOCK (kUnroll
+// steps, ending in "dec blocks") with PREFETCHES before it, in two copies
+// (with and without the b_next prefetch), then STEP for each remaining k,
+// advancing A and B by A_BYTES and B_BYTES.
+#define PARRAY_LOOP(PREFETCHES, BLOCK, STEP, A_BYTES, B_BYTES)               \
   "test %[blocks], %[blocks]\n\t"                                              \
   "jz 2f\n\t"                                                                  \
   "test %[b_next], %[b_next]\n\t"                                              \
@@ -89,23 +93,25 @@ constexpr int kPrefetchSteps = 16;
   "7:\n\t"                                                                     \
   PREFETCHES                                                                   \
   PARRAY_B_NEXT                                                                \
-  PARRAY_BLOCK(ES, BC, FMA)                                                    \
+  BLOCK                                                                        \
   "jnz 7b\n\t"                                                                 \
   "jmp 2f\n"                                                                   \
   "1:\n\t"                                                                     \
   PREFETCHES                                                                   \
-  PARRAY_BLOCK(ES, BC, FMA)                                                    \
+  BLOCK                                                                        \
   "jnz 1b\n"                                                                   \
   "2:\n\t"                                                                     \
   "test %[rest], %[rest]\n\t"                                                  \
   "jz 4f\n"                                                                    \
   "3:\n\t"                                                                     \
-  PARRAY_STEP(0, ES, BC, FMA)                                                  \
-  "add $12*" #ES ", %[a]\n\t"                                                  \
-  "add $128, %[b]\n\t"                                                         \
+  STEP                                                                         \
+  "add $" A_BYTES ", %[a]\n\t"                                                 \
+  "add $" B_BYTES ", %[b]\n\t"                                                 \
   "dec %[rest]\n\t"                                                            \
   "jnz 3b\n"                                                                   \
   "4:\n\t"
+#define PARRAY_K_LOOP(ES, BC, FMA, PREFETCHES) \
+  PARRAY_LOOP(PREFETCHES, PARRAY_BLOCK(ES, BC, FMA), PARRAY_STEP(0, ES, BC, FMA), "12*" #ES, "128")
 
 // The end of the kernel: C = alpha * acc + beta * C row by row (row I of the
 // tile is in zmm X, Y), C not read when beta == 0. alpha is in zmm0, beta in zmm1.
@@ -220,31 +226,7 @@ void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const
   "add $4*192, %[b]\n\t"                                                       \
   "dec %[blocks]\n\t"
 #define PARRAY_D_PREFETCHES PARRAY_PREFETCH(0) PARRAY_PREFETCH(1) PARRAY_PREFETCH(2) PARRAY_PREFETCH(3)
-#define PARRAY_D_K_LOOP                                                       \
-  "test %[blocks], %[blocks]\n\t"                                              \
-  "jz 2f\n\t"                                                                  \
-  "test %[b_next], %[b_next]\n\t"                                              \
-  "jz 1f\n"                                                                    \
-  "7:\n\t"                                                                     \
-  PARRAY_D_PREFETCHES                                                          \
-  PARRAY_B_NEXT                                                                \
-  PARRAY_D_BLOCK                                                               \
-  "jnz 7b\n\t"                                                                 \
-  "jmp 2f\n"                                                                   \
-  "1:\n\t"                                                                     \
-  PARRAY_D_PREFETCHES                                                          \
-  PARRAY_D_BLOCK                                                               \
-  "jnz 1b\n"                                                                   \
-  "2:\n\t"                                                                     \
-  "test %[rest], %[rest]\n\t"                                                  \
-  "jz 4f\n"                                                                    \
-  "3:\n\t"                                                                     \
-  PARRAY_D_STEP(0)                                                             \
-  "add $64, %[a]\n\t"                                                          \
-  "add $192, %[b]\n\t"                                                         \
-  "dec %[rest]\n\t"                                                            \
-  "jnz 3b\n"                                                                   \
-  "4:\n\t"
+#define PARRAY_D_K_LOOP PARRAY_LOOP(PARRAY_D_PREFETCHES, PARRAY_D_BLOCK, PARRAY_D_STEP(0), "64", "192")
 #define PARRAY_D_OUT_ROW(I, BETA, X, Y, Z)                                    \
   "mov " #I "*8(%[rows]), %[row]\n\t"                                          \
   "lea (%[c], %[row], 8), %[row]\n\t"                                          \
@@ -319,6 +301,7 @@ void tile_kernel_f64(index_t k, const double* a, const double* b, double alpha, 
 #undef PARRAY_WITH_BETA
 #undef PARRAY_OUT_ROW
 #undef PARRAY_K_LOOP
+#undef PARRAY_LOOP
 #undef PARRAY_B_NEXT
 #undef PARRAY_BLOCK
 #undef PARRAY_PREFETCH
