@@ -2,6 +2,7 @@
 // whole, and that the blocks' runs cover the tail's k-tiles exactly once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -10,7 +11,9 @@
 namespace {
 
 using parray::cuda::plan_streamk_tail;
+using parray::cuda::StreamKPiece;
 using parray::cuda::StreamKPlan;
+using parray::cuda::streamk_pieces;
 
 // Every k-tile of the tail in exactly one block's run; every tile's blocks
 // within segments_per_tile; each block's place on a tile (q) below it.
@@ -35,6 +38,40 @@ void expect_covers(const StreamKPlan& p, long long tiles, int kts, long long slo
   for (int lt = 0; lt < p.tiles; ++lt) EXPECT_LE(p.blocks_on(lt, kts), p.segments_per_tile);
 }
 
+// The tail kernel's pieces (one per block): every k-tile of the tail in
+// exactly one piece, each piece inside one tile and in the slot its run has
+// there (unique per tile, below blocks_on); the first p.blocks pieces start
+// the runs in run order, the rest follow longest first.
+void expect_pieces(const StreamKPlan& p, int kts) {
+  const std::vector<StreamKPiece> pieces = streamk_pieces(p, kts);
+  ASSERT_GE(int(pieces.size()), p.blocks);
+  std::vector<int> seen(static_cast<size_t>(p.tiles) * kts, 0);
+  std::vector<std::vector<int>> slots(static_cast<size_t>(p.tiles));
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const StreamKPiece& x = pieces[i];
+    ASSERT_GE(x.tile, 0);
+    ASSERT_LT(x.tile, p.tiles);
+    ASSERT_GE(x.k0, 0);
+    ASSERT_LT(x.k0, x.k1) << "piece " << i << " is empty";
+    ASSERT_LE(x.k1, kts);
+    for (int k = x.k0; k < x.k1; ++k) ++seen[static_cast<size_t>(x.tile) * kts + k];
+    EXPECT_GE(x.slot, 0);
+    EXPECT_LT(x.slot, p.blocks_on(x.tile, kts));
+    slots[static_cast<size_t>(x.tile)].push_back(x.slot);
+    if (int(i) < p.blocks) {
+      EXPECT_EQ(static_cast<long long>(x.tile) * kts + x.k0, static_cast<long long>(i) * p.iters_per_block)
+          << "piece " << i << " starts run " << i;
+    } else if (int(i) > p.blocks) {
+      EXPECT_LE(x.k1 - x.k0, pieces[i - 1].k1 - pieces[i - 1].k0) << "the rest longest first";
+    }
+  }
+  for (size_t it = 0; it < seen.size(); ++it) ASSERT_EQ(seen[it], 1) << "k-tile " << it;
+  for (auto& s : slots) {
+    std::sort(s.begin(), s.end());
+    EXPECT_TRUE(std::adjacent_find(s.begin(), s.end()) == s.end()) << "two pieces in one slot";
+  }
+}
+
 TEST(StreamKPlan, H100WideTileAt4096And8192) {
   // 128 x 256 tiles, one per SM on 132 SMs, k-tiles of 16. At 8192^2 the
   // last wave is half empty over 16: a tail of the 68 tiles past 15 waves.
@@ -43,13 +80,18 @@ TEST(StreamKPlan, H100WideTileAt4096And8192) {
   EXPECT_EQ(p8.dp_tiles, 15 * 132);
   EXPECT_EQ(p8.iters_per_block, 264);  // ceil(68 * 512 / 132)
   expect_covers(p8, 2048, 512, 132);
-  // At 4096^2 (512 = 3 x 132 + 116) the tail would be a fifth of the work,
-  // run by the slower tail kernel: not taken unless asked for.
-  EXPECT_EQ(plan_streamk_tail(32 * 16, 256, 132, 128 * 256, false, false).tiles, 0);
-  const StreamKPlan p4 = plan_streamk_tail(32 * 16, 256, 132, 128 * 256, false, true);
+  // At 4096^2 (512 = 3 x 132 + 116) the tail is a fifth of the work.
+  const StreamKPlan p4 = plan_streamk_tail(32 * 16, 256, 132, 128 * 256, false, false);
   EXPECT_EQ(p4.tiles, 116);
   EXPECT_EQ(p4.iters_per_block, 225);  // ceil(116 * 256 / 132)
   expect_covers(p4, 512, 256, 132);
+  expect_pieces(p4, 256);
+  expect_pieces(p8, 512);
+  // Runs of 225 k-tiles over tiles of 256: 132 runs, 115 of them cross a
+  // tile boundary, so 247 pieces; the longest rest goes first.
+  const std::vector<StreamKPiece> pieces = streamk_pieces(p4, 256);
+  EXPECT_EQ(pieces.size(), 247u);
+  EXPECT_EQ(pieces[132].k1 - pieces[132].k0, 221);
   // The 128 x 128 tile, two per SM: the same at 8192^2 (4096 = 15 x 264 + 136).
   EXPECT_EQ(plan_streamk_tail(64 * 64, 512, 264, 128 * 128, false, false).tiles, 136);
 }
@@ -83,6 +125,7 @@ TEST(StreamKPlan, RandomGridsAreCoveredExactlyOnce) {
       continue;
     }
     expect_covers(p, tiles, kts, slots);
+    expect_pieces(p, kts);
     ++planned;
   }
   EXPECT_GT(planned, 200);

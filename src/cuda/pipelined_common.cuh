@@ -4,8 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -86,6 +88,15 @@ struct Batch {
   ladder::BatchOffsets off{};
 };
 inline thread_local Batch cur_batch;
+// The stream step 12's launches go to: the default stream, except inside a
+// StreamScope (the multi-level splits' parts, src/cuda/multilevel/launch.cu).
+inline thread_local cudaStream_t cur_stream = nullptr;
+struct StreamScope {
+  explicit StreamScope(cudaStream_t s) { cur_stream = s; }
+  ~StreamScope() { cur_stream = nullptr; }
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+};
 
 inline void set_problem(const GemmCall<float>& call, const char* impl) {
   check_int_sizes(call, impl);
@@ -197,17 +208,59 @@ int blocks_per_sm(Kernel k, int nt, int smem) {
   return std::max(n, 1);
 }
 
+// The pieces of plan p in device memory for best_sgemm_piece, as (tile in
+// the tile order, k0, k1, slot index): uploaded once per plan and kept (per
+// host thread and device; a few KiB each), so that a call's launches stay
+// asynchronous — no copy, no synchronisation. Past 64 plans the cache is
+// emptied after a device synchronisation.
+struct PieceTable {
+  int4* pieces = nullptr;
+  int count = 0;
+};
+inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts) {
+  using Key = std::array<long long, 6>;
+  struct Cache {
+    std::map<std::pair<int, Key>, PieceTable> tables;
+    ~Cache() {
+      for (auto& t : tables) (void)cudaFree(t.second.pieces);  // errors ignored at exit, as splitk_workspace's
+    }
+  };
+  thread_local Cache cache;
+  int device = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
+  const std::pair<int, Key> key{device, {p.dp_tiles, p.tiles, kts, p.iters_per_block, p.blocks, p.segments_per_tile}};
+  if (const auto it = cache.tables.find(key); it != cache.tables.end()) return it->second;
+  if (cache.tables.size() >= 64) {
+    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());  // no kernel still reads a table
+    for (auto& t : cache.tables)
+      if (t.first.first == device) PARRAY_CUDA_CHECK(cudaFree(t.second.pieces));
+    std::erase_if(cache.tables, [device](const auto& t) { return t.first.first == device; });
+  }
+  std::vector<int4> table;
+  for (const StreamKPiece& x : streamk_pieces(p, kts))
+    table.push_back(make_int4(int(p.dp_tiles) + x.tile, x.k0, x.k1, x.tile * p.segments_per_tile + x.slot));
+  PieceTable t{nullptr, int(table.size())};
+  PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&t.pieces), table.size() * sizeof(int4)));
+  PARRAY_CUDA_CHECK(cudaMemcpy(t.pieces, table.data(), table.size() * sizeof(int4), cudaMemcpyHostToDevice));
+  cache.tables.emplace(key, t);
+  return t;
+}
+
 // The stream-K tail of the current problem (`cur`) after its full waves:
-// best_sgemm_streamk over the planned blocks, then streamk_fixup.
+// best_sgemm_piece over the plan's pieces, then streamk_fixup.
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 void launch_streamk_tail(const OpA& a, const OpB& b, const OpC& c, int group, const StreamKPlan& p) {
-  ladder::StreamKTail t{p, splitk_workspace(size_t(p.tiles) * size_t(p.segments_per_tile) * S::BM * S::BN)};
-  auto ks = ladder::best_sgemm_streamk<S, AK, BKc, OpA, OpB, OpC>;
-  allow_smem_on_current_device(ks, S::smem_bytes);
-  ks<<<unsigned(p.blocks), S::NT, S::smem_bytes>>>(cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, group, t);
+  const int kts = int(ceil_div(cur.K, S::BK));
+  const PieceTable pieces = streamk_pieces_on_device(p, kts);
+  float* ws = splitk_workspace(size_t(p.tiles) * size_t(p.segments_per_tile) * S::BM * S::BN);
+  auto kp = ladder::best_sgemm_piece<S, AK, BKc, OpA, OpB>;
+  allow_smem_on_current_device(kp, S::smem_bytes);
+  kp<<<unsigned(pieces.count), S::NT, S::smem_bytes, cur_stream>>>(cur.M, cur.N, cur.K, 1.f, a, b, 0.f,
+                                                                    StridedOperand<float>{ws, S::BN, 1}, group,
+                                                                    pieces.pieces, index_t(S::BM) * S::BN);
   PARRAY_CUDA_CHECK_LAUNCH();
-  ladder::streamk_fixup<S, OpC><<<dim3(unsigned(p.tiles), 8), 256>>>(cur.M, cur.N, cur.K, cur.alpha, cur.beta, c,
-                                                                       group, t);
+  ladder::streamk_fixup<S, OpC><<<dim3(unsigned(p.tiles), 8), 256, 0, cur_stream>>>(cur.M, cur.N, cur.K, cur.alpha,
+                                                                                   cur.beta, c, group, p, ws);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
@@ -230,15 +283,15 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
     if (!(AK && !BKc)) throw Error("cuda-12-best: a batch of products needs A along k and B along n");
     splits = 1;  // a batch is there because its products fill the GPU together
   }
-  const int per = (kts + splits - 1) / splits;
-  splits = (kts + per - 1) / per;
+  const int per = std::max(1, (kts + splits - 1) / splits);
+  splits = std::max(1, (kts + per - 1) / per);  // K = 0: one grid, C = beta C
   if (splits == 1) {
     const StreamKPlan sk = cur_batch.count > 1 ? StreamKPlan{}
                                                : plan_streamk(tiles, kts, static_cast<long long>(sm_count()) * per_sm,
                                                               static_cast<long long>(S::BM) * S::BN, cur.beta != 0.f);
     const long long grid = sk.tiles > 0 ? sk.dp_tiles : tiles;
     if (grid > 0) {
-      k<<<dim3(unsigned(grid), unsigned(cur_batch.count), 1), S::NT, S::smem_bytes>>>(
+      k<<<dim3(unsigned(grid), unsigned(cur_batch.count), 1), S::NT, S::smem_bytes, cur_stream>>>(
           cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, group, kts, 0, cur_batch.off);
       PARRAY_CUDA_CHECK_LAUNCH();
     }
@@ -251,12 +304,12 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   float* ws = splitk_workspace(size_t(splits) * size_t(slice));
   auto ks = ladder::best_sgemm<S, AK, BKc, OpA, OpB, StridedOperand<float>>;
   allow_smem_on_current_device(ks, S::smem_bytes);
-  ks<<<dim3(unsigned(tiles), 1, unsigned(splits)), S::NT, S::smem_bytes>>>(
+  ks<<<dim3(unsigned(tiles), 1, unsigned(splits)), S::NT, S::smem_bytes, cur_stream>>>(
       cur.M, cur.N, cur.K, 1.f, a, b, 0.f, StridedOperand<float>{ws, ldw, 1}, group, per, slice,
       ladder::BatchOffsets{});
   PARRAY_CUDA_CHECK_LAUNCH();
   const dim3 grid(ceil_div(cur.N, 1024), unsigned(std::min(cur.M, 65535)));  // 4 columns per thread
-  ladder::splitk_sum<<<grid, 256>>>(cur.M, cur.N, splits, ws, ldw, slice, cur.alpha, cur.beta, c);
+  ladder::splitk_sum<<<grid, 256, 0, cur_stream>>>(cur.M, cur.N, splits, ws, ldw, slice, cur.alpha, cur.beta, c);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 

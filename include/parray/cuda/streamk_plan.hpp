@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <vector>
 
 #include "parray/core.hpp"
 
@@ -35,12 +36,11 @@ struct StreamKPlan {
 // tiles are fewer than the slots (split-K's case), or, unless `always`, when
 // the estimated time is not at least 1.5 % below the plain grid's. The
 // estimate uses choose_splits's constants (a full-wave k-tile step ~3.5 us on
-// an H100), runs the tail's k-tiles 3.5 % slower (the tail kernel's k-loop,
-// measured: docs/perf-notes.md "Change 6") and charges the fixup pass ~2
-// partial tiles written and read per tail tile, plus C, at ~2.5 TB/s, and
-// ~5 us for its launch and the gap between launches. On an H100 that takes
-// the tail at 8192^3 (+2 points of cuBLAS, measured) and not at 4096^3
-// (where it measured -0.7 points: the tail is a fifth of the work there).
+// an H100), runs the tail's k-tiles at the full waves' speed (the pieces run
+// in a kernel whose k-loop has best_sgemm's register banks: 12_best.cuh) and
+// charges the fixup pass ~2 partial tiles written and read per tail tile,
+// plus C, at ~2.5 TB/s, and ~5 us for its launch and the gap between
+// launches. On an H100 that takes the tail at 8192^3 and 4096^3 (wide tile).
 inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, long long tile_floats, bool reads_c,
                                      bool always) {
   StreamKPlan p;
@@ -49,13 +49,13 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
   if (waves == 0 || rem == 0) return p;
   const long long tail = 2 * rem >= slots ? rem : rem + slots;
   const long long iters = tail * kts, per = (iters + slots - 1) / slots;
-  if (iters + per > 0x7fffffff) return p;  // best_sgemm_streamk counts k-tiles in int
+  if (iters + per > 0x7fffffff) return p;  // a run's k-tiles in an int
   if (!always) {
     const double step_us = 3.5;
     const double plain = double(waves + 1) * double(kts) * step_us;
     const double fixup = double(tail) * double(tile_floats) * 4.0 * (4.0 + (reads_c ? 2.0 : 1.0)) / 2.5e6 + 5.0;
     const double streamk =
-        double(waves - (tail - rem) / slots) * double(kts) * step_us + double(per) * step_us * 1.035 + fixup;
+        double(waves - (tail - rem) / slots) * double(kts) * step_us + double(per) * step_us + fixup;
     if (streamk > 0.985 * plain) return p;
   }
   p.dp_tiles = tiles - tail;
@@ -64,6 +64,39 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
   p.blocks = int((iters + per - 1) / per);
   p.segments_per_tile = int(std::min<long long>(p.blocks, (kts + per - 1) / per + 1));
   return p;
+}
+
+// One piece of a tail: k-tiles [k0, k1) of tail tile `tile`, whose partial
+// sums go to slot `slot` of that tile (16 bytes: one load on the GPU).
+struct alignas(16) StreamKPiece {
+  int tile, k0, k1, slot;
+};
+
+// The pieces of plan p, one per block of the tail kernel, in launch order:
+// first the first piece of every block's run (run order), then the runs'
+// other pieces, longest first. Why one piece per block: a block that looped
+// over its run's pieces ran step 12's k-loop 3.5 % slower (ptxas assigned its
+// registers with bank conflicts, docs/perf-notes.md "Change 6"). Why that
+// order: the GPU starts blocks in index order as SMs free up; the SMs whose
+// first piece was short free up first and take the long rests, so every SM
+// ends near one run's worth of k-tiles, as if it had run its own run.
+inline std::vector<StreamKPiece> streamk_pieces(const StreamKPlan& p, int kts) {
+  std::vector<StreamKPiece> first, rest;
+  const long long iters = static_cast<long long>(p.tiles) * kts;
+  for (int b = 0; b < p.blocks; ++b) {
+    const long long end = std::min(iters, static_cast<long long>(b + 1) * p.iters_per_block);
+    for (long long it = static_cast<long long>(b) * p.iters_per_block; it < end;) {
+      const int lt = int(it / kts), k0 = int(it - static_cast<long long>(lt) * kts);
+      const int k1 = int(std::min<long long>(kts, k0 + (end - it)));
+      (it == static_cast<long long>(b) * p.iters_per_block ? first : rest)
+          .push_back({lt, k0, k1, b - p.first_block(lt, kts)});
+      it += k1 - k0;
+    }
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const StreamKPiece& x, const StreamKPiece& y) { return x.k1 - x.k0 > y.k1 - y.k0; });
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first;
 }
 
 }  // namespace parray::cuda

@@ -27,9 +27,9 @@
 //    (choose_splits: 3 slices there, 82 % of cuBLAS on an H100);
 //  * a stream-K tail where the last wave is partly empty (8192^2 in 128 x
 //    256 tiles: 15.5 waves of 132 SMs): the full waves run whole tiles, the
-//    rest is cut in equal k-runs over all SMs (best_sgemm_streamk,
-//    streamk_fixup; parray/cuda/streamk_plan.hpp): H100 8192^3 89.4 ->
-//    91.7 % of cuBLAS.
+//    rest is cut in equal k-runs over all SMs, one block per piece of a run
+//    (best_sgemm_piece, streamk_fixup; parray/cuda/streamk_plan.hpp): H100
+//    8192^3 89.4 -> 91.7 % of cuBLAS.
 #pragma once
 
 #include "12_best_tiles.cuh"
@@ -108,49 +108,40 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
 
 // The stream-K tail (parray/cuda/streamk_plan.hpp): the last `tiles` tiles of
 // the tile order (from dp_tiles), whose k-tiles, tile after tile, are cut
-// into equal runs of iters_per_block, one per block. Every block writes the
-// raw partial sums of each piece of its run into slot q of the piece's tile
-// in ws (segments_per_tile slots of BM x BN per tile, q = the block's place
-// among the blocks on that tile), and streamk_fixup adds them and writes C.
-// One epilogue, not a second one into C for pieces that are whole tiles:
-// 241 registers instead of 255, the same speed (perf-notes "Change 6").
-struct StreamKTail : StreamKPlan {
-  float* ws = nullptr;
-};
-
+// into equal runs, one per SM slot, and the runs into pieces at tile
+// boundaries (streamk_pieces). One block per piece: pieces[blockIdx.x] =
+// (tile in the tile order, first and end k-tile, slot), and the block writes
+// the raw partial sums of its piece into slot c + slot * slot_stride
+// (segments_per_tile slots of BM x BN per tail tile); streamk_fixup adds them
+// and writes C.
+//
 // Why: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132 SMs,
 // 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for
 // cuBLAS's kernel of the same tile too. The full waves run as best_sgemm, a
-// launch of their own: inside this kernel they took 3.5 % longer (255
-// registers against 238), and 5-6 % longer in a kernel without the loop
-// over runs, one piece of a run per block (239 registers) — why is not
-// known (docs/perf-notes.md "Change 6"). This kernel spreads the rest
-// evenly over all the SMs. H100, 8192^3: 89.4 -> 91.7 % of cuBLAS.
-template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
-__global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_streamk(int M, int N, int K, float alpha, OpA a, OpB b,
-                                                                     float beta, OpC c, int group, StreamKTail sk) {
+// launch of their own, and this kernel spreads the rest evenly over all the
+// SMs. It is best_sgemm with a piece looked up instead of (tile, K slice)
+// from the block index: the same parameters but one, the same epilogue (c:
+// the slots, alpha = 1, beta = 0), so that ptxas gives its k-loop the same
+// register assignment. Kernels that looped over a run's pieces, wrote C for
+// whole pieces in a second epilogue, or read the pieces from a kernel
+// parameter ran the k-loop 3.5-6 % slower or had up to 97 FFMAs per loop body
+// reading three sources from one register bank (best_sgemm and this kernel
+// none, in every instance; docs/perf-notes.md "Change 6", "Change 7").
+template <class S, bool AK, bool BKc, class OpA, class OpB>
+__global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N, int K, float alpha, OpA a, OpB b,
+                                                                   float beta, StridedOperand<float> c, int group,
+                                                                   const int4* __restrict__ pieces,
+                                                                   index_t slot_stride) {
   extern __shared__ __align__(16) float smem[];
-  const int tiles_m = (M + S::BM - 1) / S::BM, tiles_n = (N + S::BN - 1) / S::BN;
-  // int positions (the launcher keeps tiles * kts + iters_per_block in
-  // range): a 64-bit run position cost the 128 x 128 tile registers it does
-  // not have.
-  const int kts = (K + S::BK - 1) / S::BK;
-  int it = int(blockIdx.x) * sk.iters_per_block;
-  const int end = min(sk.tiles * kts, it + sk.iters_per_block);
-  while (it < end) {
-    const int lt = it / kts, k0 = it - lt * kts, k1 = min(kts, k0 + (end - it));
-    int tm, tn;
-    tile_coords(int(sk.dp_tiles) + lt, tiles_m, tiles_n, group, tm, tn);
-    const int m0 = tm * S::BM, n0 = tn * S::BN;
-    float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
-    __syncthreads();  // every warp is done with the shared tiles of the previous run
-    best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, k0, k1, acc);
-    const int q = int(blockIdx.x) - sk.first_block(lt, kts);
-    float* slot = sk.ws + (static_cast<long long>(lt) * sk.segments_per_tile + q) * (S::BM * S::BN);
-    best_epilogue<S>(StridedOperand<float>{slot, S::BN, 1}, min(S::BM, M - m0), min(S::BN, N - n0), 0, 0, 1.f, 0.f,
-                     acc);
-    it += k1 - k0;
-  }
+  const int4 p = pieces[blockIdx.x];
+  int tm, tn;
+  tile_coords(p.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
+  const int m0 = tm * S::BM, n0 = tn * S::BN;
+  float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
+  best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, p.y, p.z, acc);
+  StridedOperand<float> slot = c;
+  slot.p += p.w * slot_stride;
+  best_epilogue<S>(slot, min(S::BM, M - m0), min(S::BN, N - n0), 0, 0, alpha, beta, acc);
 }
 
 // The sum over `parts` slices (`slice` floats apart) of the 4 floats at w
@@ -194,13 +185,13 @@ __global__ __launch_bounds__(256) void splitk_sum(int M, int N, int splits, cons
 // blockIdx.x: the tile of the tail, blockIdx.y: a band of its rows.
 template <class S, class OpC>
 __global__ __launch_bounds__(256) void streamk_fixup(int M, int N, int K, float alpha, float beta, OpC c, int group,
-                                                     StreamKTail sk) {
+                                                     StreamKPlan sk, const float* ws) {
   const int kts = (K + S::BK - 1) / S::BK, lt = int(blockIdx.x);
   const int parts = sk.blocks_on(lt, kts);
   int tm, tn;
   tile_coords(int(sk.dp_tiles) + lt, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
   const int m0 = tm * S::BM, n0 = tn * S::BN, mlen = min(S::BM, M - m0), nlen = min(S::BN, N - n0);
-  const float* w = sk.ws + static_cast<long long>(lt) * sk.segments_per_tile * (S::BM * S::BN);
+  const float* w = ws + static_cast<long long>(lt) * sk.segments_per_tile * (S::BM * S::BN);
   for (int i = blockIdx.y; i < mlen; i += gridDim.y)
     for (int j = threadIdx.x * 4; j < nlen; j += 256 * 4) {
       const float4 s = sum_slices4(w + i * S::BN + j, S::BM * S::BN, parts);

@@ -21,8 +21,8 @@ __global__ __launch_bounds__(256) void sum_parts(int m, int n, int parts, const 
 }  // namespace
 
 namespace {
-// Step 12 on a stream, row-major A and B, without split-K (a part is always
-// one slice of a larger product).
+// Step 12 on a stream, row-major A and B, one grid of whole tiles (a part in
+// flight with others: together they fill the GPU).
 template <class Shape>
 void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                       const float* b, long long ldb, float beta, float* c, long long ldc) {
@@ -38,9 +38,23 @@ void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, con
 }  // namespace
 
 // The tile shape cuda-12-best would take (launch_best.cu) for the parts in
-// flight together.
+// flight together. One part alone runs as cuda-12-best itself would, with its
+// stream-K tail or split-K (pipelined::launch_best, on `stream`): at 8192^3
+// the tail is worth 2.5 % (docs/multilevel.md, fifth session), which a
+// one-thread split without it lost against the single kernel.
 void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                          const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight) {
+  if (parts_in_flight == 1) {
+    pipelined::StreamScope on(stream);
+    pipelined::cur = {m, n, k, alpha, beta};
+    const OpIn oa{a, lda, 1}, ob{b, ldb, 1};
+    const OpOut oc{c, ldc, 1};
+    if (pipelined::best_wide_fits(m, n))
+      pipelined::launch_best<pipelined::BestWideShape, true, false>(oa, ob, oc);
+    else
+      pipelined::launch_best<pipelined::BestDefaultShape, true, false>(oa, ob, oc);
+    return;
+  }
   if (pipelined::best_wide_fits(m, n, parts_in_flight))
     launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else

@@ -12,8 +12,9 @@
 namespace parray::cuda::multilevel {
 
 // C (M x N, ldc) = alpha A (M x K, lda) B (K x N, ldb) + beta C on `stream`,
-// with ladder step 12 (no split-K: the parts of a split are what fill the
-// GPU). C is not read when beta == 0. M, N >= 1, K >= 0. parts_in_flight:
+// with ladder step 12 (one part in flight: as cuda-12-best, with its
+// stream-K tail or split-K; several: one grid each, the parts are what fill
+// the GPU). C is not read when beta == 0. M, N >= 1, K >= 0. parts_in_flight:
 // how many such products of this size run at once on the GPU (a split's
 // parts on their streams); the tile shape is chosen for all of them together,
 // as cuda-12-best chooses it for the whole product — a part with few rows

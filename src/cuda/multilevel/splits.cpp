@@ -348,7 +348,13 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
 // pass — took 111.7 / 126.5 % of the single kernel at 4096^3 over 4 / 8
 // threads against 106.7 / 110.7 % summed: 8 dependent kernels, each with its
 // own pipeline fill and a read of C in every epilogue, cost more than one
-// pass over the slices.
+// pass over the slices. Also measured and rejected (sixth session): a ring of
+// row bands (part i adds into band (i + r) mod p of C in round r, after the
+// band's round r - 1): 123 % at 8 threads, every round paying its own partial
+// last wave; and the sum in the parts' epilogue (the last part to finish a
+// tile sums that tile's slices): 116 % at 8, 109 % at 2 threads against 114 /
+// 106 % for this pass — one SM reading 8 slices of a tile is slower than all
+// SMs streaming them.
 void split_k(const GemmCall<float>& call, int threads, bool host) {
   check_sizes(call, "ml-split-k");
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
