@@ -156,14 +156,17 @@ inline int choose_splits(long long tiles, int kts, int sms, int per_sm, long lon
   return best;
 }
 
-// The split-K workspace: a device buffer grown when needed and reused (a
-// cudaMallocAsync per call measured as a large part of a small GEMM's time).
-// One per host thread and device, so threads driving different GPUs (or the
-// same GPU) never share one; freed when the thread ends (errors ignored
-// there: at process exit the runtime may already be unloading).
-inline float* splitk_workspace(size_t floats) {
+// A device buffer of T per host thread and device, grown when needed and
+// reused (a cudaMallocAsync per call measured as a large part of a small
+// GEMM's time); Tag tells the buffers apart. One per host thread and device,
+// so threads driving different GPUs (or the same GPU) never share one; freed
+// when the thread ends (errors ignored there: at process exit the runtime may
+// already be unloading). A grown buffer is zeroed on cur_stream when
+// `zeroed`, before the launch that uses it.
+template <class T, class Tag>
+T* device_buffer(size_t n, bool zeroed) {
   struct Buffers {
-    std::vector<std::pair<float*, size_t>> per_device;
+    std::vector<std::pair<T*, size_t>> per_device;
     ~Buffers() {
       for (auto& b : per_device)
         if (b.first) (void)cudaFree(b.first);
@@ -174,15 +177,25 @@ inline float* splitk_workspace(size_t floats) {
   PARRAY_CUDA_CHECK(cudaGetDevice(&device));
   if (buffers.per_device.size() <= size_t(device)) buffers.per_device.resize(size_t(device) + 1, {nullptr, 0});
   auto& [buf, cap] = buffers.per_device[size_t(device)];
-  if (floats > cap) {
+  if (n > cap) {
     if (buf) PARRAY_CUDA_CHECK(cudaFree(buf));
     buf = nullptr;
     cap = 0;
-    PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), floats * sizeof(float)));
-    cap = floats;
+    PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), n * sizeof(T)));
+    if (zeroed) PARRAY_CUDA_CHECK(cudaMemsetAsync(buf, 0, n * sizeof(T), cur_stream));
+    cap = n;
   }
   return buf;
 }
+
+// The split-K workspace (and the stream-K tail's slots).
+struct SplitKTag;
+inline float* splitk_workspace(size_t floats) { return device_buffer<float, SplitKTag>(floats, false); }
+
+// The stream-K tail's per-tile counters: zeroed when allocated, and every
+// launch leaves them zero (the last piece of a tile resets its own).
+struct StreamKCountersTag;
+inline unsigned* streamk_counters(size_t n) { return device_buffer<unsigned, StreamKCountersTag>(n, true); }
 
 // An integer from the environment, or `fallback` (tuning knobs).
 inline int env_int(const char* name, int fallback) {
@@ -247,20 +260,18 @@ inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts) {
 }
 
 // The stream-K tail of the current problem (`cur`) after its full waves:
-// best_sgemm_piece over the plan's pieces, then streamk_fixup.
+// best_sgemm_piece over the plan's pieces (the last piece of a tile writes C).
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 void launch_streamk_tail(const OpA& a, const OpB& b, const OpC& c, int group, const StreamKPlan& p) {
   const int kts = int(ceil_div(cur.K, S::BK));
   const PieceTable pieces = streamk_pieces_on_device(p, kts);
   float* ws = splitk_workspace(size_t(p.tiles) * size_t(p.segments_per_tile) * S::BM * S::BN);
-  auto kp = ladder::best_sgemm_piece<S, AK, BKc, OpA, OpB>;
+  const ladder::StreamKFixup<OpC> f{p, kts, streamk_counters(size_t(p.tiles)), cur.alpha, cur.beta, c};
+  auto kp = ladder::best_sgemm_piece<S, AK, BKc, OpA, OpB, OpC>;
   allow_smem_on_current_device(kp, S::smem_bytes);
   kp<<<unsigned(pieces.count), S::NT, S::smem_bytes, cur_stream>>>(cur.M, cur.N, cur.K, 1.f, a, b, 0.f,
                                                                     StridedOperand<float>{ws, S::BN, 1}, group,
-                                                                    pieces.pieces, index_t(S::BM) * S::BN);
-  PARRAY_CUDA_CHECK_LAUNCH();
-  ladder::streamk_fixup<S, OpC><<<dim3(unsigned(p.tiles), 8), 256, 0, cur_stream>>>(cur.M, cur.N, cur.K, cur.alpha,
-                                                                                   cur.beta, c, group, p, ws);
+                                                                    pieces.pieces, index_t(S::BM) * S::BN, f);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 

@@ -38,9 +38,9 @@ struct StreamKPlan {
 // estimate uses choose_splits's constants (a full-wave k-tile step ~3.5 us on
 // an H100), runs the tail's k-tiles at the full waves' speed (the pieces run
 // in a kernel whose k-loop has best_sgemm's register banks: 12_best.cuh) and
-// charges the fixup pass ~2 partial tiles written and read per tail tile,
-// plus C, at ~2.5 TB/s, and ~5 us for its launch and the gap between
-// launches. On an H100 that takes the tail at 8192^3 and 4096^3 (wide tile).
+// charges the tail's sums ~2 partial tiles written and read per tail tile,
+// plus C, at ~2.5 TB/s, and ~5 us for the gap between the two launches. On
+// an H100 that takes the tail at 8192^3 and 4096^3 (wide tile).
 inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, long long tile_floats, bool reads_c,
                                      bool always) {
   StreamKPlan p;

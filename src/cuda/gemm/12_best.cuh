@@ -27,9 +27,10 @@
 //    (choose_splits: 3 slices there, 82 % of cuBLAS on an H100);
 //  * a stream-K tail where the last wave is partly empty (8192^2 in 128 x
 //    256 tiles: 15.5 waves of 132 SMs): the full waves run whole tiles, the
-//    rest is cut in equal k-runs over all SMs, one block per piece of a run
-//    (best_sgemm_piece, streamk_fixup; parray/cuda/streamk_plan.hpp): H100
-//    8192^3 89.4 -> 91.7 % of cuBLAS.
+//    rest is cut in equal k-runs over all SMs, one block per piece of a run,
+//    the last piece of a tile summing it (best_sgemm_piece;
+//    parray/cuda/streamk_plan.hpp): H100 8192^3 89.5 -> 91.9 %, 4096^3 89.2
+//    -> 90.8 % of cuBLAS.
 #pragma once
 
 #include "12_best_tiles.cuh"
@@ -110,29 +111,80 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
 // the tile order (from dp_tiles), whose k-tiles, tile after tile, are cut
 // into equal runs, one per SM slot, and the runs into pieces at tile
 // boundaries (streamk_pieces). One block per piece: pieces[blockIdx.x] =
-// (tile in the tile order, first and end k-tile, slot), and the block writes
-// the raw partial sums of its piece into slot c + slot * slot_stride
-// (segments_per_tile slots of BM x BN per tail tile); streamk_fixup adds them
-// and writes C.
+// (tile in the tile order, first and end k-tile, slot); the block writes the
+// raw partial sums of its piece into slot c + slot * slot_stride
+// (segments_per_tile slots of BM x BN per tail tile), and the last piece to
+// finish a tile sums its slots, in slot order (deterministic), into C with
+// alpha and beta — told it is last by a per-tile counter, incremented after
+// a fence and reset by the last. No fixup launch: the sums overlap the other
+// pieces' FMAs (H100 4096^3: 90.8 % of cuBLAS against 90.3 % with a fixup
+// kernel after the tail; docs/perf-notes.md "Change 7").
 //
-// Why: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132 SMs,
-// 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for
+// Why a tail: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132
+// SMs, 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for
 // cuBLAS's kernel of the same tile too. The full waves run as best_sgemm, a
 // launch of their own, and this kernel spreads the rest evenly over all the
-// SMs. It is best_sgemm with a piece looked up instead of (tile, K slice)
-// from the block index: the same parameters but one, the same epilogue (c:
-// the slots, alpha = 1, beta = 0), so that ptxas gives its k-loop the same
-// register assignment. Kernels that looped over a run's pieces, wrote C for
-// whole pieces in a second epilogue, or read the pieces from a kernel
-// parameter ran the k-loop 3.5-6 % slower or had up to 97 FFMAs per loop body
-// reading three sources from one register bank (best_sgemm and this kernel
-// none, in every instance; docs/perf-notes.md "Change 6", "Change 7").
-template <class S, bool AK, bool BKc, class OpA, class OpB>
+// SMs. Why this shape: it is best_sgemm with a piece looked up instead of
+// (tile, K slice) from the block index — the same parameters first, the same
+// epilogue (c: the slots, alpha = 1, beta = 0), the sum out of line — so that
+// ptxas gives its k-loop best_sgemm's register assignment. Kernels that
+// looped over a run's pieces, wrote C for whole pieces in a second epilogue,
+// read the pieces from a kernel parameter or summed inline ran the k-loop
+// 3.5-6 % slower or had up to 97 FFMAs per loop body reading three sources
+// from one register bank (best_sgemm and this kernel: none for the wide tile;
+// docs/perf-notes.md "Change 6", "Change 7").
+template <class OpC>
+struct StreamKFixup {
+  StreamKPlan plan;
+  int kts;
+  unsigned* counters;  // one per tail tile, zero between launches
+  float alpha, beta;
+  OpC c;
+};
+
+// C's tile (m0, n0) = alpha (the sum of its `parts` slots at w, BM x BN
+// apart) + beta C. Eight 16-byte loads per slot in flight per thread (the K
+// split's first fused sum, one load per slot at a time, ran a tile's sum at
+// ~10 GB/s on one SM). Not inlined: the kernel's k-loop keeps best_sgemm's
+// register assignment.
+template <class S, class OpC>
+__device__ __noinline__ void streamk_sum_tile(const StreamKFixup<OpC>& f, const float* w, int parts, int M, int N,
+                                              int m0, int n0) {
+  __threadfence();  // the other pieces' slots, fenced before their counts
+  constexpr int U = 8, STEP = S::NT * 4;
+  const int mlen = min(S::BM, M - m0), nlen = min(S::BN, N - n0);
+  for (int e0 = threadIdx.x * 4; e0 < S::BM * S::BN; e0 += STEP * U) {
+    float4 s[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int q = 0; q < parts; ++q) {
+      float4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (e0 + u * STEP < S::BM * S::BN)
+          v[u] = __ldcg(reinterpret_cast<const float4*>(w + q * (S::BM * S::BN) + e0 + u * STEP));
+#pragma unroll
+      for (int u = 0; u < U; ++u) s[u].x += v[u].x, s[u].y += v[u].y, s[u].z += v[u].z, s[u].w += v[u].w;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int e = e0 + u * STEP, i = e / S::BN, j = e % S::BN;
+      if (e >= S::BM * S::BN || i >= mlen) continue;
+      const float v[4] = {s[u].x, s[u].y, s[u].z, s[u].w};
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+        if (j + t < nlen) store_c(f.c(m0 + i, n0 + j + t), f.alpha * v[t], f.beta);
+    }
+  }
+}
+
+template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N, int K, float alpha, OpA a, OpB b,
                                                                    float beta, StridedOperand<float> c, int group,
                                                                    const int4* __restrict__ pieces,
-                                                                   index_t slot_stride) {
+                                                                   index_t slot_stride, StreamKFixup<OpC> f) {
   extern __shared__ __align__(16) float smem[];
+  __shared__ bool last;
   const int4 p = pieces[blockIdx.x];
   int tm, tn;
   tile_coords(p.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
@@ -142,6 +194,17 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N,
   StridedOperand<float> slot = c;
   slot.p += p.w * slot_stride;
   best_epilogue<S>(slot, min(S::BM, M - m0), min(S::BN, N - n0), 0, 0, alpha, beta, acc);
+  __syncthreads();  // the whole slot is written
+  const int lt = p.x - int(f.plan.dp_tiles), parts = f.plan.blocks_on(lt, f.kts);
+  if (threadIdx.x == 0) {
+    __threadfence();  // ... and visible to the block that sums the tile
+    last = atomicAdd(f.counters + lt, 1u) == unsigned(parts - 1);
+  }
+  __syncthreads();
+  if (!last) return;
+  streamk_sum_tile<S>(f, c.p + static_cast<long long>(lt) * f.plan.segments_per_tile * slot_stride, parts, M, N, m0,
+                      n0);
+  if (threadIdx.x == 0) f.counters[lt] = 0;  // every piece has counted: ready for the next product
 }
 
 // The sum over `parts` slices (`slice` floats apart) of the 4 floats at w
@@ -177,28 +240,6 @@ __global__ __launch_bounds__(256) void splitk_sum(int M, int N, int splits, cons
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         if (j + e < N) store_c(c(i, j + e), alpha * v[e], beta);
-    }
-}
-
-// C = alpha * (sum of the partial slots of a stream-K tile, in slot order) +
-// beta * C for every tile of the tail (a tile one block did whole is its one slot);
-// blockIdx.x: the tile of the tail, blockIdx.y: a band of its rows.
-template <class S, class OpC>
-__global__ __launch_bounds__(256) void streamk_fixup(int M, int N, int K, float alpha, float beta, OpC c, int group,
-                                                     StreamKPlan sk, const float* ws) {
-  const int kts = (K + S::BK - 1) / S::BK, lt = int(blockIdx.x);
-  const int parts = sk.blocks_on(lt, kts);
-  int tm, tn;
-  tile_coords(int(sk.dp_tiles) + lt, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
-  const int m0 = tm * S::BM, n0 = tn * S::BN, mlen = min(S::BM, M - m0), nlen = min(S::BN, N - n0);
-  const float* w = ws + static_cast<long long>(lt) * sk.segments_per_tile * (S::BM * S::BN);
-  for (int i = blockIdx.y; i < mlen; i += gridDim.y)
-    for (int j = threadIdx.x * 4; j < nlen; j += 256 * 4) {
-      const float4 s = sum_slices4(w + i * S::BN + j, S::BM * S::BN, parts);
-      const float v[4] = {s.x, s.y, s.z, s.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        if (j + e < nlen) store_c(c(m0 + i, n0 + j + e), alpha * v[e], beta);
     }
 }
 
