@@ -64,6 +64,17 @@ std::vector<GemmProblem> grid() {
       p.alpha = -1.5, p.beta = 0.5;
       out.push_back(p);
     }
+  // FP32 through the packed path with two threads: B packed row by row with a
+  // short last panel (100 = 3 x 32 + 4) in the second thread's share, row
+  // blocks handed out at run time down to a partial last one (500 rows: blocks
+  // of 132, 96, 84, 84, 84 and 20 = 12 + 8), K over three KC blocks (800).
+  for (const char* l : {"row", "fig17"}) {
+    GemmProblem p;
+    p.m = 500, p.k = 800, p.n = 100;
+    p.layout_a = p.layout_b = p.layout_c = l;
+    p.alpha = -1.5, p.beta = 0.5;
+    out.push_back(p);
+  }
   return out;
 }
 

@@ -2,8 +2,9 @@
 //
 //   for jc in N step NC:                   B block (KC x NC) lives in L3
 //     for pc in K step KC:  pack B         one packed copy shared by all threads
-//       for ic in my rows step MC:         each thread a contiguous share of M;
-//                                          A block (MC x KC) lives in its core's L2
+//       for ic in M step MC:               row blocks handed out to the threads at
+//                                          run time; A block (MC x KC) lives in its
+//                                          core's L2
 //         pack A
 //         for jr in NC step NR:            B micro-panel (KC x NR) stays in L1
 //           for ir in MC step MR:          microkernel: MR x NR of C in registers
@@ -16,6 +17,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <type_traits>
@@ -116,6 +118,36 @@ void pack_b_panel(const T* b, RowAx row, ColAx col, index_t p0, index_t kc, inde
     for (index_t j = cols; j < nr; ++j) dst[j] = T(0);
     dst += nr;
   }
+}
+
+// B(p0 .. p0+kc, j0 .. j0+cols) into NR-column panels as pack_b_panel does,
+// for columns that are one contiguous run (row-major B): row by row across all
+// the panels, so that each row of B is read as one sequential run. Panel by
+// panel, a wide row-major B is read NR elements per row, a row (a page at
+// 2048 floats) apart: no stream for the hardware prefetcher to follow. Row by
+// row took a quarter less time at 2048^3 (docs/perf-notes.md, CPU run 7).
+template <class T, class RowAx>
+void pack_b_rows(const T* b, RowAx row, index_t col0, index_t p0, index_t kc, index_t cols, int nr, T* dst) {
+  const index_t full = cols / nr, rest = cols % nr, panel = static_cast<index_t>(nr) * kc;
+  for (index_t p = 0; p < kc; ++p) {
+    const T* src = b + row(p0 + p) + col0;
+    T* d = dst + p * nr;
+    for (index_t jp = 0; jp < full; ++jp, src += nr, d += panel)
+      for (int j = 0; j < nr; ++j) d[j] = src[j];
+    if (rest) {
+      for (index_t j = 0; j < rest; ++j) d[j] = src[j];
+      for (index_t j = rest; j < nr; ++j) d[j] = T(0);
+    }
+  }
+}
+
+// The rows of the next row block, left rows before the end of a KC step: MC
+// (mc) while plenty are left, then a share of what is left, no fewer than
+// least, MR-aligned except for the last block; one thread: always mc.
+index_t block_rows(index_t left, index_t mc, index_t least, index_t threads, int mr) {
+  if (threads == 1) return std::min(mc, left);
+  const index_t share = (left / (2 * threads) + mr - 1) / mr * mr;
+  return std::min(left, std::clamp(share, least, mc));
 }
 
 // ---- buffers -------------------------------------------------------------------
@@ -287,11 +319,19 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
   // after packing: every thread has then finished with the block before).
   const std::size_t b_elems = static_cast<std::size_t>(nc_max * kc_max);
   T* const b_buffers[2] = {thread_buffer<T>(b_elems, 1), thread_buffer<T>(b_elems, 2)};
-  // Each thread owns a contiguous share of the MR-row tiles of C (as even as
-  // MR allows) and walks it in blocks of at most MC rows: no thread waits at
-  // the barrier for a short last block of another's.
   const index_t tiles = (m + mr - 1) / mr;
   const int threads = static_cast<int>(std::clamp<index_t>(call.threads, 1, std::max<index_t>(tiles, 1)));
+  // The row blocks of each KC step are handed out at run time from one
+  // counter (position step * m + row): MC rows (evened out over M) while
+  // plenty are left, then smaller blocks, down to half of that, so that the
+  // threads reach the barrier together. With a fixed half of M each, one
+  // thread waited there for the other 5-13 % of the time at 2048^3 on the
+  // 2-vCPU VM, whose cores run at speeds that change within milliseconds
+  // (docs/perf-notes.md, CPU run 7).
+  std::atomic<index_t> next_row{0};
+  const index_t even_blocks = std::max<index_t>((m + bs.mc - 1) / bs.mc, 1);
+  const index_t even_mc = std::min<index_t>(bs.mc, ((m + even_blocks - 1) / even_blocks + mr - 1) / mr * mr);
+  const index_t least_mc = std::max<index_t>(mr, even_mc / 2 / mr * mr);
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -300,10 +340,6 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
     index_t edge_rows[16], c_rows[16];
     for (int i = 0; i < mr; ++i) edge_rows[i] = static_cast<index_t>(i) * nr;
     const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const index_t first_row = tiles * t / nt * mr, end_row = std::min<index_t>(m, tiles * (t + 1) / nt * mr);
-    const index_t my_rows = end_row - first_row;
-    const index_t my_blocks = std::max<index_t>((my_rows + bs.mc - 1) / bs.mc, 1);
-    const index_t my_mc = std::min<index_t>(bs.mc, ((my_rows + my_blocks - 1) / my_blocks + mr - 1) / mr * mr);
     int step = 0;
 
     for (index_t jc = 0; jc < n; jc += bs.nc) {
@@ -312,16 +348,33 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
       for (index_t pc = 0; pc < k; pc += bs.kc, ++step) {
         const index_t kc = std::min<index_t>(bs.kc, k - pc);
         T* const b_packed = b_buffers[step & 1];
-        // All threads pack the shared B block, one NR panel at a time.
-#pragma omp for schedule(static)
-        for (index_t jp = 0; jp < panels; ++jp)
-          with_axes(call.b.layout, b_rows, b_cols, [&](auto row, auto col) {
-            pack_b_panel(call.b.data, row, col, pc, kc, jc + jp * nr, std::min<index_t>(nr, nc - jp * nr), nr,
-                         b_packed + jp * nr * kc);
-          });  // implicit barrier: B is packed before anyone uses it
+        // All threads pack the shared B block, a contiguous range of NR panels each.
+        const index_t jp0 = panels * t / nt, jp1 = panels * (t + 1) / nt;
+        with_axes(call.b.layout, b_rows, b_cols, [&](auto row, auto col) {
+          const index_t j0 = jc + jp0 * nr, cols = std::min<index_t>(nc, jp1 * nr) - jp0 * nr;
+          bool unit_cols = cols > 0;
+          for (index_t j = 1; j < cols && unit_cols; ++j) unit_cols = col(j0 + j) - col(j0 + j - 1) == 1;
+          if (unit_cols) {
+            pack_b_rows(call.b.data, row, col(j0), pc, kc, cols, nr, b_packed + jp0 * nr * kc);
+          } else {
+            for (index_t jp = jp0; jp < jp1; ++jp)
+              pack_b_panel(call.b.data, row, col, pc, kc, jc + jp * nr, std::min<index_t>(nr, nc - jp * nr), nr,
+                           b_packed + jp * nr * kc);
+          }
+        });
+#pragma omp barrier
+        // B is packed before anyone uses it.
         const T beta = pc == 0 ? call.beta : T(1);
-        for (index_t ic = first_row; ic < end_row; ic += my_mc) {
-          const index_t mc = std::min<index_t>(my_mc, end_row - ic);
+        const index_t step_start = static_cast<index_t>(step) * m;
+        for (;;) {
+          // Claim the next row block of this KC step, if one is left.
+          index_t pos = next_row.load(std::memory_order_relaxed), ic = 0, mc = 0;
+          do {
+            ic = pos - step_start;
+            if (ic >= m) break;
+            mc = block_rows(m - ic, even_mc, least_mc, nt, mr);
+          } while (!next_row.compare_exchange_weak(pos, pos + mc, std::memory_order_relaxed));
+          if (ic >= m) break;
           with_axes(call.a.layout, a_rows, a_cols, [&](auto row, auto col) {
             pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, a_packed);
           });
