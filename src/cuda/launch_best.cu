@@ -3,9 +3,12 @@
 // PARRAY_CUDA_BEST_SHAPE=<n> runs one of the candidate shapes of
 // launch_best_sweep.cu instead (row- or column-major operands; for tuning),
 // PARRAY_CUDA_BEST_GROUP the tile-order group (default 8, 1 = row by row),
-// PARRAY_CUDA_BEST_SPLITS a fixed K split and PARRAY_CUDA_BEST_WIDE=1 the
-// 128 x 256 tile wherever A runs along k.
+// PARRAY_CUDA_BEST_SPLITS a fixed K split, PARRAY_CUDA_BEST_WIDE=1 the
+// 128 x 256 tile wherever A runs along k, PARRAY_CUDA_BEST_STREAMK the
+// stream-K tail (0 off, n: planned for n slots) and PARRAY_CUDA_BEST_PACK_B=0
+// no row-major copy of a column-major B.
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -17,20 +20,75 @@ namespace parray::cuda {
 using namespace pipelined;
 
 namespace {
+// dst (K x N, row-major, row stride ldd) = B (K x N, column-major: B(k, n)
+// at b[k + n * ldb]), through 32 x 32 tiles in shared memory so that both
+// the reads (along k) and the writes (along n) are coalesced; a tile row of
+// 33 floats keeps the transposed reads free of bank conflicts (seed 001's
+// question, step 5). blockIdx.x: 32 rows of k; blockIdx.y (and further
+// rounds of it): 32 columns of n.
+__global__ __launch_bounds__(256) void col_to_row_major(int K, int N, const float* b, index_t ldb, float* dst,
+                                                        index_t ldd) {
+  __shared__ float tile[32][33];
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32, k0 = blockIdx.x * 32;
+  for (int n0 = blockIdx.y * 32; n0 < N; n0 += gridDim.y * 32) {
+    for (int j = ty; j < 32; j += 8)
+      if (n0 + j < N && k0 + tx < K) tile[j][tx] = b[(k0 + tx) + index_t(n0 + j) * ldb];
+    __syncthreads();
+    for (int j = ty; j < 32; j += 8)
+      if (k0 + j < K && n0 + tx < N) dst[index_t(k0 + j) * ldd + n0 + tx] = tile[tx][j];
+    __syncthreads();
+  }
+}
+
+// Row-major A with column-major B (both along k) as row-major A and B: B
+// copied into a row-major workspace first, then the wide tile. Why: with
+// both operands staged through registers only the 128 x 128 tile fits (the
+// wide one spilled), and it ran at 81-84 % of cuBLAS where the wide tile on
+// row-major B runs at 90-92 % (H100, docs/perf-notes.md "Change 7"); the copy
+// moves 8 K N bytes (~1.5 % of the product's time at 4096^3). Taken where the
+// wide tile fills the SMs (or PARRAY_CUDA_BEST_WIDE=1, for the tests), one
+// product at a time; PARRAY_CUDA_BEST_PACK_B=0 keeps B where it is.
+struct PackBTag;
+template <class OpA, class OpC>
+bool run_with_b_row_major(const OpA& a, const StridedOperand<const float>& b, const OpC& c, bool force) {
+  static const bool enabled = env_int("PARRAY_CUDA_BEST_PACK_B", 1) == 1;
+  if (!enabled || b.rs != 1 || cur_batch.count != 1 || !(force || best_wide_fits(cur.M, cur.N))) return false;
+  const index_t ldd = (index_t(cur.N) + 3) / 4 * 4;
+  const size_t bytes = size_t(std::max(cur.K, 1)) * size_t(ldd) * sizeof(float);
+  if (bytes > (size_t(256) << 20)) {  // a large copy of B only where the GPU has room for it twice over
+    size_t free_bytes = 0, total_bytes = 0;
+    PARRAY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (bytes > free_bytes / 2) return false;
+  }
+  float* packed = device_buffer<float, PackBTag>(size_t(std::max(cur.K, 1)) * size_t(ldd), false);
+  if (cur.K > 0) {
+    const dim3 grid(unsigned(ceil_div(cur.K, 32)), unsigned(std::min<index_t>(ceil_div(cur.N, 32), 65535)));
+    col_to_row_major<<<grid, 256, 0, cur_stream>>>(cur.K, cur.N, b.p, b.cs, packed, ldd);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+  launch_best<BestWideShape, true, false>(a, StridedOperand<const float>{packed, ldd, 1}, c);
+  return true;
+}
+
 template <bool AK, bool BKc>
 struct Launch {
   template <class OpA, class OpB, class OpC>
   static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan&) {
     // The wide tile for A along k and B along n (row-major A and B). With B
-    // along k too the 128 x 128 tile stays: 83 % of cuBLAS unspilled (H100,
-    // 4096^3), the wide one 78-79 % (docs/perf-notes.md "Change 5").
+    // along k too the wide tile spilled (78-79 % of cuBLAS) and the 128 x 128
+    // one reaches 81-84 % (docs/perf-notes.md "Change 5"): large products copy
+    // B to row-major first and take the wide tile (run_with_b_row_major).
+    // PARRAY_CUDA_BEST_WIDE=1 takes it whatever the size (tests, sanitizers).
+    static const bool force_wide = env_int("PARRAY_CUDA_BEST_WIDE", 0) == 1;
     if constexpr (OpA::strided && AK && !BKc) {
-      // PARRAY_CUDA_BEST_WIDE=1 takes it whatever the size (tests, sanitizers).
-      static const bool force_wide = env_int("PARRAY_CUDA_BEST_WIDE", 0) == 1;
       if (force_wide || best_wide_fits(cur.M, cur.N, cur_batch.count)) {
         launch_best<BestWideShape, AK, BKc>(a, b, c);
         return;
       }
+    }
+    using Strided = StridedOperand<const float>;
+    if constexpr (std::is_same_v<OpA, Strided> && std::is_same_v<OpB, Strided> && AK && BKc) {
+      if (run_with_b_row_major(a, b, c, force_wide)) return;
     }
     launch_best<BestDefaultShape, AK, BKc>(a, b, c);
   }
