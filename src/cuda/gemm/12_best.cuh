@@ -143,10 +143,11 @@ struct StreamKFixup {
 };
 
 // C's tile (m0, n0) = alpha (the sum of its `parts` slots at w, BM x BN
-// apart) + beta C. Eight 16-byte loads per slot in flight per thread (the K
-// split's first fused sum, one load per slot at a time, ran a tile's sum at
-// ~10 GB/s on one SM). Not inlined: the kernel's k-loop keeps best_sgemm's
-// register assignment.
+// apart) + beta C. Eight 16-byte loads per slot in flight per thread: one
+// SM sums the tile, so it needs many loads in flight (a sum of this kind in
+// the K split's parts, with one load per slice in flight, lost to a separate
+// summing pass: docs/perf-notes.md "Change 7"). Not inlined: the kernel's
+// k-loop keeps best_sgemm's register assignment.
 template <class S, class OpC>
 __device__ __noinline__ void streamk_sum_tile(const StreamKFixup<OpC>& f, const float* w, int parts, int M, int N,
                                               int m0, int n0) {
