@@ -254,7 +254,12 @@ inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts) {
     table.push_back(make_int4(int(p.dp_tiles) + x.tile, x.k0, x.k1, x.tile * p.segments_per_tile + x.slot));
   PieceTable t{nullptr, int(table.size())};
   PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&t.pieces), table.size() * sizeof(int4)));
-  PARRAY_CUDA_CHECK(cudaMemcpy(t.pieces, table.data(), table.size() * sizeof(int4), cudaMemcpyHostToDevice));
+  // On the launch's own stream, and waited for: a plain cudaMemcpy goes to the
+  // legacy stream, which a non-blocking stream (the splits', the multi-GPU
+  // GEMMs') does not wait for, and may return before its DMA lands.
+  PARRAY_CUDA_CHECK(
+      cudaMemcpyAsync(t.pieces, table.data(), table.size() * sizeof(int4), cudaMemcpyHostToDevice, cur_stream));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(cur_stream));
   cache.tables.emplace(key, t);
   return t;
 }
