@@ -54,13 +54,14 @@ bool run_with_b_row_major(const OpA& a, const StridedOperand<const float>& b, co
   static const bool enabled = env_int("PARRAY_CUDA_BEST_PACK_B", 1) == 1;
   if (!enabled || b.rs != 1 || cur_batch.count != 1 || !(force || best_wide_fits(cur.M, cur.N))) return false;
   const index_t ldd = (index_t(cur.N) + 3) / 4 * 4;
-  const size_t bytes = size_t(std::max(cur.K, 1)) * size_t(ldd) * sizeof(float);
-  if (bytes > (size_t(256) << 20)) {  // a large copy of B only where the GPU has room for it twice over
+  const size_t floats = size_t(std::max(cur.K, 1)) * size_t(ldd);
+  // A large copy of B only where the GPU has room for it twice over.
+  if (floats * sizeof(float) > (size_t(256) << 20)) {
     size_t free_bytes = 0, total_bytes = 0;
     PARRAY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (bytes > free_bytes / 2) return false;
+    if (floats * sizeof(float) > free_bytes / 2) return false;
   }
-  float* packed = device_buffer<float, PackBTag>(size_t(std::max(cur.K, 1)) * size_t(ldd), false);
+  float* packed = device_buffer<float, PackBTag>(floats, false);
   if (cur.K > 0) {
     const dim3 grid(unsigned(ceil_div(cur.K, 32)), unsigned(std::min<index_t>(ceil_div(cur.N, 32), 65535)));
     col_to_row_major<<<grid, 256, 0, cur_stream>>>(cur.K, cur.N, b.p, b.cs, packed, ldd);

@@ -67,8 +67,8 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
 }
 
 // One piece of a tail: k-tiles [k0, k1) of tail tile `tile`, whose partial
-// sums go to slot `slot` of that tile (16 bytes: one load on the GPU).
-struct alignas(16) StreamKPiece {
+// sums go to slot `slot` of that tile.
+struct StreamKPiece {
   int tile, k0, k1, slot;
 };
 
