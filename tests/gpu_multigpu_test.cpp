@@ -195,6 +195,33 @@ TEST(GpuMultiGpu, OutOfCoreTinyBudgetStreamsManyTiles) {
   EXPECT_THROW(multigpu::gemm_host(plan, 1.f, o.a.view(), o.b.view(), 0.f, o.c.view()), Error);
 }
 
+// cuBLAS as the local GEMM (--local cublas) in every variant; and the
+// out-of-core chunks that ramp up from 1024 on a GPU's first block (a forced
+// K chunk of 2048 over K = 3000: 1024 + 1976 there, 2048 + 952 after), with
+// either local GEMM.
+TEST(GpuMultiGpu, CublasLocalGemmAndChunkRamp) {
+  NEED_GPUS(1);
+  for (multigpu::Variant v : {multigpu::Variant::summa_2d, multigpu::Variant::ksplit, multigpu::Variant::out_of_core}) {
+    if (!multigpu::variant_built(v)) continue;
+    multigpu::Plan plan = plan_for(v, 1, 1);
+    plan.local = multigpu::LocalGemm::cublas;
+    for (const Problem& p : {kProblems[0], kProblems[1]}) expect_correct(plan, p);
+  }
+  for (multigpu::LocalGemm how : {multigpu::LocalGemm::step12, multigpu::LocalGemm::cublas}) {
+    multigpu::Plan plan = plan_for(multigpu::Variant::out_of_core, 1, 1);
+    plan.local = how;
+    plan.tile_m = 512, plan.tile_n = 384, plan.tile_k = 2048;
+    for (const Problem& p : {Problem{1100, 700, 3000}, Problem{1100, 700, 3000, 0.5f, -2.f}}) {
+      Operands o(p);
+      const multigpu::Stats st = multigpu::gemm_host(plan, p.alpha, o.a.view(), o.b.view(), p.beta, o.c.view());
+      const multigpu::Check r = o.check();
+      EXPECT_TRUE(r.ok) << name_of(plan, p) << " local " << multigpu::local_gemm_name(how) << ": " << r.reason
+                        << " (rel err " << r.rel_err << ")";
+      EXPECT_EQ(st.blocks, 3 * 2) << st.detail;
+    }
+  }
+}
+
 // cublasXt, the host-resident baseline, is verified like parray's own.
 TEST(GpuMultiGpu, CublasXtBaselineAgrees) {
   NEED_GPUS(1);
@@ -262,6 +289,8 @@ TEST(GpuMultiGpuPlan, BadPlansAreRejected) {
   p.grid_rows = 2;
   EXPECT_THROW(multigpu::validate(p, 64, 64, 64), Error) << "a GPU listed twice";
   EXPECT_THROW(multigpu::parse_variant("3d"), Error);
+  EXPECT_THROW(multigpu::parse_local_gemm("tpu"), Error);
+  EXPECT_EQ(multigpu::parse_local_gemm("cublas"), multigpu::LocalGemm::cublas);
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
@@ -271,7 +300,7 @@ TEST(GpuMultiGpuPlan, BadPlansAreRejected) {
 TEST(GpuMultiGpuPlan, CliRejectsBadInputWithStatus2) {
   for (const char* args : {"--gpus 4096 -m 64 -n 64 -k 64", "--gpus 1 --grid 2x2 -m 64 -n 64 -k 64",
                            "--gpus 1 -m 0 -n 64 -k 64", "--gpus 1 --variant ooc --operands device",
-                           "--gpus 1 --variant 3d"}) {
+                           "--gpus 1 --variant 3d", "--gpus 1 --local tpu -m 64 -n 64 -k 64"}) {
     const parray_test::CliResult r = parray_test::run_cli(std::string("multigpu ") + args);
     ASSERT_NE(r.status, -1) << args;  // exited normally
     EXPECT_EQ(r.status, 2) << args;

@@ -4,6 +4,7 @@
 //   parray multigpu --gpus G [--devices LIST] [--grid PxQ] -m M -n N -k K
 //          --variant 2d|ksplit|ooc --operands device|gpu0|host [--baseline]
 //          [--xt-block B] [--budget-mib X] [--tile MxNxK] [--panel W] [--chunks C]
+//          [--local step12|cublas]
 //          [--alpha A] [--beta B] [--reps R] [--seed S] [--csv FILE]
 //
 // Operands "device": distributed over the GPUs before the clock starts (the
@@ -15,7 +16,9 @@
 // every transfer; the baseline is cublasXt on the same GPUs. Verification:
 // the full FP64 product up to 2^31 multiply-adds, else a random-sign checksum
 // of every row plus 4096 sampled elements (multigpu::verify). Bad input: one
-// line on stderr and exit status 2; a failed check: exit status 1.
+// line on stderr and exit status 2; a failed check: exit status 1. --local
+// picks the GEMM each GPU runs (parray's step 12, or cuBLAS to compare the
+// schedule alone with cublasXt's). Every timed repetition is printed.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -42,7 +45,7 @@ using namespace parray;
 
 struct Args {
   int gpus = 1;
-  std::string devices, grid, variant = "2d", operands = "device", tile, csv;
+  std::string devices, grid, variant = "2d", operands = "device", tile, csv, local = "step12";
   long long m = 4096, n = 4096, k = 4096, panel = 0, budget_mib = 0;
   int chunks = 0, xt_block = 0, reps = 3;
   double alpha = 1.0, beta = 0.0;
@@ -96,10 +99,12 @@ struct Row {
   double ms = 0;
   multigpu::Check check;
   std::string detail;
+  std::vector<double> runs;  // every timed repetition, ms
 };
 
 int run(const Args& a) {
   const multigpu::Variant variant = multigpu::parse_variant(a.variant);
+  const multigpu::LocalGemm local = multigpu::parse_local_gemm(a.local);
   if (a.operands != "device" && a.operands != "gpu0" && a.operands != "host")
     throw Error("multigpu: --operands '" + a.operands + "' (use device, gpu0 or host)");
   // device and gpu0: on the GPUs, compared with one GPU; host: with cublasXt.
@@ -114,6 +119,7 @@ int run(const Args& a) {
                 (present == 1 ? " GPU is" : " GPUs are") + " present");
   multigpu::Plan plan;
   plan.variant = variant;
+  plan.local = local;
   plan.devices.clear();
   if (a.devices.empty())
     for (int g = 0; g < a.gpus; ++g) plan.devices.push_back(g);
@@ -171,7 +177,7 @@ int run(const Args& a) {
 
   // ---- parray's variant ----
   Row mine;
-  mine.impl = "parray-" + a.variant;
+  mine.impl = "parray-" + a.variant + (plan.local == multigpu::LocalGemm::cublas ? "-cublas-local" : "");
   multigpu::Stats st;
   std::vector<double> times;
   if (from_gpu0) {
@@ -211,6 +217,7 @@ int run(const Args& a) {
     for (int r = 0; r < a.reps; ++r) times.push_back(multigpu::gemm_host(plan, alpha, av, bv, beta, C.view()).ms);
   }
   mine.ms = median(times);
+  mine.runs = times;
   mine.detail = st.detail + fmt::format("; per GPU {:.0f} MiB of buffers", double(st.device_bytes) / 1048576.0);
   if (st.comm_bytes > 0) mine.detail += fmt::format("; NCCL {:.2f} GB received", st.comm_bytes / 1e9);
   if (!on_device || variant == multigpu::Variant::out_of_core)
@@ -246,6 +253,7 @@ int run(const Args& a) {
       for (int r = 0; r < a.reps; ++r)
         bt.push_back(multigpu::cublasxt_sgemm(plan.devices, a.xt_block, alpha, av, bv, beta, C.view()));
       base.ms = median(bt);
+      base.runs = bt;
       base.impl = "cublasxt";
       base.detail = "block dim " + std::to_string(used) + ", GPUs " + devs;
     }
@@ -258,11 +266,13 @@ int run(const Args& a) {
     if (!r.check.ok) status = 1;
     const double tf = r.ms > 0 ? flops / (r.ms * 1e9) : 0;
     const double ratio = rows.size() > 1 && r.ms > 0 ? rows.back().ms / r.ms : 0;
-    fmt::print("  {:<22} {:>10.2f} ms {:>7.2f} TFLOP/s  check {} ({}, rel err {:.2e} <= {:.2e}){}\n", r.impl, r.ms,
+    std::string runs;
+    for (double t : r.runs) runs += (runs.empty() ? "" : " ") + fmt::format("{:.1f}", t);
+    fmt::print("  {:<22} {:>10.2f} ms {:>7.2f} TFLOP/s  check {} ({}, rel err {:.2e} <= {:.2e}){}{}\n", r.impl, r.ms,
                tf, r.check.ok ? "ok" : "FAILED", r.check.method, r.check.rel_err, r.check.tolerance,
-               r.detail.empty() ? "" : "; " + r.detail);
+               r.detail.empty() ? "" : "; " + r.detail, runs.empty() ? "" : "; runs " + runs + " ms");
     if (!r.check.ok) std::cerr << "multigpu: " << r.impl << " failed the check: " << r.check.reason << "\n";
-    std::string detail = r.detail;
+    std::string detail = r.detail + (runs.empty() ? "" : "; runs " + runs + " ms");
     std::replace(detail.begin(), detail.end(), ',', ' ');
     csv += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f},{:.3e},{},{}\n", r.impl, a.variant, a.operands,
                        a.gpus, plan.grid(), M, N, K, r.ms, tf, ratio, r.check.rel_err, r.check.ok ? 1 : 0, detail);
@@ -304,6 +314,7 @@ std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
   c->add_option("--budget-mib", args.budget_mib, "ooc: device buffers per GPU, MiB (0: 8 GiB, <= 3/4 of free)")
       ->capture_default_str();
   c->add_option("--tile", args.tile, "ooc: force C blocks and K chunk, MxNxK");
+  c->add_option("--local", args.local, "the GEMM each GPU runs: step12 (parray's) or cublas")->capture_default_str();
   c->add_option("--panel", args.panel, "2d: K panel width (0: automatic)")->capture_default_str();
   c->add_option("--chunks", args.chunks, "ksplit: row chunks overlapped with the reduce-scatter (0: automatic)")
       ->capture_default_str();

@@ -80,6 +80,17 @@ inline Variant parse_variant(const std::string& s) {
   if (s == "ooc") return Variant::out_of_core;
   throw Error("unknown multi-GPU variant '" + s + "' (use 2d, ksplit or ooc)");
 }
+// The GEMM each GPU runs on its blocks: ladder step 12 (parray's own kernel,
+// the default) or cuBLAS — the latter to compare a schedule (panels, K split,
+// out-of-core streaming) with cublasXt's on the same local kernel.
+enum class LocalGemm { step12, cublas };
+inline const char* local_gemm_name(LocalGemm l) { return l == LocalGemm::step12 ? "step12" : "cublas"; }
+inline LocalGemm parse_local_gemm(const std::string& s) {
+  if (s == "step12") return LocalGemm::step12;
+  if (s == "cublas") return LocalGemm::cublas;
+  throw Error("unknown local GEMM '" + s + "' (use step12 or cublas)");
+}
+
 // Whether this build has the variant (2d and ksplit need NCCL).
 bool variant_built(Variant v);
 
@@ -91,6 +102,7 @@ struct Plan {
   int chunks = 0;                    // ksplit: row chunks of C (0: 4 when C has the rows for it)
   std::size_t budget_bytes = 0;      // out_of_core: device buffers per GPU (0: 8 GiB, at most 3/4 of free)
   index_t tile_m = 0, tile_n = 0, tile_k = 0;  // out_of_core: forced tile sizes (0: from the budget)
+  LocalGemm local = LocalGemm::step12;         // every variant: the per-GPU GEMM
 
   int gpus() const { return int(devices.size()); }
   std::string grid() const { return std::to_string(grid_rows) + "x" + std::to_string(grid_cols); }

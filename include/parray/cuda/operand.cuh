@@ -42,6 +42,20 @@ struct StridedOperand {
   PARRAY_HD T& operator()(index_t i, index_t j) const { return p[offset(i, j)]; }
 };
 
+// C as an accumulator: the step-12 epilogue adds alpha * acc into it with
+// atomic additions (L2 reductions, 16 bytes at a time where C's rows allow)
+// instead of storing, and does not apply beta (C was scaled before). The K
+// split's parts (src/cuda/multilevel/), running at once on their streams, add
+// into one C this way rather than each writing a partial product that a
+// summing pass reads back. The additions' order is not fixed, so the last
+// bits of C may differ from run to run.
+template <class T>
+struct AddOperand : StridedOperand<T> {
+  static constexpr bool adds = true;
+};
+template <class Op>
+concept AddsInto = requires { requires Op::adds; };
+
 // Axis::offset with 32-bit digit arithmetic: a 64-bit division is a ~60-
 // instruction subroutine on the GPU, a 32-bit one ~15, and kernels index
 // with int (M, N, K < 2^31), so the digits fit.

@@ -157,8 +157,9 @@ __device__ __forceinline__ void mainloop(float* smem, const SA& sa, const SB& sb
 }
 
 // Writes alpha * acc (+ beta C) through C's layout; 16-byte stores when C is
-// row-major with aligned rows (cvec) and the 4 columns are inside.
-template <int BM, int BN, int WM, int WN, int WNITER, int TM, int TN, class OpC>
+// row-major with aligned rows (cvec) and the 4 columns are inside. Add: adds
+// alpha * acc into C atomically instead (AddOperand; beta is not applied).
+template <int BM, int BN, int WM, int WN, int WNITER, int TM, int TN, bool Add = false, class OpC>
 __device__ __forceinline__ void epilogue(const OpC& c, int M, int N, int m0, int n0, float alpha, float beta,
                                          bool cvec, float (&acc)[WM * WN / (32 * TM * TN * WNITER) * TM][WNITER * TN]) {
   constexpr int WMITER = WM * WN / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
@@ -180,6 +181,14 @@ __device__ __forceinline__ void epilogue(const OpC& c, int M, int N, int m0, int
           for (int q = 0; q < TN; q += 4) {
             float4* p = reinterpret_cast<float4*>(&c(i, j + q));
             float4 v = make_float4(alpha * r[q], alpha * r[q + 1], alpha * r[q + 2], alpha * r[q + 3]);
+            if constexpr (Add) {
+#if __CUDA_ARCH__ >= 900
+              atomicAdd(p, v);  // one 16-byte reduction (compute capability 9.x)
+#else
+              atomicAdd(&p->x, v.x), atomicAdd(&p->y, v.y), atomicAdd(&p->z, v.z), atomicAdd(&p->w, v.w);
+#endif
+              continue;
+            }
             if (beta != 0.f) {
               const float4 o = *p;
               v.x += beta * o.x, v.y += beta * o.y, v.z += beta * o.z, v.w += beta * o.w;
@@ -189,7 +198,12 @@ __device__ __forceinline__ void epilogue(const OpC& c, int M, int N, int m0, int
         } else {
 #pragma unroll
           for (int u = 0; u < TN; ++u)
-            if (j + u < N) store_c(c(i, j + u), alpha * r[u], beta);
+            if (j + u < N) {
+              if constexpr (Add)
+                atomicAdd(&c(i, j + u), alpha * r[u]);
+              else
+                store_c(c(i, j + u), alpha * r[u], beta);
+            }
         }
       }
     }

@@ -38,9 +38,10 @@
 
 namespace parray::cuda::ladder {
 
-// alpha acc (+ beta C) into the (BM, BN) tile at (m0, n0): as a strided tile
-// (16-byte stores where C's rows allow) when C's runs are strided, else
-// element by element through C's layout.
+// alpha acc (+ beta C) into the (BM, BN) tile at (m0, n0), or added into C
+// atomically for an AddOperand: as a strided tile (16-byte stores where C's
+// rows allow) when C's runs are strided, else element by element through C's
+// layout.
 template <class S, class OpC>
 __device__ __forceinline__ void best_epilogue(const OpC& c, int M, int N, int m0, int n0, float alpha, float beta,
                                               float (&acc)[S::WMITER * S::TM][S::WNITER * S::TN]) {
@@ -49,9 +50,11 @@ __device__ __forceinline__ void best_epilogue(const OpC& c, int M, int N, int m0
   if (rr.ok && cr.ok) {
     const StridedOperand<float> t{c.p + rr.base + cr.base, rr.step, cr.step};  // (mlen, nlen) tile of C
     const bool cvec = cr.step == 1 && rr.step % 4 == 0 && (reinterpret_cast<std::uintptr_t>(t.p) & 15u) == 0;
-    epilogue<S::BM, S::BN, S::WM, S::WN, S::WNITER, S::TM, S::TN>(t, mlen, nlen, 0, 0, alpha, beta, cvec, acc);
+    epilogue<S::BM, S::BN, S::WM, S::WN, S::WNITER, S::TM, S::TN, AddsInto<OpC>>(t, mlen, nlen, 0, 0, alpha, beta, cvec,
+                                                                                acc);
   } else {
-    epilogue<S::BM, S::BN, S::WM, S::WN, S::WNITER, S::TM, S::TN>(c, M, N, m0, n0, alpha, beta, false, acc);
+    epilogue<S::BM, S::BN, S::WM, S::WN, S::WNITER, S::TM, S::TN, AddsInto<OpC>>(c, M, N, m0, n0, alpha, beta, false,
+                                                                                acc);
   }
 }
 

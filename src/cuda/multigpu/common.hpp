@@ -131,10 +131,11 @@ inline void copy_rows(float* dst, index_t dld, const float* src, index_t sld, in
                                       size_t(cols) * sizeof(float), size_t(rows), kind, s));
 }
 
-// C = alpha A B + beta C with step 12 on `s` (src/cuda/multilevel/launch.cu);
-// nothing to do for an empty C, C = beta C for K == 0.
-void local_gemm(cudaStream_t s, index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda,
-                const float* b, index_t ldb, float beta, float* c, index_t ldc);
+// C = alpha A B + beta C on `s` with step 12 (src/cuda/multilevel/launch.cu)
+// or cuBLAS (`how`; row-major operands); nothing to do for an empty C,
+// C = beta C for K == 0.
+void local_gemm(LocalGemm how, cudaStream_t s, index_t m, index_t n, index_t k, float alpha, const float* a,
+                index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc);
 // y = x + beta y over rows x cols (row strides ldx, ldy), on `s`.
 void add_scaled(cudaStream_t s, index_t rows, index_t cols, const float* x, index_t ldx, float beta, float* y,
                 index_t ldy);

@@ -1,6 +1,11 @@
 // Device helpers of the multi-GPU GEMMs (common.hpp): the local GEMM (ladder
-// step 12 on a stream), y = x + beta y for the K split's beta, NaN poisoning.
+// step 12 or cuBLAS on a stream), y = x + beta y for the K split's beta, NaN
+// poisoning.
+#include <cublas_v2.h>
+
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "../multilevel/launch.hpp"
 #include "common.hpp"
@@ -21,13 +26,42 @@ __global__ __launch_bounds__(256) void fill_kernel(float* p, index_t rows, index
     for (index_t j = index_t(blockIdx.x) * 256 + threadIdx.x; j < cols; j += index_t(gridDim.x) * 256)
       p[i * ld + j] = v;
 }
+// One cuBLAS handle per GPU, kept (creating one costs milliseconds). A GPU is
+// driven by one host thread at a time (the team's lock), so its handle is too.
+cublasHandle_t cublas_for_current_device() {
+  static std::mutex mu;
+  static auto* handles = new std::map<int, cublasHandle_t>;  // never destroyed: CUDA may be torn down first
+  int d = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&d));
+  std::lock_guard<std::mutex> lock(mu);
+  cublasHandle_t& h = (*handles)[d];
+  if (!h) {
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error("multigpu: cublasCreate failed on GPU " + std::to_string(d));
+    // FP32 on CUDA cores, as step 12 and cublasXt's default: no TF32.
+    if (cublasSetMathMode(h, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS)
+      throw Error("multigpu: cublasSetMathMode failed");
+  }
+  return h;
+}
+void cublas_row_major(cudaStream_t s, int m, int n, int k, float alpha, const float* a, index_t lda, const float* b,
+                      index_t ldb, float beta, float* c, index_t ldc) {
+  cublasHandle_t h = cublas_for_current_device();
+  auto check = [](cublasStatus_t st, const char* what) {
+    if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cublasGetStatusString(st));
+  };
+  check(cublasSetStream(h, s), "cublasSetStream");
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)),
+        "cublasSgemm");
+}
+
 dim3 grid_for(index_t rows, index_t cols) {
   return dim3(unsigned(std::min<index_t>((cols + 255) / 256, 1024)), unsigned(std::min<index_t>(rows, 65535)));
 }
 }  // namespace
 
-void local_gemm(cudaStream_t s, index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda,
-                const float* b, index_t ldb, float beta, float* c, index_t ldc) {
+void local_gemm(LocalGemm how, cudaStream_t s, index_t m, index_t n, index_t k, float alpha, const float* a,
+                index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff)
     throw Error("multigpu: a local GEMM's M, N and K must each be below 2^31");
@@ -36,6 +70,12 @@ void local_gemm(cudaStream_t s, index_t m, index_t n, index_t k, float alpha, co
       PARRAY_CUDA_CHECK(cudaMemset2DAsync(c, size_t(ldc) * sizeof(float), 0, size_t(n) * sizeof(float), size_t(m), s));
     else if (beta != 1.f)
       add_scaled(s, m, n, c, ldc, beta - 1.f, c, ldc);  // c + (beta - 1) c, element by element in place
+    return;
+  }
+  if (how == LocalGemm::cublas) {
+    if (lda > 0x7fffffff || ldb > 0x7fffffff || ldc > 0x7fffffff)
+      throw Error("multigpu: cuBLAS's leading dimensions must be below 2^31");
+    cublas_row_major(s, int(m), int(n), int(k), alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   cuda::multilevel::gemm_best_on_stream(s, int(m), int(n), int(k), alpha, a, lda, b, ldb, beta, c, ldc);

@@ -9,8 +9,9 @@
 // strips so that each strip's copy back to the host (copy-out stream)
 // overlaps the next strip. Two C blocks alternate, so the next block starts
 // while the previous one drains. Device memory per GPU: 2 tm tn + kSlots tk
-// (tm + tn) floats, chosen to fit the budget: the largest blocks that fit
-// move the least over PCIe (A is read N / tn times, B M / tm times).
+// (tm + tn) floats, chosen to fit the budget with the least estimated time
+// (choose_tiling: larger blocks move less over PCIe — A is read N / tn times,
+// B M / tm times — but leave more to copy back after the last FMA).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,7 +28,10 @@ using namespace detail;
 namespace {
 
 constexpr int kSlots = 3;   // K chunks in flight: one being copied, one computed, one spare
-constexpr int kStrips = 4;  // row strips of the last chunk (C copied back strip by strip)
+constexpr int kStrips = 8;  // row strips of the last chunk (C copied back strip by strip)
+// A GPU's first C block starts with a K chunk of at most this width and
+// doubles it up to tk: only the first upload waits with nothing to overlap.
+constexpr index_t kFirstChunk = 1024;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -43,14 +47,30 @@ std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk) {
   return sizeof(float) * std::size_t(2 * tm * tn + kSlots * tk * (tm + tn));
 }
 
-// The C blocking and K chunk for a budget: least estimated time with copies
-// and compute overlapped, max(compute, PCIe traffic), over G GPUs that take
-// whole blocks (a block count that does not divide evenly idles some GPUs).
-Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget) {
+// The C blocking and K chunk for a budget: the least estimated time of the
+// busiest GPU. Per block: max(compute, PCIe in) — the compute including the
+// C block read and written on the device by every K chunk's GEMM (beta = 1
+// after the first), and PCIe counted as hidden only below 70 % of the compute
+// (the rate is shared and varies) — plus, once per GPU, what no
+// copy overlaps: the first chunk's upload (chunks ramp up from kFirstChunk)
+// and the part of the last C block's copy back that the strips of its last
+// chunk do not hide. The third session's model (max(compute, copy) + a tenth
+// of the copy) took the largest blocks (32768^3 on 2 GPUs: 1 x 2 blocks of
+// 32768 x 16384): their 2 GiB copy back at the end, hidden only behind one
+// 1024-wide chunk, and a C block re-read 32 times cost ~7 % (864 ms against
+// ~800 of compute). The seventh session's first try of this model assumed
+// 24 GB/s and took 2 x 4 blocks of 16384 x 8192 (6 GiB more over PCIe):
+// 947 ms, PCIe-bound at ~14 GB/s per GPU with both GPUs copying (2 x H200,
+// docs/perf-notes.md "Change 8"), hence the measured rate and the margin.
+Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero) {
   Tiling best;
   double best_t = std::numeric_limits<double>::infinity();
-  const double flop_rate = 40e12, pcie = 20e9;  // per GPU: step 12 on an H200, a conservative PCIe 5 x16 share
-  for (index_t tk : {index_t(1024), index_t(512), index_t(256), index_t(128), index_t(64), index_t(32), index_t(16)}) {
+  // Per GPU: the local GEMM on an H200 (step 12 ~46, cuBLAS ~51 TFLOP/s), the
+  // host-to-GPU rate measured with two H200s copying at once (~14 GB/s each),
+  // HBM for the C block's re-reads.
+  const double flop_rate = 45e12, pcie = 14e9, hbm = 3e12, hidden_below = 0.7;
+  for (index_t tk : {index_t(8192), index_t(4096), index_t(2048), index_t(1024), index_t(512), index_t(256),
+                     index_t(128), index_t(64), index_t(32), index_t(16)}) {
     tk = std::min(tk, K);
     for (index_t rb = 1; rb <= std::min<index_t>(M, 4096); ++rb) {
       const index_t tm = (M + rb - 1) / rb;
@@ -63,19 +83,20 @@ Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget)
         if (tiling_bytes(tm, (N + mid - 1) / mid, tk) <= budget) hi = mid;
         else lo = mid + 1;
       }
-      for (index_t cb = lo; cb <= std::min<index_t>(N, lo + 2 * G); ++cb) {
+      for (index_t cb = lo; cb <= std::min<index_t>(N, lo + 4 * G); ++cb) {
         const index_t tn = (N + cb - 1) / cb;
         if ((N + tn - 1) / tn != cb) continue;
-        const double blocks = double(rb * cb);
-        const double rounds = std::ceil(blocks / G);  // blocks on the busiest GPU
-        const double per_block_flops = 2.0 * double(tm) * double(tn) * double(K);
-        const double per_block_bytes = 4.0 * (double(tm + tn) * double(K) + 2.0 * double(tm) * double(tn));
-        const double launches = double((K + tk - 1) / tk) * 30e-6;  // 2 copies and a GEMM per chunk
-        // A tenth of the transfer time is counted as never hidden (the first
-        // chunk, links shared between GPUs): among blockings that are all
-        // compute-bound, the one that moves least wins.
-        const double copy = per_block_bytes / pcie;
-        const double t = rounds * (std::max(per_block_flops / flop_rate, copy) + 0.1 * copy + launches);
+        const double area = double(tm) * double(tn), chunks = std::ceil(double(K) / double(tk));
+        const double rounds = std::ceil(double(rb * cb) / G);  // blocks on the busiest GPU
+        // The local GEMM runs whole 128 x 128 (or 128 x 256) tiles.
+        const double tiled = double((tm + 127) / 128 * 128) * double((tn + 127) / 128 * 128);
+        const double compute = 2.0 * tiled * double(K) / flop_rate + chunks * 8.0 * area / hbm;
+        const double in = 4.0 * (double(tm + tn) * double(K) + (beta_nonzero ? area : 0.0)) / pcie;
+        const double launches = chunks * 30e-6;  // 2 copies and a GEMM per chunk
+        const double head = 4.0 * double(tm + tn) * double(std::min(tk, kFirstChunk)) / pcie;
+        const double out = 4.0 * area / pcie, last_chunk = 2.0 * area * double(tk) / flop_rate;
+        const double tail = std::max(out / kStrips, out - last_chunk * (kStrips - 1) / kStrips);
+        const double t = rounds * (std::max(compute, in / hidden_below) + launches) + head + tail;
         if (t < best_t * (1 - 1e-9)) {
           best_t = t;
           best = {tm, tn, tk, rb, cb};
@@ -92,7 +113,7 @@ Tiling forced_tiling(const Plan& plan, index_t M, index_t N, index_t K, std::siz
   Tiling t;
   t.tm = std::min(plan.tile_m > 0 ? plan.tile_m : M, M);
   t.tn = std::min(plan.tile_n > 0 ? plan.tile_n : N, N);
-  t.tk = std::min(plan.tile_k > 0 ? plan.tile_k : std::min<index_t>(K, 1024), K);
+  t.tk = std::min(plan.tile_k > 0 ? plan.tile_k : std::min<index_t>(K, 4096), K);
   t.rb = (M + t.tm - 1) / t.tm, t.cb = (N + t.tn - 1) / t.tn;
   if (t.bytes() > budget)
     throw Error("multigpu ooc: tiles " + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "x" +
@@ -149,7 +170,7 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   const int G = plan.gpus();
   const std::size_t budget = plan.budget_bytes > 0 ? plan.budget_bytes : default_budget(plan.devices);
   const Tiling tl = plan.tile_m > 0 || plan.tile_n > 0 || plan.tile_k > 0 ? forced_tiling(plan, M, N, K, budget)
-                                                                          : choose_tiling(M, N, K, G, budget);
+                                                                          : choose_tiling(M, N, K, G, budget, beta != 0.f);
   Team& tm = team(plan.devices, G, 1, false);
   static std::mutex buffers_mu;
   static auto* buffers = new std::map<int, std::unique_ptr<OocBuffers>>;  // by device; never destroyed (see team)
@@ -192,8 +213,9 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
         c_loaded.record(in);
         c_loaded.wait_on(compute);
       }
-      for (index_t k0 = 0; k0 < K; k0 += tl.tk) {
-        const index_t kc = std::min(tl.tk, K - k0);
+      index_t width = j == 0 ? std::min(tl.tk, kFirstChunk) : tl.tk;  // the first block's chunks ramp up
+      for (index_t k0 = 0, kc = 0; k0 < K; k0 += kc, width = std::min(tl.tk, 2 * width)) {
+        kc = std::min(width, K - k0);
         const int slot = int(chunk_count % kSlots);
         if (chunk_count >= kSlots) used[slot].wait_on(in);  // the GEMM that read this slot is done
         copy_rows(buf.a[slot].get(), kc, A.p + i0 * A.ld + k0, A.ld, mi, kc, cudaMemcpyHostToDevice, in);
@@ -203,12 +225,12 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
         loaded[slot].wait_on(compute);
         const float b_eff = k0 == 0 ? beta : 1.f;
         if (k0 + kc < K) {
-          local_gemm(compute, mi, nj, kc, alpha, buf.a[slot].get(), kc, buf.b[slot].get(), nj, b_eff, cbuf, nj);
+          local_gemm(plan.local, compute, mi, nj, kc, alpha, buf.a[slot].get(), kc, buf.b[slot].get(), nj, b_eff, cbuf, nj);
         } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
           const index_t step = std::max<index_t>(128, ((mi + kStrips - 1) / kStrips + 127) / 128 * 128);
           for (index_t r0 = 0; r0 < mi; r0 += step) {
             const index_t rows = std::min(step, mi - r0);
-            local_gemm(compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(), nj, b_eff,
+            local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(), nj, b_eff,
                        cbuf + r0 * nj, nj);
             strip_done.record(compute);
             strip_done.wait_on(out);
@@ -231,10 +253,10 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
     st.h2d_bytes += h2d[std::size_t(g)], st.d2h_bytes += d2h[std::size_t(g)];
     st.device_bytes = std::max(st.device_bytes, held[std::size_t(g)]);
   }
-  st.blocks = tl.rb * tl.cb, st.k_chunks = (K + tl.tk - 1) / tl.tk;
+  st.blocks = tl.rb * tl.cb, st.k_chunks = (K + tl.tk - 1) / tl.tk;  // after the first block's ramp
   st.detail = "C blocks " + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + " (" + std::to_string(tl.rb) + "x" +
               std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + ", budget " +
-              std::to_string(budget >> 20) + " MiB";
+              std::to_string(budget >> 20) + " MiB, local GEMM " + local_gemm_name(plan.local);
   return st;
 }
 

@@ -18,21 +18,27 @@ __global__ __launch_bounds__(256) void sum_parts(int m, int n, int parts, const 
       for (int e = 0; e < 4 && j + e < n; ++e) out[e] = beta == 0.f ? alpha * v[e] : alpha * v[e] + beta * out[e];
     }
 }
+
+__global__ __launch_bounds__(256) void scale_rows(int m, int n, float beta, float* c, index_t ldc) {
+  for (int i = blockIdx.y; i < m; i += gridDim.y)
+    for (int j = blockIdx.x * 256 + threadIdx.x; j < n; j += gridDim.x * 256)
+      c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+}
 }  // namespace
 
 namespace {
 // Step 12 on a stream, row-major A and B, one grid of whole tiles (a part in
 // flight with others: together they fill the GPU).
-template <class Shape>
+template <class Shape, class OpC>
 void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                      const float* b, long long ldb, float beta, float* c, long long ldc) {
-  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, OpOut>;
+                      const float* b, long long ldb, float beta, OpC c) {
+  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, OpC>;
   pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);  // one host thread per GPU may call this
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK));
   kern<<<dim3(unsigned(tiles), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
-      m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, OpOut{c, ldc, 1}, 8, kts, 0, ladder::BatchOffsets{});
+      m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, c, 8, kts, 0, ladder::BatchOffsets{});
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 }  // namespace
@@ -55,10 +61,26 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
       pipelined::launch_best<pipelined::BestDefaultShape, true, false>(oa, ob, oc);
     return;
   }
+  const OpOut oc{c, ldc, 1};
   if (pipelined::best_wide_fits(m, n, parts_in_flight))
-    launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, oc);
   else
-    launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, oc);
+}
+
+void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight) {
+  const AddOperand<float> oc{{c, ldc, 1}};
+  if (pipelined::best_wide_fits(m, n, parts_in_flight))
+    launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, 1.f, oc);
+  else
+    launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, 1.f, oc);
+}
+
+void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc) {
+  const dim3 grid(ceil_div(n, 256), unsigned(std::min(m, 65535)));
+  scale_rows<<<grid, 256, 0, stream>>>(m, n, beta, c, ldc);
+  PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 void sum_parts_on_stream(cudaStream_t stream, int m, int n, int parts, const float* w, long long ldw,

@@ -22,6 +22,18 @@ namespace parray::cuda::multilevel {
 void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                          const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight = 1);
 
+// C += alpha A B on `stream`, every element of the product added into C
+// atomically (cuda::AddOperand): the K split's parts, in flight together on
+// their streams, add into one C that was scaled by beta first
+// (scale_on_stream), with no partial products and no summing pass. The
+// tile shape is chosen as gemm_best_on_stream chooses it for `parts_in_flight`
+// products; one grid of whole tiles. The order of the additions is not fixed.
+void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight);
+
+// C = beta C on `stream` (C is not read when beta == 0).
+void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc);
+
 // C = alpha (W_0 + ... + W_{parts-1}) + beta C, W_p = w + p * slice (M x N,
 // row stride ldw): the K split's partial products summed on the device. w,
 // ldw and slice must keep every row 16-byte aligned (ldw and slice multiples

@@ -21,7 +21,9 @@ namespace parray::multilevel {
 
 namespace {
 
+using cuda::multilevel::gemm_best_add_on_stream;
 using cuda::multilevel::gemm_best_on_stream;
+using cuda::multilevel::scale_on_stream;
 using cuda::multilevel::sum_parts_on_stream;
 
 // Part i of n items over t threads: [begin, end), sizes differ by at most one
@@ -336,12 +338,30 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   ops.copy_back(call);
 }
 
+// How the K split's parts are summed: "add" (default) — every part adds its
+// product into C atomically as its tiles finish (C scaled by beta first), no
+// workspace, no summing pass; "pass" — every part writes its own partial
+// product and one pass sums them (deterministic). PARRAY_ML_KSPLIT_SUM picks.
+bool ksplit_adds() {
+  const char* e = std::getenv("PARRAY_ML_KSPLIT_SUM");
+  if (e == nullptr || *e == 0 || std::strcmp(e, "add") == 0) return true;
+  if (std::strcmp(e, "pass") == 0) return false;
+  throw Error(std::string("PARRAY_ML_KSPLIT_SUM must be add or pass, got '") + e + "'");
+}
+
 // K split: thread i multiplies A[:, K_i] B[K_i, :] on its stream, in chunks
 // along K that accumulate (host operands: the copies of chunk j + 1 overlap
-// the kernel of chunk j), into its own M x N slice of a workspace, all parts
-// at once; thread 0 then sums the slices into C on the device (applying alpha
-// and beta), and every thread brings back its rows of C (host operands). One
-// part alone writes C directly: no workspace, no summing pass.
+// the kernel of chunk j), all parts at once, and adds it into C (thread 0
+// first scales C by beta; ksplit_adds) — or, with the summing pass, writes it
+// into its own M x N slice of a workspace and thread 0 then sums the slices
+// into C on the device (applying alpha and beta). Every thread brings back
+// its rows of C (host operands). One part alone writes C directly.
+//
+// Why adding: the pass's partial products cost what the single kernel does
+// not pay — at 4096^3 over 8 threads 512 MiB written while the parts run and
+// 576 MiB read and written by the pass after them, ~0.2 ms of 3.0 that no
+// kernel overlaps. Adds go to L2 as the parts' tiles finish, overlapped with
+// the other tiles' FMAs.
 //
 // Measured and rejected (H100, docs/multilevel.md): chaining the parts — part
 // i adding into C with beta = 1 after part i - 1, no workspace and no summing
@@ -368,9 +388,10 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
   const int parts = int(std::min<index_t>(threads, K));
   const bool direct = parts == 1;  // the one part writes C itself
+  const bool adds = !direct && ksplit_adds();
   // Slices with rows padded to 4 floats: the summing pass reads 16 bytes at a time.
   const long long ldw = (N + 3) / 4 * 4, slice = M * ldw;
-  float* W = direct ? nullptr : cx.dw.get(size_t(parts) * size_t(slice));
+  float* W = direct || adds ? nullptr : cx.dw.get(size_t(parts) * size_t(slice));
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
   CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
@@ -379,6 +400,14 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
     if (host && call.beta != 0.f && t.tid == 0) {  // C is read by the sum (or the one part), both on stream 0
       pack(call.c, 0, M, 0, N, hC);
       PARRAY_CUDA_CHECK(cudaMemcpyAsync(C, hC, size_t(M * N) * sizeof(float), cudaMemcpyHostToDevice, s));
+    }
+    if (adds) {  // C = beta C before any part adds into it
+      if (t.tid == 0) {
+        scale_on_stream(s, int(M), int(N), call.beta, C, ldc);
+        PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+      }
+      t.sync();  // the event is recorded
+      if (t.tid != 0) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.ready[0], 0));
     }
     // The first `parts` threads take one K slice each (none empty).
     const Range kr = t.tid < parts ? part(K, parts, t.tid) : Range{0, 0};
@@ -399,6 +428,8 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
       const bool first = k0 == kr.begin;
       if (direct)
         gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
+      else if (adds)
+        gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts);
       else
         gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
                             ldw, parts);
@@ -407,7 +438,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
     t.sync();  // every part has its event
     if (t.tid == 0 && !direct) {
       for (int j = 1; j < parts; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.done[size_t(j)], 0));
-      sum_parts_on_stream(s, int(M), int(N), parts, W, ldw, slice, call.alpha, call.beta, C, ldc);
+      if (!adds) sum_parts_on_stream(s, int(M), int(N), parts, W, ldw, slice, call.alpha, call.beta, C, ldc);
     }
     if (t.tid == 0) PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
     t.sync();  // C has its event
