@@ -10,6 +10,7 @@
 
 namespace {
 
+using parray::cuda::plan_parts_tail;
 using parray::cuda::plan_streamk_tail;
 using parray::cuda::StreamKPiece;
 using parray::cuda::StreamKPlan;
@@ -129,6 +130,62 @@ TEST(StreamKPlan, RandomGridsAreCoveredExactlyOnce) {
     ++planned;
   }
   EXPECT_GT(planned, 200);
+}
+
+// The K split's parts share one tail: their whole tiles together are full
+// waves, their tails add up to the union's partial wave (plus one wave when
+// that is under half full), each part's runs cover its tail exactly once on
+// its share of the slots, and the shares add up to at most all slots.
+void expect_parts_share(long long tiles, const std::vector<int>& kts, long long slots) {
+  const int parts = int(kts.size());
+  const long long rem = tiles * parts % slots, all_tail = 2 * rem >= slots ? rem : rem + slots;
+  long long dp = 0, tail = 0, blocks = 0;
+  for (int q = 0; q < parts; ++q) {
+    const StreamKPlan p = plan_parts_tail(tiles, kts[size_t(q)], slots, parts, q);
+    ASSERT_GT(p.tiles, 0) << "part " << q;
+    EXPECT_EQ(p.dp_tiles + p.tiles, tiles);
+    EXPECT_LE(p.blocks, std::max<long long>(1, (slots * p.tiles + all_tail - 1) / all_tail))
+        << "part " << q << ": more than its share of the slots";
+    dp += p.dp_tiles, tail += p.tiles, blocks += p.blocks;
+    const long long iters = static_cast<long long>(p.tiles) * kts[size_t(q)];
+    EXPECT_GE(static_cast<long long>(p.blocks) * p.iters_per_block, iters);
+    EXPECT_LT(static_cast<long long>(p.blocks - 1) * p.iters_per_block, iters) << "no empty run";
+    expect_pieces(p, kts[size_t(q)]);
+  }
+  EXPECT_EQ(dp % slots, 0) << "the parts' whole tiles are full waves together";
+  EXPECT_EQ(tail, all_tail);
+  EXPECT_LE(blocks, slots + parts) << "the parts' runs share the slots";
+}
+
+TEST(StreamKPlan, KSplitPartsShareOneTail) {
+  // 4096^3 on an H100 over 2, 4, 8 parts (512 tiles of 128 x 256 each, 132
+  // slots): 1024 = 7 x 132 + 100 -> 50 tiles each; 2048 = 15 x 132 + 68;
+  // 4096 = 31 x 132 + 4 -> a wave more, 136 tiles, 17 each.
+  expect_parts_share(512, {128, 128}, 132);
+  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1).tiles, 50);
+  expect_parts_share(512, {64, 64, 64, 64}, 132);
+  expect_parts_share(512, std::vector<int>(8, 32), 132);
+  EXPECT_EQ(plan_parts_tail(512, 32, 132, 8, 7).tiles, 17);
+  // Uneven k ranges (K not a multiple of the parts) and small forced slot counts.
+  expect_parts_share(24, {7, 6, 6}, 5);
+  expect_parts_share(24, {19, 19, 19, 18, 18, 18, 18, 18}, 7);
+  // None: whole waves, or fewer tiles than slots, or a part outside.
+  EXPECT_EQ(plan_parts_tail(66, 32, 132, 2, 0).tiles, 0);
+  EXPECT_EQ(plan_parts_tail(40, 32, 132, 2, 0).tiles, 0);
+  EXPECT_EQ(plan_parts_tail(512, 32, 132, 2, 2).tiles, 0);
+  std::mt19937 rng(5);
+  for (int t = 0; t < 200; ++t) {
+    const long long slots = 1 + rng() % 40, tiles = 1 + rng() % 200;
+    const int parts = 1 + int(rng() % 8);
+    if (tiles * parts < slots || tiles * parts % slots == 0) continue;
+    const long long rem = tiles * parts % slots, tail = 2 * rem >= slots ? rem : rem + slots;
+    // A part's share would exceed its tiles, or some part would have none:
+    // those parts run whole tiles only (covered by the launcher, not here).
+    if ((tail + parts - 1) / parts > tiles || tail < parts) continue;
+    std::vector<int> kts(static_cast<size_t>(parts), 1);
+    for (int& k : kts) k = 1 + int(rng() % 40);
+    expect_parts_share(tiles, kts, slots);
+  }
 }
 
 }  // namespace

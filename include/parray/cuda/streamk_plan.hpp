@@ -66,6 +66,34 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
   return p;
 }
 
+// The tail of a K split's part (src/cuda/multilevel/), planned for its
+// `parts` products together: each is `tiles` tiles of its own k range (kts
+// k-tiles), all in flight at once on their streams and adding into one C, so
+// the GPU's waves are those of parts * tiles tiles — and the partial last one
+// (plus a wave, as above, when it is under half full) is shared out: part
+// `part` runs its last `tiles` tiles of it (tail / parts, the first parts one
+// more) as a tail over its share of the slots. No estimate: the parts have
+// no fixup (their pieces add into C), so a tail costs only a second launch.
+// None when the parts' tiles fill whole waves or less than one.
+inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, int parts, int part) {
+  StreamKPlan p;
+  if (slots <= 0 || kts <= 0 || parts <= 0 || part < 0 || part >= parts) return p;
+  const long long all = tiles * parts, waves = all / slots, rem = all % slots;
+  if (waves == 0 || rem == 0) return p;
+  const long long tail = 2 * rem >= slots ? rem : rem + slots;
+  const long long mine = tail / parts + (part < tail % parts ? 1 : 0);
+  if (mine == 0 || mine > tiles) return p;
+  const long long my_slots = std::max<long long>(1, slots * mine / tail);
+  const long long iters = mine * kts, per = (iters + my_slots - 1) / my_slots;
+  if (iters + per > 0x7fffffff) return p;
+  p.dp_tiles = tiles - mine;
+  p.tiles = int(mine);
+  p.iters_per_block = int(per);
+  p.blocks = int((iters + per - 1) / per);
+  p.segments_per_tile = int(std::min<long long>(p.blocks, (kts + per - 1) / per + 1));
+  return p;
+}
+
 // One piece of a tail: k-tiles [k0, k1) of tail tile `tile`, whose partial
 // sums go to slot `slot` of that tile.
 struct StreamKPiece {

@@ -211,6 +211,27 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N,
   if (threadIdx.x == 0) f.counters[lt] = 0;  // every piece has counted: ready for the next product
 }
 
+// The tail of a K split's part, planned for all parts together
+// (plan_parts_tail; src/cuda/multilevel/): one block per piece (tile in the
+// tile order, k-tiles [k0, k1)) of the part's last tiles, adding alpha times
+// its partial product into C (an AddOperand): the parts' additions already
+// sum every tile, so a piece needs no slot, counter or fixup. Shaped like
+// best_sgemm for its k-loop's register assignment.
+template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
+__global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_add_piece(int M, int N, int K, float alpha, OpA a, OpB b,
+                                                                       float beta, OpC c, int group,
+                                                                       const int4* __restrict__ pieces) {
+  static_assert(AddsInto<OpC>, "pieces of a tile add into C");
+  extern __shared__ __align__(16) float smem[];
+  const int4 p = pieces[blockIdx.x];
+  int tm, tn;
+  tile_coords(p.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
+  const int m0 = tm * S::BM, n0 = tn * S::BN;
+  float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
+  best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, p.y, p.z, acc);
+  best_epilogue<S>(c, M, N, m0, n0, alpha, beta, acc);
+}
+
 // The sum over `parts` slices (`slice` floats apart) of the 4 floats at w
 // (16-byte aligned), in slice order. The loads of four slices are issued
 // before any is added: a loop that added each load before issuing the next

@@ -68,13 +68,51 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
     launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, oc);
 }
 
+namespace {
+// Part `part` of `parts` adding into C: its full-wave tiles as one grid, then
+// its share of the parts' joint tail (plan_parts_tail) as pieces.
+// PARRAY_ML_KSPLIT_TAIL=0 leaves the tail out; PARRAY_CUDA_BEST_STREAMK=n > 0
+// plans it for n slots (tests: small grids get one).
+template <class Shape>
+void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
+                        const float* b, long long ldb, AddOperand<float> c, int parts, int part) {
+  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, AddOperand<float>>;
+  auto kp = ladder::best_sgemm_add_piece<Shape, true, false, OpIn, OpIn, AddOperand<float>>;
+  pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);
+  pipelined::allow_smem_on_current_device(kp, Shape::smem_bytes);
+  const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
+  if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
+  const int kts = int(ceil_div(k, Shape::BK)), group = 8;
+  static const int with_tail = pipelined::env_int("PARRAY_ML_KSPLIT_TAIL", 1);
+  static const int forced_slots = pipelined::env_int("PARRAY_CUDA_BEST_STREAMK", -1);
+  StreamKPlan plan;
+  if (with_tail != 0 && part >= 0 && forced_slots != 0) {
+    static const int per_sm = pipelined::blocks_per_sm(kern, Shape::NT, Shape::smem_bytes);
+    const long long slots = forced_slots > 0 ? forced_slots : static_cast<long long>(sm_count()) * per_sm;
+    plan = plan_parts_tail(tiles, kts, slots, parts, part);
+  }
+  const long long grid = plan.tiles > 0 ? plan.dp_tiles : tiles;
+  if (grid > 0) {
+    kern<<<dim3(unsigned(grid), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
+        m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, 1.f, c, group, kts, 0, ladder::BatchOffsets{});
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+  if (plan.tiles == 0) return;
+  pipelined::StreamScope on(stream);  // the piece table is uploaded on this stream
+  const pipelined::PieceTable pieces = pipelined::streamk_pieces_on_device(plan, kts);
+  kp<<<unsigned(pieces.count), Shape::NT, Shape::smem_bytes, stream>>>(m, n, k, alpha, OpIn{a, lda, 1},
+                                                                       OpIn{b, ldb, 1}, 1.f, c, group, pieces.pieces);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+}  // namespace
+
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight) {
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part) {
   const AddOperand<float> oc{{c, ldc, 1}};
   if (pipelined::best_wide_fits(m, n, parts_in_flight))
-    launch_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, 1.f, oc);
+    add_part_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
   else
-    launch_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, 1.f, oc);
+    add_part_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
 }
 
 void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc) {

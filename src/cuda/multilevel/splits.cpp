@@ -428,8 +428,9 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
       const bool first = k0 == kr.begin;
       if (direct)
         gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
-      else if (adds)
-        gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts);
+      else if (adds)  // one chunk (device operands): this part's share of the parts' joint tail
+        gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts,
+                                kc == kr.size() ? int(t.tid) : -1);
       else
         gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
                             ldw, parts);
