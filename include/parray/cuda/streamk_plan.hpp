@@ -31,6 +31,20 @@ struct StreamKPlan {
   }
 };
 
+// dp whole tiles, then `tail` tiles of kts k-tiles cut, tile after tile, into
+// equal runs over `slots` slots (none when a run's k-tiles overflow an int).
+inline StreamKPlan cut_tail(long long dp, long long tail, int kts, long long slots) {
+  StreamKPlan p;
+  const long long iters = tail * kts, per = (iters + slots - 1) / slots;
+  if (iters + per > 0x7fffffff) return p;
+  p.dp_tiles = dp;
+  p.tiles = int(tail);
+  p.iters_per_block = int(per);
+  p.blocks = int((iters + per - 1) / per);
+  p.segments_per_tile = int(std::min<long long>(p.blocks, (kts + per - 1) / per + 1));
+  return p;
+}
+
 // The plan for `tiles` tiles of `kts` k-tiles of tile_floats results on
 // `slots` slots; none (tiles == 0) when there is no partial wave, when the
 // tiles are fewer than the slots (split-K's case), or, unless `always`, when
@@ -58,12 +72,7 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
         double(waves - (tail - rem) / slots) * double(kts) * step_us + double(per) * step_us + fixup;
     if (streamk > 0.985 * plain) return p;
   }
-  p.dp_tiles = tiles - tail;
-  p.tiles = int(tail);
-  p.iters_per_block = int(per);
-  p.blocks = int((iters + per - 1) / per);
-  p.segments_per_tile = int(std::min<long long>(p.blocks, (kts + per - 1) / per + 1));
-  return p;
+  return cut_tail(tiles - tail, tail, kts, slots);
 }
 
 // The tail of a K split's part (src/cuda/multilevel/), planned for its
@@ -83,15 +92,7 @@ inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, in
   const long long tail = 2 * rem >= slots ? rem : rem + slots;
   const long long mine = tail / parts + (part < tail % parts ? 1 : 0);
   if (mine == 0 || mine > tiles) return p;
-  const long long my_slots = std::max<long long>(1, slots * mine / tail);
-  const long long iters = mine * kts, per = (iters + my_slots - 1) / my_slots;
-  if (iters + per > 0x7fffffff) return p;
-  p.dp_tiles = tiles - mine;
-  p.tiles = int(mine);
-  p.iters_per_block = int(per);
-  p.blocks = int((iters + per - 1) / per);
-  p.segments_per_tile = int(std::min<long long>(p.blocks, (kts + per - 1) / per + 1));
-  return p;
+  return cut_tail(tiles - mine, mine, kts, std::max<long long>(1, slots * mine / tail));
 }
 
 // One piece of a tail: k-tiles [k0, k1) of tail tile `tile`, whose partial
