@@ -159,33 +159,39 @@ void expect_parts_share(long long tiles, const std::vector<int>& kts, long long 
 
 TEST(StreamKPlan, KSplitPartsShareOneTail) {
   // 4096^3 on an H100 over 2, 4, 8 parts (512 tiles of 128 x 256 each, 132
-  // slots): 1024 = 7 x 132 + 100 -> 50 tiles each; 2048 = 15 x 132 + 68;
-  // 4096 = 31 x 132 + 4 -> a wave more, 136 tiles, 17 each.
-  expect_parts_share(512, {128, 128}, 132);
-  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1).tiles, 50);
+  // slots): 1024 = 7 x 132 + 100 -> 50 tiles each, over a sixteenth of 512:
+  // none; 2048 = 15 x 132 + 68 -> 17 each; 4096 = 31 x 132 + 4 -> a wave
+  // more, 136 tiles, 17 each. 8192^3 over 2: 4096 = 31 x 132 + 4 -> 68 of 2048.
+  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1).tiles, 0);
+  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, true).tiles, 50);  // tests force it
   expect_parts_share(512, {64, 64, 64, 64}, 132);
   expect_parts_share(512, std::vector<int>(8, 32), 132);
   EXPECT_EQ(plan_parts_tail(512, 32, 132, 8, 7).tiles, 17);
+  expect_parts_share(2048, {256, 256}, 132);
+  EXPECT_EQ(plan_parts_tail(2048, 256, 132, 2, 0).tiles, 68);
   // Uneven k ranges (K not a multiple of the parts) and small forced slot counts.
-  expect_parts_share(24, {7, 6, 6}, 5);
-  expect_parts_share(24, {19, 19, 19, 18, 18, 18, 18, 18}, 7);
+  expect_parts_share(48, {7, 6, 6}, 5);
+  expect_parts_share(40, {19, 19, 19, 18, 18, 18, 18, 18}, 11);
   // None: whole waves, or fewer tiles than slots, or a part outside.
   EXPECT_EQ(plan_parts_tail(66, 32, 132, 2, 0).tiles, 0);
   EXPECT_EQ(plan_parts_tail(40, 32, 132, 2, 0).tiles, 0);
   EXPECT_EQ(plan_parts_tail(512, 32, 132, 2, 2).tiles, 0);
   std::mt19937 rng(5);
-  for (int t = 0; t < 200; ++t) {
-    const long long slots = 1 + rng() % 40, tiles = 1 + rng() % 200;
+  int planned = 0;
+  for (int t = 0; t < 400; ++t) {
+    const long long slots = 1 + rng() % 40, tiles = 1 + rng() % 600;
     const int parts = 1 + int(rng() % 8);
     if (tiles * parts < slots || tiles * parts % slots == 0) continue;
     const long long rem = tiles * parts % slots, tail = 2 * rem >= slots ? rem : rem + slots;
-    // A part's share would exceed its tiles, or some part would have none:
-    // those parts run whole tiles only (covered by the launcher, not here).
-    if ((tail + parts - 1) / parts > tiles || tail < parts) continue;
+    // A part's share would exceed a sixteenth of its tiles, or some part would
+    // have none: those parts run whole tiles only.
+    if (16 * ((tail + parts - 1) / parts) > tiles || tail < parts) continue;
     std::vector<int> kts(static_cast<size_t>(parts), 1);
     for (int& k : kts) k = 1 + int(rng() % 40);
     expect_parts_share(tiles, kts, slots);
+    ++planned;
   }
+  EXPECT_GT(planned, 50);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   if (with_tail != 0 && part >= 0 && forced_slots != 0) {
     static const int per_sm = pipelined::blocks_per_sm(kern, Shape::NT, Shape::smem_bytes);
     const long long slots = forced_slots > 0 ? forced_slots : static_cast<long long>(sm_count()) * per_sm;
-    plan = plan_parts_tail(tiles, kts, slots, parts, part);
+    plan = plan_parts_tail(tiles, kts, slots, parts, part, forced_slots > 0);
   }
   const long long grid = plan.tiles > 0 ? plan.dp_tiles : tiles;
   if (grid > 0) {
