@@ -1,9 +1,9 @@
 // Host-resident GEMM over 1..G GPUs (multigpu.hpp): the out-of-core variant,
 // and gemm_host for the distributed ones (scatter, run, gather).
 //
-// Out of core, per GPU (one body over the GPU thread array): take the next C
-// block (tm x tn) from a shared counter; stream K in chunks of tk through a
-// ring of `kSlots` buffer pairs (A[I, Kc]: tm x tk, B[Kc, J]: tk x tn) on the
+// Out of core, per GPU (one body over the GPU thread array): take C blocks
+// (tm x tn) round-robin (GPU g: blocks g, g + G, ...); stream K in chunks of
+// tk through a ring of `kSlots` buffer pairs (A[I, Kc]: tm x tk, B[Kc, J]: tk x tn) on the
 // copy-in stream while the compute stream runs step 12 on the previous
 // chunk, accumulating into the C block; the last chunk's GEMM runs in row
 // strips so that each strip's copy back to the host (copy-out stream)
@@ -13,7 +13,6 @@
 // (choose_tiling: larger blocks move less over PCIe — A is read N / tn times,
 // B M / tm times — but leave more to copy back after the last FMA).
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -185,7 +184,6 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   }
   std::lock_guard<std::mutex> lock(tm.busy);
   const index_t blocks = tl.rb * tl.cb;
-  std::atomic<index_t> next{0};
   std::vector<double> h2d(std::size_t(G), 0.0), d2h(std::size_t(G), 0.0);
   std::vector<std::size_t> held(std::size_t(G), 0);
   const double t0 = now_ms();
@@ -198,7 +196,13 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
     Event loaded[kSlots], used[kSlots], c_loaded, c_free[2], strip_done;
     index_t chunk_count = 0;  // chunks streamed by this GPU: slot = count % kSlots
     for (index_t j = 0;; ++j) {
-      const index_t blk = next.fetch_add(1);
+      // Round-robin, not from a shared counter: this loop only enqueues (the
+      // copies and GEMMs are asynchronous), so a counter measured how fast
+      // host threads enqueue, not how fast GPUs finish — one thread took two
+      // of 4 blocks before another took its first, and that GPU ran twice as
+      // long (4 H200s: 766 ms against 404 in the run after; 2 H200s: a first
+      // repetition of 1.5 s against 0.79; docs/perf-notes.md "Change 8").
+      const index_t blk = j * G + t.tid;
       if (blk >= blocks) break;
       const index_t bi = blk / tl.cb, bj = blk % tl.cb;
       const index_t i0 = bi * tl.tm, j0 = bj * tl.tn;
