@@ -134,19 +134,23 @@ struct MatrixLayout {
   // A sufficient test that no two elements share an address: sort all digits
   // (both axes) by stride; each must step past everything the smaller ones
   // can reach. Layouts built from a storage type always pass.
+  // At most 2 * kMaxLevels digits: kept on the stack (the GEMM dispatcher
+  // checks C on every call).
   bool non_overlapping() const {
-    std::vector<std::pair<index_t, index_t>> digits;  // (stride, extent)
+    std::pair<index_t, index_t> digits[2 * Axis::kMaxLevels];  // (stride, extent)
+    int count = 0;
     for (const Axis* a : {&rows, &cols}) {
       index_t inner = 1;
       for (int l = a->levels - 1; l >= 0; --l) {
         index_t ext = l == 0 ? (a->size + inner - 1) / std::max<index_t>(inner, 1) : a->extent[l];
         if (l > 0) inner *= a->extent[l];
-        if (ext > 1) digits.emplace_back(a->stride[l], ext);
+        if (ext > 1) digits[count++] = {a->stride[l], ext};
       }
     }
-    std::sort(digits.begin(), digits.end());
+    std::sort(digits, digits + count);
     index_t reach = 0;  // largest offset reachable with the digits so far
-    for (auto [stride, ext] : digits) {
+    for (int d = 0; d < count; ++d) {
+      const auto [stride, ext] = digits[d];
       if (stride <= reach) return false;
       reach += (ext - 1) * stride;
     }

@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "parray/config.hpp"
@@ -52,6 +53,27 @@ void scale_c(T beta, const MatrixView<T>& c) {
   }
 }
 
+// registry().find() compares the name with every registered implementation's,
+// a noticeable part of a 64^3 product (a few microseconds): each thread keeps
+// its last lookup and reuses it while the name is the same and the registry
+// has not changed since (its generation). Unknown names are not cached: they
+// reach find(), which throws as before.
+const GemmImpl& find_impl(const std::string& name) {
+  const Registry& r = registry();
+  struct Last {
+    std::uint64_t generation = 0;
+    std::string name;
+    const GemmImpl* impl = nullptr;
+  };
+  thread_local Last last;
+  if (last.impl && last.generation == r.generation() && last.name == name) return *last.impl;
+  const GemmImpl& impl = r.find(name);
+  last.generation = r.generation();
+  last.name = name;
+  last.impl = &impl;
+  return impl;
+}
+
 int resolve_threads(int requested) {
   if (requested < 0) throw Error("gemm: thread count " + std::to_string(requested) + " is negative");
   return requested > 0 ? requested : omp_get_max_threads();
@@ -71,7 +93,7 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
                 dims(b.rows(), b.cols()) + ", C is " + dims(m, n) + " (need A MxK, B KxN, C MxN)");
   if (m > 0 && n > 0 && !c.layout.non_overlapping())
     throw Error("gemm: C's layout " + c.layout.str() + " maps two elements to the same address");
-  const GemmImpl& impl = registry().find(options.impl);
+  const GemmImpl& impl = find_impl(options.impl);
   if (!impl.supports(dtype_of<T>()))
     throw Error("gemm: implementation '" + impl.name + "' does not support " + dtype_name(dtype_of<T>()));
   const int threads = resolve_threads(options.threads);
