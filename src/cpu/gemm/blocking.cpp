@@ -68,7 +68,11 @@ void set_isa_override(const char* name) {
   throw Error(std::string("unknown instruction set '") + name + "' (use portable, avx2 or avx512)");
 }
 
-BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads) {
+namespace {
+
+// The block sizes before M caps MC: they depend only on the element size, the
+// tile, the cache sizes and the environment, all fixed for the process.
+BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // sysconf reads /sys on every call: ask once.
   static const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
@@ -98,17 +102,48 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
   // tiles share that fetch: at KC 384 an eighth of L2 left FP64 only 4 (MC 48).
   // The direct path keeps the eighth it was measured with.
   // PARRAY_CPU_MC overrides MC (rounded to MR), for tuning like PARRAY_CPU_KC.
-  // The driver splits M among the threads itself (a contiguous share each,
-  // walked in blocks of at most MC rows), so MC is only capped by M here.
-  (void)threads;
   auto mc_for = [&](index_t kc, long a_block_bytes) {
     index_t mc_max = std::max<index_t>(mr, round_down(a_block_bytes / (kc * e), mr));
     if (mc_override && std::atol(mc_override) > 0) mc_max = round_down(std::atol(mc_override), mr);
-    return std::min(mc_max, round_up(std::max<index_t>(m, 1), mr));
+    return mc_max;
   };
   b.mc = mc_for(b.kc, l2 / 4);
   b.mc_direct = mc_for(b.kc_direct, l2 / 8);
   b.nc = std::clamp<index_t>(round_down(l3 / 4 / (b.kc * e), nr), nr, 8192);
+  return b;
+}
+
+}  // namespace
+
+BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads) {
+  // The sizes above take a dozen 64-bit divisions, ~50 ns: a percent of a
+  // 64^3 product. Each thread keeps those of the last few tiles asked for.
+  struct Entry {
+    std::size_t element_bytes;
+    int mr, nr;
+    BlockSizes sizes;
+  };
+  constexpr int kEntries = 4;
+  thread_local Entry cache[kEntries];
+  thread_local int filled = 0, next = 0;
+  BlockSizes b{};
+  bool found = false;
+  for (int i = 0; i < filled && !found; ++i) {
+    const Entry& c = cache[i];
+    if (c.element_bytes == element_bytes && c.mr == mr && c.nr == nr) b = c.sizes, found = true;
+  }
+  if (!found) {
+    b = unbounded_block_sizes(element_bytes, mr, nr);
+    cache[next] = {element_bytes, mr, nr, b};
+    next = (next + 1) % kEntries;
+    filled = std::max(filled, next == 0 ? kEntries : next);
+  }
+  // The driver splits M among the threads itself (a contiguous share each,
+  // walked in blocks of at most MC rows), so MC is only capped by M here.
+  (void)threads;
+  const index_t m_rows = round_up(std::max<index_t>(m, 1), mr);
+  b.mc = std::min(b.mc, m_rows);
+  b.mc_direct = std::min(b.mc_direct, m_rows);
   return b;
 }
 

@@ -292,12 +292,10 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
 // columns are strided but whose rows are contiguous is computed as
 // C^T = B^T A^T instead.
 template <class T>
-GemmCall<T> with_c_rows_contiguous(const GemmCall<T>& call) {
+bool wants_c_transposed(const GemmCall<T>& call) {
   const Axis& ccols = call.c.layout.cols;
   const Axis& crows = call.c.layout.rows;
-  if (!(ccols.is_strided() && ccols.stride[0] == 1) && crows.is_strided() && crows.stride[0] == 1)
-    return GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
-  return call;
+  return !(ccols.is_strided() && ccols.stride[0] == 1) && crows.is_strided() && crows.stride[0] == 1;
 }
 
 template <class T>
@@ -435,12 +433,10 @@ const DirectKernel<T>& direct_kernel_avx512() {
   else return direct_avx512_f64();
 }
 
+// call has C's columns contiguous, or neither C's rows nor its columns.
 template <class T>
-void cpu_gemm(const GemmCall<T>& given, Isa isa) {
-  const GemmCall<T> call = with_c_rows_contiguous(given);
+void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
-  const MicroKernel<T>& uk = microkernel<T>(isa);
-  const BlockSizes bs = block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads);
   if (isa == Isa::avx512 && direct_applicable(call)) {
     // The direct kernel's tile may differ from the packed one's (FP64: 12 x 16
     // against 8 x 24): its K block and row block follow its own MR and NR.
@@ -452,8 +448,22 @@ void cpu_gemm(const GemmCall<T>& given, Isa isa) {
     }
   }
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (work <= kSmallWork) small_gemm(call);
-  else blocked_gemm(call, uk, bs);
+  if (work <= kSmallWork) {
+    small_gemm(call);
+  } else {
+    const MicroKernel<T>& uk = microkernel<T>(isa);
+    blocked_gemm(call, uk, block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads));
+  }
+}
+
+template <class T>
+void cpu_gemm(const GemmCall<T>& call, Isa isa) {
+  // Only the transposed problem is built anew: a GemmCall is three views of
+  // ~170 bytes each, and copying it showed up in a 64^3 product's profile.
+  if (wants_c_transposed(call))
+    cpu_gemm_oriented(GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads}, isa);
+  else
+    cpu_gemm_oriented(call, isa);
 }
 
 void add(Registry& r, const std::string& name, const std::string& what, std::function<Isa()> isa) {
