@@ -261,6 +261,9 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
                                                  : static_cast<double>(m) * static_cast<double>(n) * sizeof(T) >= kStreamBytes) &&
                       call.beta == T(0) && k <= kc_step && (c_rs * static_cast<index_t>(sizeof(T))) % 64 == 0;
   const auto run = stream ? dk.run_streaming : dk.run;
+  // Row-major A: full four-vector column blocks take the wide tile (6 x 4
+  // vectors, fewer loads per FMA), the rest the two-vector one.
+  const index_t nr_wide = dk.run_wide && a_cs == 1 && !stream ? dk.nr_wide : 0;
   auto row_block = [&](index_t ib) {
     const index_t i0 = ib * mc;
     const int rows = static_cast<int>(std::min<index_t>(mc, m - i0));
@@ -268,7 +271,12 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
     for (index_t pc = 0; pc < std::max<index_t>(k, 1); pc += kc_step) {
       const index_t kc = std::min<index_t>(kc_step, k - pc);
       const T beta = pc == 0 ? call.beta : T(1);
-      for (index_t j0 = 0; j0 < n; j0 += nr) {
+      index_t j0 = 0;
+      if (nr_wide > 0)
+        for (; j0 + nr_wide <= n; j0 += nr_wide)
+          dk.run_wide(kc, call.a.data + i0 * a_rs + pc, a_rs, call.b.data + pc * b_rs + j0, b_rs, call.alpha, beta,
+                      call.c.data + i0 * c_rs + j0, c_rs, rows);
+      for (; j0 < n; j0 += nr) {
         const int cols = static_cast<int>(std::min<index_t>(nr, n - j0));
         run(kc, call.a.data + i0 * a_rs + pc * a_cs, a_rs, a_cs, call.b.data + pc * b_rs + j0, b_rs, call.alpha, beta,
             call.c.data + i0 * c_rs + j0, c_rs, rows, cols);

@@ -53,6 +53,11 @@ struct DirectKernel {
   // sfence before anyone else reads C.
   void (*run_streaming)(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta,
                         T* c, index_t c_rs, int rows, int cols);
+  // The wide tile: rows x exactly nr_wide columns (four vectors) for A whose
+  // columns are adjacent (a_cs == 1), ordinary stores; nullptr when there is none.
+  int nr_wide;
+  void (*run_wide)(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c, index_t c_rs,
+                   int rows);
   const char* name;
 };
 
