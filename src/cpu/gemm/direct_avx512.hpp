@@ -107,8 +107,10 @@ struct RowIo {
 // MR rows x up to 2 * lanes columns. kUnitACol: A's columns are adjacent
 // (row-major A: each row a stream); otherwise A's rows are (column-major A:
 // the MR elements of one k step are adjacent).
+// Not inlined: inlined into the walk over row tiles (all heights in one function),
+// GCC spilled twice as much in the 12-row k loop.
 template <class T, int MR, bool kUnitACol, bool kStream, bool kFull>
-void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
+[[gnu::noinline]] void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                  index_t c_rs, int cols) {
   using V = Vec<T>;
   using R = typename V::type;
@@ -377,7 +379,7 @@ void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b
 // tile in assembly, FP32 and FP64 (helper notes, issue 4). With 6 rows GCC
 // keeps the 24 accumulators, the row pointers and B in registers.
 template <class T, int MR>
-void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c,
+[[gnu::noinline]] void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                       index_t c_rs) {
   using V = Vec<T>;
   using R = typename V::type;
