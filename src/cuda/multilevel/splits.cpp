@@ -361,7 +361,11 @@ bool ksplit_adds() {
 // not pay — at 4096^3 over 8 threads 512 MiB written while the parts run and
 // 576 MiB read and written by the pass after them, ~0.2 ms of 3.0 that no
 // kernel overlaps. Adds go to L2 as the parts' tiles finish, overlapped with
-// the other tiles' FMAs.
+// the other tiles' FMAs (2 x H200, same call: 4096^3 t8 110.4-111.1 ->
+// 108.4-109.2 % of the single kernel, 8192^3 t8 104.6-104.8 -> 103.6-103.9 %;
+// t2 and t4 unchanged — docs/multilevel.md, seventh session). With one chunk
+// per part (device operands) each part also runs its share of the parts'
+// joint stream-K tail (gemm_best_add_on_stream).
 //
 // Measured and rejected (H100, docs/multilevel.md): chaining the parts — part
 // i adding into C with beta = 1 after part i - 1, no workspace and no summing
