@@ -52,22 +52,24 @@ std::vector<GemmProblem> grid() {
     p.layout_a = p.layout_b = p.layout_c = l;
     out.push_back(p);
   }
-  // FP64 through the packed path (the AVX-512 8 x 24 tile): K over several KC
-  // blocks with a short last one (800 = 384 + 384 + 32, and k % 4 != 0 in 798),
-  // edge rows (300 % 8) and columns (150 % 24), beta accumulating into C.
+  // Both types through the packed path (the AVX-512 8 x 48 / 8 x 24 tiles): K
+  // over several KC blocks with a short last one (800 = 384 + 384 + 32, and
+  // k % 4 != 0 in 798), edge rows (300 % 8) and columns (150 % 48 = 6,
+  // 150 % 24 = 6), beta accumulating into C.
+  for (Dtype d : {Dtype::f32, Dtype::f64})
   for (const char* l : {"row", "fig17"})
     for (index_t k : {800, 798}) {
       GemmProblem p;
-      p.dtype = Dtype::f64;
+      p.dtype = d;
       p.m = 300, p.k = k, p.n = 150;
       p.layout_a = p.layout_b = p.layout_c = l;
       p.alpha = -1.5, p.beta = 0.5;
       out.push_back(p);
     }
   // FP32 through the packed path with two threads: B packed row by row with a
-  // short last panel (100 = 3 x 32 + 4) in the second thread's share, row
+  // short last panel (100 = 2 x 48 + 4) in the second thread's share, row
   // blocks handed out at run time down to a partial last one (500 rows: blocks
-  // of 132, 96, 84, 84, 84 and 20 = 12 + 8), K over three KC blocks (800).
+  // of 128, 96, 80, 80, 80 and 36 = 4 x 8 + 4), K over three KC blocks (800).
   for (const char* l : {"row", "fig17"}) {
     GemmProblem p;
     p.m = 500, p.k = 800, p.n = 100;

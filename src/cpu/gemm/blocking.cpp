@@ -84,10 +84,11 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // The packed B micro-panel fills L1 and half as much again, at most KC 384
   // (it was half of L1 until run 4: KC 384 against 192 gained 10-20 % at
   // FP32/FP64 2048^3 on one and two threads, C being loaded and stored half as
-  // often; docs/perf-notes.md, change C). The half beyond L1 matters only for
-  // the FP64 8 x 24 tile (192 bytes of B per k step): KC 384 (a 72 KiB panel)
-  // was 3-7 % faster than 256 (48 KiB) at 1024^3-2048^3 in alternating runs,
-  // C's loads and stores per flop outweighing the part of B read from L2.
+  // often; docs/perf-notes.md, change C). The half beyond L1 matters for the
+  // AVX-512 8 x 24 / 8 x 48 tiles (192 bytes of B per k step): KC 384 (a 72 KiB
+  // panel) was 3-7 % faster than 256 (48 KiB) at FP64 1024^3-2048^3 in
+  // alternating runs, C's loads and stores per flop outweighing the part of B
+  // read from L2.
   b.kc = std::clamp<index_t>(round_down(l1 * 3 / 2 / (nr * e), 8), 64, 384);
   // The direct path reads B's micro-panel from strided rows (a page per row
   // for wide B): it keeps the half-L1 K block it was measured with.

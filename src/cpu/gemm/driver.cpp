@@ -446,8 +446,8 @@ template <class T>
 void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   if (isa == Isa::avx512 && direct_applicable(call)) {
-    // The direct kernel's tile may differ from the packed one's (FP64: 12 x 16
-    // against 8 x 24): its K block and row block follow its own MR and NR.
+    // The direct kernel's tile differs from the packed one's (12 x 32 / 12 x 16
+    // against 8 x 48 / 8 x 24): its K block and row block follow its own MR and NR.
     const DirectKernel<T>& dk = direct_kernel_avx512<T>();
     const BlockSizes dbs = block_sizes(sizeof(T), dk.mr, dk.nr, m, call.threads);
     if (prefer_direct(m, n, k, dbs.kc_direct)) {
