@@ -122,6 +122,19 @@ struct Stats {
   std::string detail;              // tile sizes, panel width, chunks
 };
 
+// The out-of-core blocking: C in rb x cb blocks of tm x tn, K streamed in
+// chunks of tk (ramping up from 1024 on a GPU's first block), device_bytes of
+// buffers per GPU.
+struct OocTiling {
+  index_t tm = 0, tn = 0, tk = 0, rb = 0, cb = 0;
+  std::size_t device_bytes = 0;
+};
+// The blocking the out-of-core variant takes for an M x N x K product over
+// `gpus` GPUs within budget_bytes of device memory per GPU: the least
+// estimated time (src/cuda/multigpu/out_of_core.cpp says how it is
+// estimated). Throws parray::Error when not even 1 x 1 blocks fit.
+OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero);
+
 // C = alpha A B + beta C, every operand in host memory (row-major; pinned for
 // full PCIe speed, pageable works). summa_2d and ksplit scatter the operands
 // to the GPUs, run, and gather C; out_of_core streams tiles.

@@ -266,6 +266,12 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
 
 }  // namespace
 
+OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero) {
+  if (m < 1 || n < 1 || k < 1 || gpus < 1) throw Error("multigpu ooc: sizes and the GPU count must be >= 1");
+  const Tiling t = choose_tiling(m, n, k, gpus, budget_bytes, beta_nonzero);
+  return {t.tm, t.tn, t.tk, t.rb, t.cb, t.bytes()};
+}
+
 Stats gemm_host(const Plan& plan, float alpha, MatrixView<const float> a, MatrixView<const float> b, float beta,
                 MatrixView<float> c) {
   const index_t M = c.rows(), N = c.cols(), K = a.cols();
