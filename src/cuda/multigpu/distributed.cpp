@@ -267,8 +267,8 @@ Stats Distributed::run(float alpha, float beta) {
       for (int c = 0; c < s.chunks; ++c) {
         const index_t r0 = index_t(c) * rows_per_chunk;
         const index_t rows = std::clamp<index_t>(s.M - r0, 0, rows_per_chunk);
-        local_gemm(s.plan.local, compute, rows, s.N, kg.size(), alpha, L.a.get() + r0 * kg.size(), std::max<index_t>(1, kg.size()),
-                   L.b.get(), s.N, 0.f, L.w.get() + r0 * s.N, s.N);
+        local_gemm(s.plan.local, compute, rows, s.N, kg.size(), alpha, L.a.get() + r0 * kg.size(),
+                   std::max<index_t>(1, kg.size()), L.b.get(), s.N, 0.f, L.w.get() + r0 * s.N, s.N);
         done[std::size_t(c)].record(compute);
         done[std::size_t(c)].wait_on(comm);
         PARRAY_NCCL_CHECK(ncclReduceScatter(L.w.get() + r0 * s.N, dst + index_t(c) * s.piece * s.N,

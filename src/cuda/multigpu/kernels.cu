@@ -26,6 +26,10 @@ __global__ __launch_bounds__(256) void fill_kernel(float* p, index_t rows, index
     for (index_t j = index_t(blockIdx.x) * 256 + threadIdx.x; j < cols; j += index_t(gridDim.x) * 256)
       p[i * ld + j] = v;
 }
+void cublas_check(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cublasGetStatusString(st));
+}
+
 // One cuBLAS handle per GPU, kept (creating one costs milliseconds). A GPU is
 // driven by one host thread at a time (the team's lock), so its handle is too.
 cublasHandle_t cublas_for_current_device() {
@@ -34,25 +38,20 @@ cublasHandle_t cublas_for_current_device() {
   int d = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
   std::lock_guard<std::mutex> lock(mu);
-  cublasHandle_t& h = (*handles)[d];
-  if (!h) {
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error("multigpu: cublasCreate failed on GPU " + std::to_string(d));
-    // FP32 on CUDA cores, as step 12 and cublasXt's default: no TF32.
-    if (cublasSetMathMode(h, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS)
-      throw Error("multigpu: cublasSetMathMode failed");
-  }
-  return h;
+  if (const auto it = handles->find(d); it != handles->end()) return it->second;
+  cublasHandle_t h = nullptr;
+  cublas_check(cublasCreate(&h), "cublasCreate");
+  // FP32 on CUDA cores, as step 12 and cublasXt's default: no TF32.
+  cublas_check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  return (*handles)[d] = h;  // kept only once it is fully set up
 }
 void cublas_row_major(cudaStream_t s, int m, int n, int k, float alpha, const float* a, index_t lda, const float* b,
                       index_t ldb, float beta, float* c, index_t ldc) {
   cublasHandle_t h = cublas_for_current_device();
-  auto check = [](cublasStatus_t st, const char* what) {
-    if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cublasGetStatusString(st));
-  };
-  check(cublasSetStream(h, s), "cublasSetStream");
+  cublas_check(cublasSetStream(h, s), "cublasSetStream");
   // Row-major C = A B is column-major C^T = B^T A^T.
-  check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)),
-        "cublasSgemm");
+  cublas_check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)),
+               "cublasSgemm");
 }
 
 dim3 grid_for(index_t rows, index_t cols) {

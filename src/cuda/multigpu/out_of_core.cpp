@@ -3,15 +3,16 @@
 //
 // Out of core, per GPU (one body over the GPU thread array): take C blocks
 // (tm x tn) round-robin (GPU g: blocks g, g + G, ...); stream K in chunks of
-// tk through a ring of `kSlots` buffer pairs (A[I, Kc]: tm x tk, B[Kc, J]: tk x tn) on the
-// copy-in stream while the compute stream runs step 12 on the previous
-// chunk, accumulating into the C block; the last chunk's GEMM runs in row
-// strips so that each strip's copy back to the host (copy-out stream)
-// overlaps the next strip. Two C blocks alternate, so the next block starts
-// while the previous one drains. Device memory per GPU: 2 tm tn + kSlots tk
-// (tm + tn) floats, chosen to fit the budget with the least estimated time
-// (choose_tiling: larger blocks move less over PCIe — A is read N / tn times,
-// B M / tm times — but leave more to copy back after the last FMA).
+// tk through a ring of `kSlots` buffer pairs (A[I, Kc]: tm x tk, B[Kc, J]:
+// tk x tn) on the copy-in stream while the compute stream runs the local
+// GEMM on the previous chunk, accumulating into the C block; the last
+// chunk's GEMM runs in row strips so that each strip's copy back to the host
+// (copy-out stream) overlaps the next strip. Two C blocks alternate, so the
+// next block starts while the previous one drains. Device memory per GPU:
+// 2 tm tn + kSlots tk (tm + tn) floats, chosen to fit the budget with the
+// least estimated time (choose_tiling: larger blocks move less over PCIe — A
+// is read N / tn times, B M / tm times — but leave more to copy back after
+// the last FMA).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -168,8 +169,8 @@ struct OocBuffers {
 Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Rows C, index_t M, index_t N, index_t K) {
   const int G = plan.gpus();
   const std::size_t budget = plan.budget_bytes > 0 ? plan.budget_bytes : default_budget(plan.devices);
-  const Tiling tl = plan.tile_m > 0 || plan.tile_n > 0 || plan.tile_k > 0 ? forced_tiling(plan, M, N, K, budget)
-                                                                          : choose_tiling(M, N, K, G, budget, beta != 0.f);
+  const bool forced = plan.tile_m > 0 || plan.tile_n > 0 || plan.tile_k > 0;
+  const Tiling tl = forced ? forced_tiling(plan, M, N, K, budget) : choose_tiling(M, N, K, G, budget, beta != 0.f);
   Team& tm = team(plan.devices, G, 1, false);
   static std::mutex buffers_mu;
   static auto* buffers = new std::map<int, std::unique_ptr<OocBuffers>>;  // by device; never destroyed (see team)
@@ -229,13 +230,14 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
         loaded[slot].wait_on(compute);
         const float b_eff = k0 == 0 ? beta : 1.f;
         if (k0 + kc < K) {
-          local_gemm(plan.local, compute, mi, nj, kc, alpha, buf.a[slot].get(), kc, buf.b[slot].get(), nj, b_eff, cbuf, nj);
+          local_gemm(plan.local, compute, mi, nj, kc, alpha, buf.a[slot].get(), kc, buf.b[slot].get(), nj, b_eff, cbuf,
+                     nj);
         } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
           const index_t step = std::max<index_t>(128, ((mi + kStrips - 1) / kStrips + 127) / 128 * 128);
           for (index_t r0 = 0; r0 < mi; r0 += step) {
             const index_t rows = std::min(step, mi - r0);
-            local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(), nj, b_eff,
-                       cbuf + r0 * nj, nj);
+            local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(),
+                       nj, b_eff, cbuf + r0 * nj, nj);
             strip_done.record(compute);
             strip_done.wait_on(out);
             copy_rows(C.p + (i0 + r0) * C.ld + j0, C.ld, cbuf + r0 * nj, nj, rows, nj, cudaMemcpyDeviceToHost, out);
