@@ -197,8 +197,8 @@ TEST(GpuMultiGpu, OutOfCoreTinyBudgetStreamsManyTiles) {
 }
 
 // cuBLAS as the local GEMM (--local cublas) in every variant; and the
-// out-of-core chunks that ramp up from 1024 on a GPU's first block (a forced
-// K chunk of 2048 over K = 3000: 1024 + 1976 there, 2048 + 952 after), with
+// out-of-core chunks that ramp up on a GPU's first block (a forced K chunk
+// of 2048 over K = 3000: 440 + 512 + 2048 there, 952 + 2048 after), with
 // either local GEMM.
 TEST(GpuMultiGpu, CublasLocalGemmAndChunkRamp) {
   NEED_GPUS(1);
@@ -331,6 +331,68 @@ TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
   EXPECT_EQ(big.rb, 1);
   EXPECT_EQ(big.cb, 2);
   EXPECT_GE(big.tk, 4096);
+  EXPECT_EQ(big.c_buffers, 1) << "one block per GPU needs one C buffer";
+  EXPECT_GE((big.tm + big.strip_rows - 1) / big.strip_rows, 8) << "the copy back hidden behind at least 8 strips";
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// The K chunks of a C block (no GPU needed): they cover K exactly, none
+// wider than tk, the last a whole min(tk, K) (its strips hide the copy back).
+// A first block's ramp, past its first chunk (which may hold what is left
+// over), stays sorted and grows by at most the tiling's factor (or one
+// 128-wide step), so each upload fits behind the GEMM before it; where K
+// holds the whole ramp, it starts at most first_chunk wide and the bound
+// holds from its first chunk. Other blocks have at most one narrower chunk.
+TEST(GpuMultiGpuPlan, OutOfCoreChunksRampAndEndWhole) {
+#if PARRAY_HAVE_CUDA
+  std::mt19937_64 rng(5);
+  auto grows_within = [](const multigpu::OocTiling& p, index_t from, index_t to) {
+    return double(to) <= std::max(p.growth * double(from), double(from + 128));
+  };
+  int whole_ramps = 0;
+  for (int t = 0; t < 200; ++t) {
+    const index_t k = 1 + index_t(rng() % 70000);
+    const multigpu::OocTiling p = multigpu::plan_out_of_core(1 + index_t(rng() % 40000), 1 + index_t(rng() % 40000),
+                                                             k, 1 + int(rng() % 4), std::size_t(1) << (24 + rng() % 10),
+                                                             false);
+    for (const bool ramp : {true, false}) {
+      const std::vector<index_t> w = multigpu::ooc_chunk_widths(p, k, ramp);
+      const std::string what = "k " + std::to_string(k) + " tk " + std::to_string(p.tk) + " first " +
+                               std::to_string(p.first_chunk) + " growth " + std::to_string(p.growth) +
+                               (ramp ? " ramp" : "");
+      ASSERT_FALSE(w.empty()) << what;
+      index_t sum = 0, narrower = 0;
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        sum += w[i];
+        EXPECT_GE(w[i], 1) << what;
+        EXPECT_LE(w[i], p.tk) << what;
+        narrower += w[i] < std::min(p.tk, k);
+        if (ramp && i >= 2) {
+          EXPECT_LE(w[i - 1], w[i]) << what << " at " << i;
+          EXPECT_TRUE(grows_within(p, w[i - 1], w[i])) << what << " at " << i;
+        }
+      }
+      EXPECT_EQ(sum, k) << what;
+      EXPECT_EQ(w.back(), std::min(p.tk, k)) << what;
+      if (!ramp) {
+        EXPECT_LE(narrower, 1) << what;
+      }
+      if (ramp && w.front() <= p.first_chunk && w.size() >= 2 && w.front() == std::min(p.first_chunk, p.tk)) {
+        ++whole_ramps;
+        EXPECT_TRUE(grows_within(p, w[0], w[1])) << what;
+      }
+    }
+  }
+  EXPECT_GE(whole_ramps, 20) << "too few whole ramps drawn to check their start";
+  // 32768^3 on 2 GPUs: a ramp, then whole chunks to the end.
+  const multigpu::OocTiling big = multigpu::plan_out_of_core(32768, 32768, 32768, 2, std::size_t(8) << 30, false);
+  const std::vector<index_t> w = multigpu::ooc_chunk_widths(big, 32768, true);
+  EXPECT_EQ(w.front(), big.first_chunk);
+  EXPECT_GT(w.size(), 4u);
+  EXPECT_EQ(w.back(), big.tk);
+  for (std::size_t i = 1; i < w.size(); ++i) EXPECT_TRUE(grows_within(big, w[i - 1], w[i])) << "at " << i;
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

@@ -214,7 +214,11 @@ int run(const Args& a) {
     reset_c();
     st = multigpu::gemm_host(plan, alpha, av, bv, beta, C.view());
     mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
-    for (int r = 0; r < a.reps; ++r) times.push_back(multigpu::gemm_host(plan, alpha, av, bv, beta, C.view()).ms);
+    for (int r = 0; r < a.reps; ++r) {
+      const multigpu::Stats s = multigpu::gemm_host(plan, alpha, av, bv, beta, C.view());
+      times.push_back(s.ms);
+      if (!s.trace.empty()) st.trace = s.trace;  // the last repetition's (PARRAY_MULTIGPU_TRACE=1)
+    }
   }
   mine.ms = median(times);
   mine.runs = times;
@@ -222,6 +226,7 @@ int run(const Args& a) {
   if (st.comm_bytes > 0) mine.detail += fmt::format("; NCCL {:.2f} GB received", st.comm_bytes / 1e9);
   if (!on_device || variant == multigpu::Variant::out_of_core)
     mine.detail += fmt::format("; PCIe {:.2f} GB in, {:.2f} GB out", st.h2d_bytes / 1e9, st.d2h_bytes / 1e9);
+  if (!st.trace.empty()) mine.detail += "; trace: " + st.trace;
   rows.push_back(mine);
 
   // ---- the baseline, same run ----

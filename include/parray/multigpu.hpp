@@ -120,15 +120,33 @@ struct Stats {
   long long blocks = 0;            // out_of_core: C blocks streamed; summa_2d: K panels; ksplit: row chunks
   long long k_chunks = 0;          // out_of_core: K chunks per C block
   std::string detail;              // tile sizes, panel width, chunks
+  // out_of_core with PARRAY_MULTIGPU_TRACE=1: per GPU, from CUDA events, the
+  // time before its first GEMM starts, the gaps between its GEMMs, and the
+  // time from its last GEMM to its last copy back (where the schedule loses).
+  std::string trace;
 };
 
 // The out-of-core blocking: C in rb x cb blocks of tm x tn, K streamed in
-// chunks of tk (ramping up from 1024 on a GPU's first block), device_bytes of
-// buffers per GPU.
+// chunks of tk (ooc_chunk_widths: on a GPU's first block a ramp from
+// first_chunk, each chunk at most `growth` times the one before), the last
+// chunk's GEMM in row strips of strip_rows, c_buffers C blocks on each GPU
+// (2 when a GPU takes several blocks: the next starts while the last
+// drains), device_bytes of buffers per GPU.
 struct OocTiling {
   index_t tm = 0, tn = 0, tk = 0, rb = 0, cb = 0;
+  index_t first_chunk = 0, strip_rows = 0;
+  double growth = 2.0;
+  int c_buffers = 2;
   std::size_t device_bytes = 0;
 };
+// The K chunk widths of one C block, in order (they sum to k): tk wide, but
+// on a GPU's first block (`ramp`) first a ramp from first_chunk growing by at
+// most `growth` per chunk — only the first upload waits with nothing to
+// overlap, and each next upload fits behind the GEMM of the chunk before —
+// then whole chunks; what is left over below tk goes among the narrower ones
+// in sorted order. The last chunk is always min(tk, k) wide: its strips hide
+// the block's copy back.
+std::vector<index_t> ooc_chunk_widths(const OocTiling& t, index_t k, bool ramp);
 // The blocking the out-of-core variant takes for an M x N x K product over
 // `gpus` GPUs within budget_bytes of device memory per GPU: the least
 // estimated time (src/cuda/multigpu/out_of_core.cpp says how it is

@@ -7,15 +7,20 @@
 // tk x tn) on the copy-in stream while the compute stream runs the local
 // GEMM on the previous chunk, accumulating into the C block; the last
 // chunk's GEMM runs in row strips so that each strip's copy back to the host
-// (copy-out stream) overlaps the next strip. Two C blocks alternate, so the
-// next block starts while the previous one drains. Device memory per GPU:
-// 2 tm tn + kSlots tk (tm + tn) floats, chosen to fit the budget with the
-// least estimated time (choose_tiling: larger blocks move less over PCIe — A
+// (copy-out stream) overlaps the next strip. A GPU's first block ramps its
+// chunks up from a narrow first one (ooc_chunk_widths), and every block's
+// last chunk is a whole tk wide. Two C blocks alternate where a GPU takes
+// several, so the next block starts while the previous one drains. Device
+// memory per GPU: c_buffers tm tn + kSlots tk (tm + tn) floats, chosen to fit
+// the budget with the least estimated time (choose_tiling: larger blocks move less over PCIe — A
 // is read N / tn times, B M / tm times — but leave more to copy back after
 // the last FMA).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -27,24 +32,49 @@ using namespace detail;
 
 namespace {
 
-constexpr int kSlots = 3;   // K chunks in flight: one being copied, one computed, one spare
-constexpr int kStrips = 8;  // row strips of the last chunk (C copied back strip by strip)
-// A GPU's first C block starts with a K chunk of at most this width and
-// doubles it up to tk: only the first upload waits with nothing to overlap.
-constexpr index_t kFirstChunk = 1024;
+constexpr int kSlots = 3;  // K chunks in flight: one being copied, one computed, one spare
+// A GPU's first C block starts with a K chunk this wide and ramps up
+// (ooc_chunk_widths): only the first upload waits with nothing to overlap.
+constexpr index_t kFirstChunk = 512;
+constexpr int kMaxStrips = 16;  // row strips of the last chunk (C copied back strip by strip)
+
+// The model's rates per GPU: the local GEMM on an H200 (step 12 ~46, cuBLAS
+// ~51 TFLOP/s), the host-to-GPU rate measured with two H200s copying at once
+// (~14 GB/s each), HBM for the C block's re-reads.
+constexpr double kFlopRate = 45e12, kPcie = 14e9, kHbm = 3e12;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-struct Tiling {
-  index_t tm = 0, tn = 0, tk = 0;
-  index_t rb = 0, cb = 0;  // C blocks: rb x cb
-  std::size_t bytes() const { return sizeof(float) * std::size_t(2 * tm * tn + kSlots * tk * (tm + tn)); }
-};
+using Tiling = OocTiling;
 
-std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk) {
-  return sizeof(float) * std::size_t(2 * tm * tn + kSlots * tk * (tm + tn));
+std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk, int c_buffers) {
+  return sizeof(float) * std::size_t(c_buffers * tm * tn + kSlots * tk * (tm + tn));
+}
+
+// Rows per strip of the last chunk: up to kMaxStrips strips, whole 128-row tiles.
+index_t strip_rows_for(index_t tm) { return std::max<index_t>(128, ((tm + kMaxStrips - 1) / kMaxStrips + 127) / 128 * 128); }
+
+// How fast the first block's chunks may grow: the next chunk's upload must
+// fit behind this chunk's GEMM, so at most the ratio of a k-column's GEMM
+// time to its upload time (with a margin). The third to seventh sessions'
+// doubling from 1024 ran ahead of PCIe on 32768 x 16384 blocks (ratio ~1.7
+// at the model's rates): each doubling waited for its upload.
+double ramp_growth(index_t tm, index_t tn) {
+  const double gemm_per_k = 2.0 * double(tm) * double(tn) / kFlopRate, upload_per_k = 4.0 * double(tm + tn) / kPcie;
+  return std::clamp(0.9 * gemm_per_k / upload_per_k, 1.25, 2.0);
+}
+
+Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, int c_buffers) {
+  Tiling t;
+  t.tm = tm, t.tn = tn, t.tk = tk, t.rb = rb, t.cb = cb;
+  t.first_chunk = std::min(tk, kFirstChunk);
+  t.strip_rows = strip_rows_for(tm);
+  t.growth = ramp_growth(tm, tn);
+  t.c_buffers = c_buffers;
+  t.device_bytes = tiling_bytes(tm, tn, tk, c_buffers);
+  return t;
 }
 
 // The C blocking and K chunk for a budget: the least estimated time of the
@@ -62,44 +92,46 @@ std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk) {
 // 24 GB/s and took 2 x 4 blocks of 16384 x 8192 (6 GiB more over PCIe):
 // 947 ms, PCIe-bound at ~14 GB/s per GPU with both GPUs copying (2 x H200,
 // docs/perf-notes.md "Change 8"), hence the measured rate and the margin.
+// A GPU with one block holds one C buffer, which leaves room for wider
+// chunks: the last one, tk wide, hides more of the copy back.
 Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero) {
   Tiling best;
   double best_t = std::numeric_limits<double>::infinity();
-  // Per GPU: the local GEMM on an H200 (step 12 ~46, cuBLAS ~51 TFLOP/s), the
-  // host-to-GPU rate measured with two H200s copying at once (~14 GB/s each),
-  // HBM for the C block's re-reads.
-  const double flop_rate = 45e12, pcie = 14e9, hbm = 3e12, hidden_below = 0.7;
+  const double hidden_below = 0.7;
   for (index_t tk : {index_t(8192), index_t(4096), index_t(2048), index_t(1024), index_t(512), index_t(256),
                      index_t(128), index_t(64), index_t(32), index_t(16)}) {
     tk = std::min(tk, K);
     for (index_t rb = 1; rb <= std::min<index_t>(M, 4096); ++rb) {
       const index_t tm = (M + rb - 1) / rb;
       if ((M + tm - 1) / tm != rb) continue;  // rb blocks of tm rows would leave one empty
-      if (tiling_bytes(tm, 1, tk) > budget) continue;
-      // Fewest column blocks that fit (memory falls as cb grows).
+      if (tiling_bytes(tm, 1, tk, 1) > budget) continue;
+      // Fewest column blocks that might fit (one C buffer: the least memory).
       index_t lo = 1, hi = N;
       while (lo < hi) {
         const index_t mid = (lo + hi) / 2;
-        if (tiling_bytes(tm, (N + mid - 1) / mid, tk) <= budget) hi = mid;
+        if (tiling_bytes(tm, (N + mid - 1) / mid, tk, 1) <= budget) hi = mid;
         else lo = mid + 1;
       }
       for (index_t cb = lo; cb <= std::min<index_t>(N, lo + 4 * G); ++cb) {
         const index_t tn = (N + cb - 1) / cb;
         if ((N + tn - 1) / tn != cb) continue;
-        const double area = double(tm) * double(tn), chunks = std::ceil(double(K) / double(tk));
         const double rounds = std::ceil(double(rb * cb) / G);  // blocks on the busiest GPU
+        const int c_buffers = rounds > 1 ? 2 : 1;
+        if (tiling_bytes(tm, tn, tk, c_buffers) > budget) continue;
+        const double area = double(tm) * double(tn), chunks = std::ceil(double(K) / double(tk));
         // The local GEMM runs whole 128 x 128 (or 128 x 256) tiles.
         const double tiled = double((tm + 127) / 128 * 128) * double((tn + 127) / 128 * 128);
-        const double compute = 2.0 * tiled * double(K) / flop_rate + chunks * 8.0 * area / hbm;
-        const double in = 4.0 * (double(tm + tn) * double(K) + (beta_nonzero ? area : 0.0)) / pcie;
+        const double compute = 2.0 * tiled * double(K) / kFlopRate + chunks * 8.0 * area / kHbm;
+        const double in = 4.0 * (double(tm + tn) * double(K) + (beta_nonzero ? area : 0.0)) / kPcie;
         const double launches = chunks * 30e-6;  // 2 copies and a GEMM per chunk
-        const double head = 4.0 * double(tm + tn) * double(std::min(tk, kFirstChunk)) / pcie;
-        const double out = 4.0 * area / pcie, last_chunk = 2.0 * area * double(tk) / flop_rate;
-        const double tail = std::max(out / kStrips, out - last_chunk * (kStrips - 1) / kStrips);
+        const double head = 4.0 * double(tm + tn) * double(std::min(tk, kFirstChunk)) / kPcie;
+        const double strips = std::ceil(double(tm) / double(strip_rows_for(tm)));
+        const double out = 4.0 * area / kPcie, last_chunk = 2.0 * area * double(tk) / kFlopRate;
+        const double tail = std::max(out / strips, out - last_chunk * (strips - 1) / strips);
         const double t = rounds * (std::max(compute, in / hidden_below) + launches) + head + tail;
         if (t < best_t * (1 - 1e-9)) {
           best_t = t;
-          best = {tm, tn, tk, rb, cb};
+          best = make_tiling(tm, tn, tk, rb, cb, c_buffers);
         }
       }
     }
@@ -109,15 +141,15 @@ Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget,
   return best;
 }
 
-Tiling forced_tiling(const Plan& plan, index_t M, index_t N, index_t K, std::size_t budget) {
-  Tiling t;
-  t.tm = std::min(plan.tile_m > 0 ? plan.tile_m : M, M);
-  t.tn = std::min(plan.tile_n > 0 ? plan.tile_n : N, N);
-  t.tk = std::min(plan.tile_k > 0 ? plan.tile_k : std::min<index_t>(K, 4096), K);
-  t.rb = (M + t.tm - 1) / t.tm, t.cb = (N + t.tn - 1) / t.tn;
-  if (t.bytes() > budget)
+Tiling forced_tiling(const Plan& plan, index_t M, index_t N, index_t K, int G, std::size_t budget) {
+  const index_t tm = std::min(plan.tile_m > 0 ? plan.tile_m : M, M);
+  const index_t tn = std::min(plan.tile_n > 0 ? plan.tile_n : N, N);
+  const index_t tk = std::min(plan.tile_k > 0 ? plan.tile_k : std::min<index_t>(K, 4096), K);
+  const index_t rb = (M + tm - 1) / tm, cb = (N + tn - 1) / tn;
+  const Tiling t = make_tiling(tm, tn, tk, rb, cb, rb * cb > G ? 2 : 1);
+  if (t.device_bytes > budget)
     throw Error("multigpu ooc: tiles " + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "x" +
-                std::to_string(t.tk) + " need " + std::to_string(t.bytes()) + " bytes per GPU, over the budget of " +
+                std::to_string(t.tk) + " need " + std::to_string(t.device_bytes) + " bytes per GPU, over the budget of " +
                 std::to_string(budget));
   return t;
 }
@@ -136,28 +168,20 @@ std::size_t default_budget(const std::vector<int>& devices) {
   return budget;
 }
 
-// Buffers of one GPU, kept between calls (grown, never shrunk).
+// Buffers of one GPU, kept between calls (grown, never shrunk beyond what
+// the tiling needs).
 struct OocBuffers {
   DeviceBuffer c[2], a[kSlots], b[kSlots];
-  void ensure(const Tiling& t) {
-    for (DeviceBuffer& x : c)
-      if (x.floats() < std::size_t(t.tm * t.tn)) x = DeviceBuffer(std::size_t(t.tm * t.tn));
-    for (int s = 0; s < kSlots; ++s) {
-      if (a[s].floats() < std::size_t(t.tm * t.tk)) a[s] = DeviceBuffer(std::size_t(t.tm * t.tk));
-      if (b[s].floats() < std::size_t(t.tk * t.tn)) b[s] = DeviceBuffer(std::size_t(t.tk * t.tn));
-    }
-  }
-  // Only what the current tiling needs is held; larger leftovers are freed
-  // so that the budget holds for every call.
+  // Only what the current tiling needs is held; larger leftovers (and a
+  // second C buffer a tiling of one block per GPU does not use) are freed so
+  // that the budget holds for every call.
   void fit(const Tiling& t) {
-    auto over = [](const DeviceBuffer& x, index_t need) { return x.floats() > std::size_t(need); };
-    for (DeviceBuffer& x : c)
-      if (over(x, t.tm * t.tn)) x = DeviceBuffer();
-    for (int s = 0; s < kSlots; ++s) {
-      if (over(a[s], t.tm * t.tk)) a[s] = DeviceBuffer();
-      if (over(b[s], t.tk * t.tn)) b[s] = DeviceBuffer();
-    }
-    ensure(t);
+    auto size = [](DeviceBuffer& x, index_t need) {
+      if (x.floats() != std::size_t(need) && (x.floats() > std::size_t(need) || need == 0)) x = DeviceBuffer();
+      if (need > 0 && x.floats() < std::size_t(need)) x = DeviceBuffer(std::size_t(need));
+    };
+    for (int i = 0; i < 2; ++i) size(c[i], i < t.c_buffers ? t.tm * t.tn : 0);
+    for (int s = 0; s < kSlots; ++s) size(a[s], t.tm * t.tk), size(b[s], t.tk * t.tn);
   }
   std::size_t bytes() const {
     std::size_t n = c[0].bytes() + c[1].bytes();
@@ -166,11 +190,51 @@ struct OocBuffers {
   }
 };
 
+// Per GPU with PARRAY_MULTIGPU_TRACE=1: timing events around every local
+// GEMM, read after the GPU has finished.
+class GemmTrace {
+ public:
+  explicit GemmTrace(bool on) : on_(on) {}
+  GemmTrace(const GemmTrace&) = delete;
+  GemmTrace& operator=(const GemmTrace&) = delete;
+  ~GemmTrace() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void mark(cudaStream_t s) {
+    if (!on_) return;
+    cudaEvent_t e;
+    PARRAY_CUDA_CHECK(cudaEventCreate(&e));
+    PARRAY_CUDA_CHECK(cudaEventRecord(e, s));
+    events_.push_back(e);
+  }
+  // Events: start, then (GEMM begin, GEMM end) pairs, then the last copy back.
+  std::string summary() const {
+    if (!on_ || events_.size() < 4) return {};
+    auto ms = [&](std::size_t i, std::size_t j) {
+      float x = 0;
+      PARRAY_CUDA_CHECK(cudaEventElapsedTime(&x, events_[i], events_[j]));
+      return double(x);
+    };
+    const std::size_t last = events_.size() - 1, gemms = (events_.size() - 2) / 2;
+    double busy = 0;
+    for (std::size_t g = 0; g < gemms; ++g) busy += ms(1 + 2 * g, 2 + 2 * g);
+    const double head = ms(0, 1), span = ms(1, last - 1), tail = ms(last - 1, last);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "head %.1f ms, %zu GEMMs %.1f ms busy + %.1f ms between, tail %.1f ms", head,
+                  gemms, busy, span - busy, tail);
+    return buf;
+  }
+
+ private:
+  bool on_;
+  std::vector<cudaEvent_t> events_;
+};
+
 Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Rows C, index_t M, index_t N, index_t K) {
   const int G = plan.gpus();
   const std::size_t budget = plan.budget_bytes > 0 ? plan.budget_bytes : default_budget(plan.devices);
   const bool forced = plan.tile_m > 0 || plan.tile_n > 0 || plan.tile_k > 0;
-  const Tiling tl = forced ? forced_tiling(plan, M, N, K, budget) : choose_tiling(M, N, K, G, budget, beta != 0.f);
+  const Tiling tl = forced ? forced_tiling(plan, M, N, K, G, budget) : choose_tiling(M, N, K, G, budget, beta != 0.f);
   Team& tm = team(plan.devices, G, 1, false);
   static std::mutex buffers_mu;
   static auto* buffers = new std::map<int, std::unique_ptr<OocBuffers>>;  // by device; never destroyed (see team)
@@ -185,8 +249,13 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   }
   std::lock_guard<std::mutex> lock(tm.busy);
   const index_t blocks = tl.rb * tl.cb;
+  static const bool tracing = [] {
+    const char* e = std::getenv("PARRAY_MULTIGPU_TRACE");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
   std::vector<double> h2d(std::size_t(G), 0.0), d2h(std::size_t(G), 0.0);
   std::vector<std::size_t> held(std::size_t(G), 0);
+  std::vector<std::string> traces(static_cast<std::size_t>(G));
   const double t0 = now_ms();
   tm.threads().detour([&](const ThreadCoord& t) {
     OocBuffers& buf = *mine[std::size_t(t.tid)];
@@ -195,6 +264,8 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
     const GpuSlot& gpu = tm.gpu[std::size_t(t.tid)];
     cudaStream_t in = *gpu.in, compute = *gpu.compute, out = *gpu.out;
     Event loaded[kSlots], used[kSlots], c_loaded, c_free[2], strip_done;
+    GemmTrace trace(tracing);
+    trace.mark(in);
     index_t chunk_count = 0;  // chunks streamed by this GPU: slot = count % kSlots
     for (index_t j = 0;; ++j) {
       // Round-robin, not from a shared counter: this loop only enqueues (the
@@ -208,19 +279,19 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
       const index_t bi = blk / tl.cb, bj = blk % tl.cb;
       const index_t i0 = bi * tl.tm, j0 = bj * tl.tn;
       const index_t mi = std::min(tl.tm, M - i0), nj = std::min(tl.tn, N - j0);
-      const int cs = int(j % 2);
+      const int cs = int(j % tl.c_buffers);
       float* cbuf = buf.c[cs].get();
-      if (j >= 2) c_free[cs].wait_on(compute);  // C block j - 2 has left this buffer
+      if (j >= tl.c_buffers) c_free[cs].wait_on(compute);  // C block j - c_buffers has left this buffer
       if (beta != 0.f) {
-        if (j >= 2) c_free[cs].wait_on(in);
+        if (j >= tl.c_buffers) c_free[cs].wait_on(in);
         copy_rows(cbuf, nj, C.p + i0 * C.ld + j0, C.ld, mi, nj, cudaMemcpyHostToDevice, in);
         h2d[std::size_t(t.tid)] += 4.0 * double(mi * nj);
         c_loaded.record(in);
         c_loaded.wait_on(compute);
       }
-      index_t width = j == 0 ? std::min(tl.tk, kFirstChunk) : tl.tk;  // the first block's chunks ramp up
-      for (index_t k0 = 0, kc = 0; k0 < K; k0 += kc, width = std::min(tl.tk, 2 * width)) {
-        kc = std::min(width, K - k0);
+      const std::vector<index_t> widths = ooc_chunk_widths(tl, K, j == 0);
+      index_t k0 = 0;
+      for (const index_t kc : widths) {
         const int slot = int(chunk_count % kSlots);
         if (chunk_count >= kSlots) used[slot].wait_on(in);  // the GEMM that read this slot is done
         copy_rows(buf.a[slot].get(), kc, A.p + i0 * A.ld + k0, A.ld, mi, kc, cudaMemcpyHostToDevice, in);
@@ -230,14 +301,17 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
         loaded[slot].wait_on(compute);
         const float b_eff = k0 == 0 ? beta : 1.f;
         if (k0 + kc < K) {
+          trace.mark(compute);
           local_gemm(plan.local, compute, mi, nj, kc, alpha, buf.a[slot].get(), kc, buf.b[slot].get(), nj, b_eff, cbuf,
                      nj);
+          trace.mark(compute);
         } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
-          const index_t step = std::max<index_t>(128, ((mi + kStrips - 1) / kStrips + 127) / 128 * 128);
-          for (index_t r0 = 0; r0 < mi; r0 += step) {
-            const index_t rows = std::min(step, mi - r0);
+          for (index_t r0 = 0; r0 < mi; r0 += tl.strip_rows) {
+            const index_t rows = std::min(tl.strip_rows, mi - r0);
+            trace.mark(compute);
             local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(),
                        nj, b_eff, cbuf + r0 * nj, nj);
+            trace.mark(compute);
             strip_done.record(compute);
             strip_done.wait_on(out);
             copy_rows(C.p + (i0 + r0) * C.ld + j0, C.ld, cbuf + r0 * nj, nj, rows, nj, cudaMemcpyDeviceToHost, out);
@@ -246,23 +320,32 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
         }
         used[slot].record(compute);
         ++chunk_count;
+        k0 += kc;
       }
       c_free[cs].record(out);
     }
+    trace.mark(out);
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(in));
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(compute));
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(out));
+    traces[std::size_t(t.tid)] = trace.summary();
   });
   Stats st;
   st.ms = now_ms() - t0;
   for (int g = 0; g < G; ++g) {
     st.h2d_bytes += h2d[std::size_t(g)], st.d2h_bytes += d2h[std::size_t(g)];
     st.device_bytes = std::max(st.device_bytes, held[std::size_t(g)]);
+    if (!traces[std::size_t(g)].empty())
+      st.trace += (st.trace.empty() ? "" : " | ") + ("GPU " + std::to_string(g) + ": ") + traces[std::size_t(g)];
   }
+  const std::vector<index_t> first = ooc_chunk_widths(tl, K, true);
   st.blocks = tl.rb * tl.cb, st.k_chunks = (K + tl.tk - 1) / tl.tk;  // after the first block's ramp
   st.detail = "C blocks " + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + " (" + std::to_string(tl.rb) + "x" +
-              std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + ", budget " +
-              std::to_string(budget >> 20) + " MiB, local GEMM " + local_gemm_name(plan.local);
+              std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + " (a GPU's first block: " +
+              std::to_string(first.size()) + " chunks from " + std::to_string(first.front()) + "), " +
+              std::to_string((tl.tm + tl.strip_rows - 1) / tl.strip_rows) + " strips, " +
+              std::to_string(tl.c_buffers) + " C buffer(s), budget " + std::to_string(budget >> 20) +
+              " MiB, local GEMM " + local_gemm_name(plan.local);
   return st;
 }
 
@@ -270,8 +353,37 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
 
 OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero) {
   if (m < 1 || n < 1 || k < 1 || gpus < 1) throw Error("multigpu ooc: sizes and the GPU count must be >= 1");
-  const Tiling t = choose_tiling(m, n, k, gpus, budget_bytes, beta_nonzero);
-  return {t.tm, t.tn, t.tk, t.rb, t.cb, t.bytes()};
+  return choose_tiling(m, n, k, gpus, budget_bytes, beta_nonzero);
+}
+
+std::vector<index_t> ooc_chunk_widths(const OocTiling& t, index_t k, bool ramp) {
+  if (k < 1 || t.tk < 1 || t.first_chunk < 1 || !(t.growth >= 1.0))
+    throw Error("multigpu ooc: chunk widths need k, tk and the first chunk >= 1 and a growth >= 1");
+  const index_t tk = std::min(t.tk, k);
+  std::vector<index_t> widths;  // the ramp, first_chunk up to below tk
+  if (ramp)
+    for (index_t w = std::min(t.first_chunk, tk); w < tk;
+         w = std::min(tk, std::max(w + 128, index_t(double(w) * t.growth) / 128 * 128)))
+      widths.push_back(w);
+  // Where K leaves no room for the whole ramp before one whole chunk, its
+  // widest part: the growth into the whole chunks still holds.
+  index_t ramped = 0;
+  std::size_t from = widths.size();
+  while (from > 0 && ramped + widths[from - 1] + tk <= k) ramped += widths[--from];
+  widths.erase(widths.begin(), widths.begin() + std::ptrdiff_t(from));
+  // What is left below a whole chunk goes where it keeps the widths sorted;
+  // in front of the ramp, it is merged into the ramp's first chunk where that
+  // would grow too much from it (and stays within tk).
+  const index_t rest = k - ramped, left = rest % tk;
+  if (left > 0) {
+    const auto at = std::upper_bound(widths.begin(), widths.end(), left);
+    if (at == widths.begin() && at != widths.end() && double(*at) > t.growth * double(left) && *at + left <= tk)
+      *at += left;
+    else
+      widths.insert(at, left);
+  }
+  widths.insert(widths.end(), std::size_t(rest / tk), tk);
+  return widths;
 }
 
 Stats gemm_host(const Plan& plan, float alpha, MatrixView<const float> a, MatrixView<const float> b, float beta,
