@@ -299,9 +299,11 @@ TEST(GpuMultiGpuPlan, BadPlansAreRejected) {
 
 // The out-of-core planner (no GPU needed): every blocking it returns covers
 // C exactly with its blocks, fits the budget and chunks K; too small a budget
-// is refused; and at 32768^3 it keeps the traffic-minimal blocking that the
-// seventh session measured best (1 x 2 blocks on 2 GPUs, K chunks >= 4096:
-// 789 ms against 947 for 2 x 4 blocks and 1143 for 2 x 2; docs/multilevel.md).
+// is refused; and at 32768^3 on 2 GPUs it keeps the blocking the eighth
+// session measured best: 4 x 4 blocks of 8192^2, K chunks of 8192 (2 x H200,
+// cuBLAS as the local GEMM: 698 ms against 702 for 2 x 2 blocks and 719 for
+// 1 x 2, cublasXt 711-714 in each run; step 12: 763, 764, 766 ms;
+// docs/multilevel.md "Eighth session").
 TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
 #if PARRAY_HAVE_CUDA
   std::mt19937_64 rng(11);
@@ -328,11 +330,17 @@ TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
   }
   EXPECT_THROW(multigpu::plan_out_of_core(64, 64, 64, 1, 16, false), Error);
   const multigpu::OocTiling big = multigpu::plan_out_of_core(32768, 32768, 32768, 2, std::size_t(8) << 30, false);
-  EXPECT_EQ(big.rb, 1);
-  EXPECT_EQ(big.cb, 2);
-  EXPECT_GE(big.tk, 4096);
-  EXPECT_EQ(big.c_buffers, 1) << "one block per GPU needs one C buffer";
+  EXPECT_EQ(big.rb, 4);
+  EXPECT_EQ(big.cb, 4);
+  EXPECT_EQ(big.tk, 8192);
+  EXPECT_EQ(big.c_buffers, 2) << "8 blocks per GPU: the next starts while the last drains";
   EXPECT_GE((big.tm + big.strip_rows - 1) / big.strip_rows, 8) << "the copy back hidden behind at least 8 strips";
+  EXPECT_LT(big.lead_rows, big.tm) << "the last strips after the lead hide its copy back";
+  // 8192^3 on 2 GPUs: one block each, so one C buffer each.
+  const multigpu::OocTiling one = multigpu::plan_out_of_core(8192, 8192, 8192, 2, std::size_t(8) << 30, false);
+  EXPECT_EQ(one.rb * one.cb, 2);
+  EXPECT_EQ(one.c_buffers, 1);
+  EXPECT_EQ(one.device_bytes, sizeof(float) * std::size_t(one.tm * one.tn + 3 * one.tk * (one.tm + one.tn)));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

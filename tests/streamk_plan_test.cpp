@@ -164,8 +164,6 @@ TEST(StreamKPlan, KSplitPartsShareOneTail) {
   // more, 136 tiles, 17 each. 8192^3 over 2: 4096 = 31 x 132 + 4 -> 68 of 2048.
   EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1).tiles, 0);
   EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, true).tiles, 50);  // tests force it
-  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, false, 8).tiles, 50);  // a share of up to an eighth: taken
-  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, false, 11).tiles, 0);  // 50 x 11 > 512
   expect_parts_share(512, {64, 64, 64, 64}, 132);
   expect_parts_share(512, std::vector<int>(8, 32), 132);
   EXPECT_EQ(plan_parts_tail(512, 32, 132, 8, 7).tiles, 17);

@@ -129,12 +129,13 @@ struct Stats {
 // The out-of-core blocking: C in rb x cb blocks of tm x tn, K streamed in
 // chunks of tk (ooc_chunk_widths: on a GPU's first block a ramp from
 // first_chunk, each chunk at most `growth` times the one before), the last
-// chunk's GEMM in row strips of strip_rows, c_buffers C blocks on each GPU
+// chunk's GEMM in row strips (a first one of lead_rows, then strip_rows
+// each: their GEMMs hide the copies back), c_buffers C blocks on each GPU
 // (2 when a GPU takes several blocks: the next starts while the last
 // drains), device_bytes of buffers per GPU.
 struct OocTiling {
   index_t tm = 0, tn = 0, tk = 0, rb = 0, cb = 0;
-  index_t first_chunk = 0, strip_rows = 0;
+  index_t first_chunk = 0, strip_rows = 0, lead_rows = 0;
   double growth = 2.0;
   int c_buffers = 2;
   std::size_t device_bytes = 0;

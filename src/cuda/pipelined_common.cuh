@@ -225,15 +225,13 @@ int blocks_per_sm(Kernel k, int nt, int smem) {
 // the tile order, k0, k1, slot index): uploaded once per plan and kept (per
 // host thread and device; a few KiB each), so that a call's launches stay
 // asynchronous — no copy, no synchronisation. Past 64 plans the cache is
-// emptied after a device synchronisation. with_whole_tiles: the plan's
-// dp_tiles whole tiles come first, as pieces over all kts k-tiles (one
-// launch for a K-split part's tiles and its tail, best_sgemm_add_piece).
+// emptied after a device synchronisation.
 struct PieceTable {
   int4* pieces = nullptr;
   int count = 0;
 };
-inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts, bool with_whole_tiles = false) {
-  using Key = std::array<long long, 7>;
+inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts) {
+  using Key = std::array<long long, 6>;
   struct Cache {
     std::map<std::pair<int, Key>, PieceTable> tables;
     ~Cache() {
@@ -243,8 +241,7 @@ inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts, bool w
   thread_local Cache cache;
   int device = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&device));
-  const std::pair<int, Key> key{
-      device, {p.dp_tiles, p.tiles, kts, p.iters_per_block, p.blocks, p.segments_per_tile, with_whole_tiles ? 1 : 0}};
+  const std::pair<int, Key> key{device, {p.dp_tiles, p.tiles, kts, p.iters_per_block, p.blocks, p.segments_per_tile}};
   if (const auto it = cache.tables.find(key); it != cache.tables.end()) return it->second;
   if (cache.tables.size() >= 64) {
     PARRAY_CUDA_CHECK(cudaDeviceSynchronize());  // no kernel still reads a table
@@ -253,8 +250,6 @@ inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts, bool w
     std::erase_if(cache.tables, [device](const auto& t) { return t.first.first == device; });
   }
   std::vector<int4> table;
-  if (with_whole_tiles)
-    for (int tile = 0; tile < int(p.dp_tiles); ++tile) table.push_back(make_int4(tile, 0, kts, 0));
   for (const StreamKPiece& x : streamk_pieces(p, kts))
     table.push_back(make_int4(int(p.dp_tiles) + x.tile, x.k0, x.k1, x.tile * p.segments_per_tile + x.slot));
   PieceTable t{nullptr, int(table.size())};

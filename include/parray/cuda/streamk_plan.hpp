@@ -82,22 +82,22 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
 // (plus a wave, as above, when it is under half full) is shared out: part
 // `part` runs its last `tiles` tiles of it (tail / parts, the first parts one
 // more) as a tail over its share of the slots. The parts have no fixup
-// (their pieces add into C). Launched after the part's whole tiles, a
-// part's pieces start only when all of them are done (one stream), so a
-// share of more than a sixteenth of its tiles came too late to even out the
-// last wave (2 x H200, 4096^3: t2's 50 of 512 tiles ran 1.2-1.3 points
+// (their pieces add into C), so a tail costs only a second launch; but a
+// part's pieces start only after its own whole tiles (one stream), so a share
+// of more than a sixteenth of its tiles comes too late to even out the last
+// wave: none then (2 x H200, 4096^3: t2's 50 of 512 tiles ran 1.2-1.3 points
 // slower with a tail, t8's 17 of 512 2.6-3.6 points faster; docs/perf-notes.md
-// "Change 8"): none when share_limit * share > tiles, unless `always` (tests).
-// None either when the parts' tiles fill whole waves or less than one.
+// "Change 8"), unless `always` (tests). None either when the parts' tiles
+// fill whole waves or less than one.
 inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, int parts, int part,
-                                   bool always = false, int share_limit = 16) {
+                                   bool always = false) {
   StreamKPlan p;
   if (slots <= 0 || kts <= 0 || parts <= 0 || part < 0 || part >= parts) return p;
   const long long all = tiles * parts, waves = all / slots, rem = all % slots;
   if (waves == 0 || rem == 0) return p;
   const long long tail = 2 * rem >= slots ? rem : rem + slots;
   const long long mine = tail / parts + (part < tail % parts ? 1 : 0);
-  if (mine == 0 || mine > tiles || (!always && share_limit * mine > tiles)) return p;
+  if (mine == 0 || mine > tiles || (!always && 16 * mine > tiles)) return p;
   return cut_tail(tiles - mine, mine, kts, std::max<long long>(1, slots * mine / tail));
 }
 

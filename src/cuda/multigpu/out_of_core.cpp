@@ -39,9 +39,24 @@ constexpr index_t kFirstChunk = 512;
 constexpr int kMaxStrips = 16;  // row strips of the last chunk (C copied back strip by strip)
 
 // The model's rates per GPU: the local GEMM on an H200 (step 12 ~46, cuBLAS
-// ~51 TFLOP/s), the host-to-GPU rate measured with two H200s copying at once
-// (~14 GB/s each), HBM for the C block's re-reads.
-constexpr double kFlopRate = 45e12, kPcie = 14e9, kHbm = 3e12;
+// ~51 TFLOP/s), HBM for the C block's re-reads, and pinned host memory to
+// and from the GPU as the row blocks this GEMM copies: 47-55 GB/s each way
+// with rows of >= 4096 floats, one or two H200s at once, ~35 each way with
+// both directions busy on both (bench/probes/pcie_rate.cu, eighth session).
+// PARRAY_MULTIGPU_PCIE_GBS overrides the rate (a PCIe 4 host: ~25).
+constexpr double kFlopRate = 45e12, kHbm = 3e12;
+double pcie_rate() {
+  static const double rate = [] {
+    const char* e = std::getenv("PARRAY_MULTIGPU_PCIE_GBS");
+    if (e == nullptr || *e == 0) return 40e9;
+    char* end = nullptr;
+    const double gbs = std::strtod(e, &end);
+    if (end == e || *end != 0 || !(gbs > 0.1 && gbs < 10000))
+      throw Error(std::string("PARRAY_MULTIGPU_PCIE_GBS must be a rate in GB/s, got '") + e + "'");
+    return gbs * 1e9;
+  }();
+  return rate;
+}
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -58,12 +73,24 @@ index_t strip_rows_for(index_t tm) { return std::max<index_t>(128, ((tm + kMaxSt
 
 // How fast the first block's chunks may grow: the next chunk's upload must
 // fit behind this chunk's GEMM, so at most the ratio of a k-column's GEMM
-// time to its upload time (with a margin). The third to seventh sessions'
-// doubling from 1024 ran ahead of PCIe on 32768 x 16384 blocks (ratio ~1.7
-// at the model's rates): each doubling waited for its upload.
+// time to its upload time (with a margin), and at most doubling.
 double ramp_growth(index_t tm, index_t tn) {
-  const double gemm_per_k = 2.0 * double(tm) * double(tn) / kFlopRate, upload_per_k = 4.0 * double(tm + tn) / kPcie;
+  const double gemm_per_k = 2.0 * double(tm) * double(tn) / kFlopRate;
+  const double upload_per_k = 4.0 * double(tm + tn) / pcie_rate();
   return std::clamp(0.9 * gemm_per_k / upload_per_k, 1.25, 2.0);
+}
+
+// Rows of the last chunk's first strip: all but the last strips, enough of
+// them that their GEMMs hide the first strip's copy back (with a quarter to
+// spare). A row's copy takes 4 tn / pcie, its GEMM 2 tn tk / flop: q = 2 flop
+// / (tk pcie) of a row's GEMM; rows r after the lead hide it when r >= q lead.
+// One GEMM instead of a dozen strips: each strip's GEMM is smaller and ends
+// in its own partial wave.
+index_t lead_rows_for(index_t tm, index_t tk, index_t strip_rows) {
+  const double q = 2.0 * kFlopRate / (double(tk) * pcie_rate());
+  const double after = std::min(1.0, 1.25 * q / (1.0 + q));  // fraction of rows after the lead
+  const index_t strips_after = std::max<index_t>(1, index_t(std::ceil(after * double(tm) / double(strip_rows))));
+  return std::max<index_t>(std::min(strip_rows, tm), tm - strips_after * strip_rows);
 }
 
 Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, int c_buffers) {
@@ -71,6 +98,7 @@ Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, i
   t.tm = tm, t.tn = tn, t.tk = tk, t.rb = rb, t.cb = cb;
   t.first_chunk = std::min(tk, kFirstChunk);
   t.strip_rows = strip_rows_for(tm);
+  t.lead_rows = lead_rows_for(tm, tk, t.strip_rows);
   t.growth = ramp_growth(tm, tn);
   t.c_buffers = c_buffers;
   t.device_bytes = tiling_bytes(tm, tn, tk, c_buffers);
@@ -88,12 +116,12 @@ Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, i
 // of the copy) took the largest blocks (32768^3 on 2 GPUs: 1 x 2 blocks of
 // 32768 x 16384): their 2 GiB copy back at the end, hidden only behind one
 // 1024-wide chunk, and a C block re-read 32 times cost ~7 % (864 ms against
-// ~800 of compute). The seventh session's first try of this model assumed
-// 24 GB/s and took 2 x 4 blocks of 16384 x 8192 (6 GiB more over PCIe):
-// 947 ms, PCIe-bound at ~14 GB/s per GPU with both GPUs copying (2 x H200,
-// docs/perf-notes.md "Change 8"), hence the measured rate and the margin.
-// A GPU with one block holds one C buffer, which leaves room for wider
-// chunks: the last one, tk wide, hides more of the copy back.
+// ~800 of compute). (The seventh session's runs of 2 x 4 and 2 x 2 blocks,
+// 947 and 1143 ms, which had made this model assume 14 GB/s, were the
+// shared block counter's uneven split, not PCIe: bench/probes/pcie_rate.cu
+// measured 47-55 GB/s.) A GPU with one block holds one C buffer, which
+// leaves room for wider chunks: the last one, tk wide, hides more of the
+// copy back.
 Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero) {
   Tiling best;
   double best_t = std::numeric_limits<double>::infinity();
@@ -122,11 +150,11 @@ Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget,
         // The local GEMM runs whole 128 x 128 (or 128 x 256) tiles.
         const double tiled = double((tm + 127) / 128 * 128) * double((tn + 127) / 128 * 128);
         const double compute = 2.0 * tiled * double(K) / kFlopRate + chunks * 8.0 * area / kHbm;
-        const double in = 4.0 * (double(tm + tn) * double(K) + (beta_nonzero ? area : 0.0)) / kPcie;
+        const double in = 4.0 * (double(tm + tn) * double(K) + (beta_nonzero ? area : 0.0)) / pcie_rate();
         const double launches = chunks * 30e-6;  // 2 copies and a GEMM per chunk
-        const double head = 4.0 * double(tm + tn) * double(std::min(tk, kFirstChunk)) / kPcie;
+        const double head = 4.0 * double(tm + tn) * double(std::min(tk, kFirstChunk)) / pcie_rate();
         const double strips = std::ceil(double(tm) / double(strip_rows_for(tm)));
-        const double out = 4.0 * area / kPcie, last_chunk = 2.0 * area * double(tk) / kFlopRate;
+        const double out = 4.0 * area / pcie_rate(), last_chunk = 2.0 * area * double(tk) / kFlopRate;
         const double tail = std::max(out / strips, out - last_chunk * (strips - 1) / strips);
         const double t = rounds * (std::max(compute, in / hidden_below) + launches) + head + tail;
         if (t < best_t * (1 - 1e-9)) {
@@ -306,8 +334,8 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
                      nj);
           trace.mark(compute);
         } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
-          for (index_t r0 = 0; r0 < mi; r0 += tl.strip_rows) {
-            const index_t rows = std::min(tl.strip_rows, mi - r0);
+          for (index_t r0 = 0, rows = 0; r0 < mi; r0 += rows) {
+            rows = std::min(r0 == 0 ? std::max(tl.lead_rows, tl.strip_rows) : tl.strip_rows, mi - r0);
             trace.mark(compute);
             local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(),
                        nj, b_eff, cbuf + r0 * nj, nj);
@@ -343,7 +371,8 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   st.detail = "C blocks " + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + " (" + std::to_string(tl.rb) + "x" +
               std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + " (a GPU's first block: " +
               std::to_string(first.size()) + " chunks from " + std::to_string(first.front()) + "), " +
-              std::to_string((tl.tm + tl.strip_rows - 1) / tl.strip_rows) + " strips, " +
+              "last chunk in a strip of " + std::to_string(tl.lead_rows) + " rows and strips of " +
+              std::to_string(tl.strip_rows) + ", " +
               std::to_string(tl.c_buffers) + " C buffer(s), budget " + std::to_string(budget >> 20) +
               " MiB, local GEMM " + local_gemm_name(plan.local);
   return st;

@@ -69,16 +69,14 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 }
 
 namespace {
-// Part `part` of `parts` adding into C: its full-wave tiles, then its share
-// of the parts' joint tail (plan_parts_tail) as pieces — by default in one
-// launch of best_sgemm_add_piece whose first blocks are the whole tiles, so
-// that the pieces start as soon as SMs free up from this part's tiles; with
-// PARRAY_ML_KSPLIT_FUSED=0 as two launches (the pieces wait on the stream
-// for the whole grid of tiles: the seventh session's way). A share of the
-// tail larger than 1/PARRAY_ML_KSPLIT_TAIL_SHARE (default 16) of the part's
-// tiles is not taken. PARRAY_ML_KSPLIT_TAIL=0 leaves the tail out;
-// PARRAY_CUDA_BEST_STREAMK=n > 0 plans it for n slots (tests: small grids
-// get one).
+// Part `part` of `parts` adding into C: its full-wave tiles as one grid, then
+// its share of the parts' joint tail (plan_parts_tail) as pieces.
+// PARRAY_ML_KSPLIT_TAIL=0 leaves the tail out; PARRAY_CUDA_BEST_STREAMK=n > 0
+// plans it for n slots (tests: small grids get one). Measured and dropped
+// (eighth session, 2 x H200): one launch of best_sgemm_add_piece whose first
+// blocks are the whole tiles, so that the pieces start as SMs free up — 4.5
+// points slower at 8192^3 t2 (107.3 against 102.8 % of the single kernel),
+// 2.6 at 4096^3 t8: the piece kernel runs whole tiles slower than best_sgemm.
 template <class Shape>
 void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                         const float* b, long long ldb, AddOperand<float> c, int parts, int part) {
@@ -90,22 +88,12 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK)), group = 8;
   static const int with_tail = pipelined::env_int("PARRAY_ML_KSPLIT_TAIL", 1);
-  static const int fused = pipelined::env_int("PARRAY_ML_KSPLIT_FUSED", 1);
-  static const int share = pipelined::env_int("PARRAY_ML_KSPLIT_TAIL_SHARE", 16);
   static const int forced_slots = pipelined::env_int("PARRAY_CUDA_BEST_STREAMK", -1);
   StreamKPlan plan;
   if (with_tail != 0 && part >= 0 && forced_slots != 0) {
     static const int per_sm = pipelined::blocks_per_sm(kern, Shape::NT, Shape::smem_bytes);
     const long long slots = forced_slots > 0 ? forced_slots : static_cast<long long>(sm_count()) * per_sm;
-    plan = plan_parts_tail(tiles, kts, slots, parts, part, forced_slots > 0, share);
-  }
-  if (plan.tiles > 0 && fused != 0) {  // whole tiles and pieces in one grid
-    pipelined::StreamScope on(stream);  // the piece table is uploaded on this stream
-    const pipelined::PieceTable pieces = pipelined::streamk_pieces_on_device(plan, kts, true);
-    kp<<<unsigned(pieces.count), Shape::NT, Shape::smem_bytes, stream>>>(
-        m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, 1.f, c, group, pieces.pieces);
-    PARRAY_CUDA_CHECK_LAUNCH();
-    return;
+    plan = plan_parts_tail(tiles, kts, slots, parts, part, forced_slots > 0);
   }
   const long long grid = plan.tiles > 0 ? plan.dp_tiles : tiles;
   if (grid > 0) {
