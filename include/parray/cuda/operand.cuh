@@ -56,24 +56,6 @@ struct AddOperand : StridedOperand<T> {
 template <class Op>
 concept AddsInto = requires { requires Op::adds; };
 
-// C shared by products that each add their part into it (the K split's
-// parts), without scaling C by beta first: per tile of the launch's tile
-// order, the first block to reach its epilogue (`arrivals`: a counter per
-// tile, zero before the parts start) stores alpha acc + beta C as a single
-// product would, then sets the tile's `stored` flag; every later block waits
-// for that flag and adds alpha acc atomically. A waiting block waits only
-// for a block that is already running its epilogue, so it cannot wait
-// forever. `tile` is set by the kernel for each block.
-template <class T>
-struct FirstStoreOperand : StridedOperand<T> {
-  int* arrivals;
-  int* stored;
-  int tile;
-  static constexpr bool first_stores = true;
-};
-template <class Op>
-concept FirstStores = requires { requires Op::first_stores; };
-
 // Axis::offset with 32-bit digit arithmetic: a 64-bit division is a ~60-
 // instruction subroutine on the GPU, a 32-bit one ~15, and kernels index
 // with int (M, N, K < 2^31), so the digits fit.

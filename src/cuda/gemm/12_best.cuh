@@ -42,41 +42,9 @@ namespace parray::cuda::ladder {
 // atomically for an AddOperand: as a strided tile (16-byte stores where C's
 // rows allow) when C's runs are strided, else element by element through C's
 // layout.
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void store_release(int* p, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 template <class S, class OpC>
 __device__ __forceinline__ void best_epilogue(const OpC& c, int M, int N, int m0, int n0, float alpha, float beta,
                                               float (&acc)[S::WMITER * S::TM][S::WNITER * S::TN]) {
-  if constexpr (FirstStores<OpC>) {  // the tile's first block stores, the others add after it
-    __shared__ int first;
-    if (threadIdx.x == 0) {
-      const int ticket = atomicAdd(c.arrivals + c.tile, 1);
-      if (ticket != 0)
-        while (load_acquire(c.stored + c.tile) == 0) {
-        }
-      first = ticket == 0;
-    }
-    __syncthreads();
-    const StridedOperand<float>& plain = c;
-    if (first) {
-      best_epilogue<S>(plain, M, N, m0, n0, alpha, beta, acc);
-      __syncthreads();  // every store of the tile issued ...
-      if (threadIdx.x == 0) {
-        __threadfence();  // ... and visible before the flag
-        store_release(c.stored + c.tile, 1);
-      }
-    } else {
-      best_epilogue<S>(AddOperand<float>{plain}, M, N, m0, n0, alpha, beta, acc);
-    }
-    return;
-  }
   const int mlen = min(S::BM, M - m0), nlen = min(S::BN, N - n0);
   const AxisRun rr = c.row_run(m0, mlen), cr = c.col_run(n0, nlen);
   if (rr.ok && cr.ok) {
@@ -139,7 +107,6 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
   best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, kt0, kt1, acc);
   OpC cz = c;
   cz.p += blockIdx.z * split_stride;
-  if constexpr (FirstStores<OpC>) cz.tile = int(blockIdx.x);
   best_epilogue<S>(cz, M, N, m0, n0, alpha, beta, acc);
 }
 
@@ -247,15 +214,14 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N,
 // The tail of a K split's part, planned for all parts together
 // (plan_parts_tail; src/cuda/multilevel/): one block per piece (tile in the
 // tile order, k-tiles [k0, k1)) of the part's last tiles, adding alpha times
-// its partial product into C (an AddOperand; a FirstStoreOperand: stored by
-// the tile's first arrival, added by the others): the parts' additions
-// already sum every tile, so a piece needs no slot or fixup. Shaped like
+// its partial product into C (an AddOperand): the parts' additions already
+// sum every tile, so a piece needs no slot, counter or fixup. Shaped like
 // best_sgemm for its k-loop's register assignment.
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_add_piece(int M, int N, int K, float alpha, OpA a, OpB b,
                                                                        float beta, OpC c, int group,
                                                                        const int4* __restrict__ pieces) {
-  static_assert(AddsInto<OpC> || FirstStores<OpC>, "pieces of a tile add into C");
+  static_assert(AddsInto<OpC>, "pieces of a tile add into C");
   extern __shared__ __align__(16) float smem[];
   const int4 p = pieces[blockIdx.x];
   int tm, tn;
@@ -263,9 +229,7 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_add_piece(int M, in
   const int m0 = tm * S::BM, n0 = tn * S::BN;
   float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
   best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, p.y, p.z, acc);
-  OpC cp = c;
-  if constexpr (FirstStores<OpC>) cp.tile = p.x;
-  best_epilogue<S>(cp, M, N, m0, n0, alpha, beta, acc);
+  best_epilogue<S>(c, M, N, m0, n0, alpha, beta, acc);
 }
 
 // The sum over `parts` slices (`slice` floats apart) of the 4 floats at w

@@ -77,11 +77,11 @@ namespace {
 // blocks are the whole tiles, so that the pieces start as SMs free up — 4.5
 // points slower at 8192^3 t2 (107.3 against 102.8 % of the single kernel),
 // 2.6 at 4096^3 t8: the piece kernel runs whole tiles slower than best_sgemm.
-template <class Shape, class OpC>
+template <class Shape>
 void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                        const float* b, long long ldb, float beta, OpC c, int parts, int part) {
-  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, OpC>;
-  auto kp = ladder::best_sgemm_add_piece<Shape, true, false, OpIn, OpIn, OpC>;
+                        const float* b, long long ldb, AddOperand<float> c, int parts, int part) {
+  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, AddOperand<float>>;
+  auto kp = ladder::best_sgemm_add_piece<Shape, true, false, OpIn, OpIn, AddOperand<float>>;
   pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);
   pipelined::allow_smem_on_current_device(kp, Shape::smem_bytes);
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
@@ -98,42 +98,25 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   const long long grid = plan.tiles > 0 ? plan.dp_tiles : tiles;
   if (grid > 0) {
     kern<<<dim3(unsigned(grid), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
-        m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, beta, c, group, kts, 0, ladder::BatchOffsets{});
+        m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, 1.f, c, group, kts, 0, ladder::BatchOffsets{});
     PARRAY_CUDA_CHECK_LAUNCH();
   }
   if (plan.tiles == 0) return;
   pipelined::StreamScope on(stream);  // the piece table is uploaded on this stream
   const pipelined::PieceTable pieces = pipelined::streamk_pieces_on_device(plan, kts);
   kp<<<unsigned(pieces.count), Shape::NT, Shape::smem_bytes, stream>>>(m, n, k, alpha, OpIn{a, lda, 1},
-                                                                       OpIn{b, ldb, 1}, beta, c, group, pieces.pieces);
+                                                                       OpIn{b, ldb, 1}, 1.f, c, group, pieces.pieces);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 }  // namespace
 
-namespace {
-template <class OpC>
-void add_part_any_shape(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                        const float* b, long long ldb, float beta, OpC c, int parts, int part) {
-  if (pipelined::best_wide_fits(m, n, parts))
-    add_part_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, parts, part);
-  else
-    add_part_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, parts, part);
-}
-}  // namespace
-
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part,
-                             const FirstStore* first) {
-  if (first == nullptr)
-    add_part_any_shape(stream, m, n, k, alpha, a, lda, b, ldb, 1.f, AddOperand<float>{{c, ldc, 1}}, parts_in_flight,
-                       part);
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part) {
+  const AddOperand<float> oc{{c, ldc, 1}};
+  if (pipelined::best_wide_fits(m, n, parts_in_flight))
+    add_part_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
   else
-    add_part_any_shape(stream, m, n, k, alpha, a, lda, b, ldb, first->beta,
-                       FirstStoreOperand<float>{{c, ldc, 1}, first->arrivals, first->stored, 0}, parts_in_flight, part);
-}
-
-long long first_store_tiles(int m, int n) {
-  return static_cast<long long>(ceil_div(m, 128)) * ceil_div(n, 128);  // the smallest tile of either shape
+    add_part_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
 }
 
 void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc) {

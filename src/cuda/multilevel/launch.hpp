@@ -31,20 +31,8 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 // the same shape in flight together, and it runs its share of their joint
 // stream-K tail (parray/cuda/streamk_plan.hpp plan_parts_tail); -1: one grid
 // of whole tiles. The order of the additions is not fixed.
-//
-// With `first`: C is not scaled first — the first block to reach each tile
-// stores alpha A B + first->beta C there and the others add after it
-// (cuda::FirstStoreOperand); first->arrivals and first->stored hold
-// first_store_tiles(m, n) ints each, all zero before the first part starts.
-struct FirstStore {
-  float beta;
-  int *arrivals, *stored;
-};
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part,
-                             const FirstStore* first = nullptr);
-// Tiles of any shape gemm_best_add_on_stream may take for an m x n C, at most.
-long long first_store_tiles(int m, int n);
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part);
 
 // C = beta C on `stream` (C is not read when beta == 0).
 void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc);

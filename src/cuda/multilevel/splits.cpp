@@ -222,7 +222,6 @@ struct Context {
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> ready, done;  // per thread: B slice uploaded; part finished
   DevBuf da, db, dc, dw;
-  DevBuf tickets;  // the K split's per-tile arrival counters and stored flags (ints in float-sized slots)
   PinBuf ha, hb, hc;
   void ensure_threads(int t) {
     while (int(streams.size()) < t) {
@@ -340,8 +339,8 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
 }
 
 // How the K split's parts are summed: "add" (default) — every part adds its
-// product into C atomically as its tiles finish (each tile stored first by
-// its first arrival, ksplit_first_stores), no workspace, no summing pass; "pass" — every part writes its own partial
+// product into C atomically as its tiles finish (C scaled by beta first), no
+// workspace, no summing pass; "pass" — every part writes its own partial
 // product and one pass sums them (deterministic). PARRAY_ML_KSPLIT_SUM picks.
 bool ksplit_adds() {
   const char* e = std::getenv("PARRAY_ML_KSPLIT_SUM");
@@ -349,22 +348,11 @@ bool ksplit_adds() {
   if (std::strcmp(e, "pass") == 0) return false;
   throw Error(std::string("PARRAY_ML_KSPLIT_SUM must be add or pass, got '") + e + "'");
 }
-// Adding parts: whether each tile's first arrival stores (with beta) and the
-// others add after it — no pass scaling C by beta first, and one plain store
-// instead of an addition per tile (PARRAY_ML_KSPLIT_FIRST=0: scale, then
-// every part adds).
-bool ksplit_first_stores() {
-  const char* e = std::getenv("PARRAY_ML_KSPLIT_FIRST");
-  if (e == nullptr || *e == 0 || std::strcmp(e, "1") == 0) return true;
-  if (std::strcmp(e, "0") == 0) return false;
-  throw Error(std::string("PARRAY_ML_KSPLIT_FIRST must be 0 or 1, got '") + e + "'");
-}
 
 // K split: thread i multiplies A[:, K_i] B[K_i, :] on its stream, in chunks
 // along K that accumulate (host operands: the copies of chunk j + 1 overlap
-// the kernel of chunk j), all parts at once, and adds it into C (ksplit_adds:
-// the first block at each tile stores, or thread 0 first scales C by beta) —
-// or, with the summing pass, writes it
+// the kernel of chunk j), all parts at once, and adds it into C (thread 0
+// first scales C by beta; ksplit_adds) — or, with the summing pass, writes it
 // into its own M x N slice of a workspace and thread 0 then sums the slices
 // into C on the device (applying alpha and beta). Every thread brings back
 // its rows of C (host operands). One part alone writes C directly.
@@ -410,29 +398,16 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   float* W = direct || adds ? nullptr : cx.dw.get(size_t(parts) * size_t(slice));
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
-  // Device operands, adding: the calling thread (thread 0, stream 0) prepares
-  // C before the threads start, so no thread waits for another on the host —
+  // Device operands, adding: the calling thread (thread 0, stream 0) scales C
+  // before the threads start, so no thread waits for another on the host —
   // neither here nor at the end, where each waits for its own stream only.
   // Every barrier of a thread array costs a wake-up of each thread (~10-30
   // us on the GPU machines' VMs), and at 4096^3 a part runs ~0.4 ms.
   const bool no_barriers = adds && !host;
-  cuda::multilevel::FirstStore first_store{call.beta, nullptr, nullptr};
-  const bool first_stores = adds && ksplit_first_stores();
-  if (first_stores) {
-    const long long tiles = cuda::multilevel::first_store_tiles(int(M), int(N));
-    first_store.arrivals = reinterpret_cast<int*>(cx.tickets.get(size_t(2 * tiles)));
-    first_store.stored = first_store.arrivals + tiles;
+  if (no_barriers) {
+    scale_on_stream(cx.streams[0], int(M), int(N), call.beta, C, ldc);
+    PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], cx.streams[0]));
   }
-  // Before any part adds into C: C scaled by beta, or the tiles' counters zeroed.
-  auto prepare_c = [&](cudaStream_t s) {
-    if (first_stores)
-      PARRAY_CUDA_CHECK(cudaMemsetAsync(first_store.arrivals, 0,
-                                        2 * size_t(first_store.stored - first_store.arrivals) * sizeof(int), s));
-    else
-      scale_on_stream(s, int(M), int(N), call.beta, C, ldc);
-    PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
-  };
-  if (no_barriers) prepare_c(cx.streams[0]);
   CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
     PARRAY_CUDA_CHECK(cudaSetDevice(device));
     cudaStream_t s = cx.streams[size_t(t.tid)];
@@ -440,8 +415,11 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
       pack(call.c, 0, M, 0, N, hC);
       PARRAY_CUDA_CHECK(cudaMemcpyAsync(C, hC, size_t(M * N) * sizeof(float), cudaMemcpyHostToDevice, s));
     }
-    if (adds && !no_barriers) {  // before any part adds into C
-      if (t.tid == 0) prepare_c(s);
+    if (adds && !no_barriers) {  // C = beta C before any part adds into it
+      if (t.tid == 0) {
+        scale_on_stream(s, int(M), int(N), call.beta, C, ldc);
+        PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+      }
       t.sync();  // the event is recorded
     }
     if (adds && t.tid != 0) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.ready[0], 0));
@@ -466,7 +444,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
         gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
       else if (adds)  // one chunk (device operands): this part's share of the parts' joint tail
         gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts,
-                                kc == kr.size() ? int(t.tid) : -1, first_stores ? &first_store : nullptr);
+                                kc == kr.size() ? int(t.tid) : -1);
       else
         gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
                             ldw, parts);
