@@ -135,9 +135,15 @@ struct MatrixLayout {
   // (both axes) by stride; each must step past everything the smaller ones
   // can reach. Layouts built from a storage type always pass.
   // At most 2 * kMaxLevels digits: kept on the stack (the GEMM dispatcher
-  // checks C on every call).
+  // checks C on every call), and not zeroed first: only the first `count` are
+  // read, and an array of std::pair is zeroed with a `rep stos` whose start-up
+  // was 15 % of the dispatcher's own time in a 16^3 product.
   bool non_overlapping() const {
-    std::pair<index_t, index_t> digits[2 * Axis::kMaxLevels];  // (stride, extent)
+    struct Digit {
+      index_t stride, extent;
+      bool operator<(const Digit& o) const { return stride != o.stride ? stride < o.stride : extent < o.extent; }
+    };
+    Digit digits[2 * Axis::kMaxLevels];
     int count = 0;
     for (const Axis* a : {&rows, &cols}) {
       index_t inner = 1;
@@ -150,9 +156,8 @@ struct MatrixLayout {
     std::sort(digits, digits + count);
     index_t reach = 0;  // largest offset reachable with the digits so far
     for (int d = 0; d < count; ++d) {
-      const auto [stride, ext] = digits[d];
-      if (stride <= reach) return false;
-      reach += (ext - 1) * stride;
+      if (digits[d].stride <= reach) return false;
+      reach += (digits[d].extent - 1) * digits[d].stride;
     }
     return true;
   }

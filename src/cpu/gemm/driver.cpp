@@ -247,11 +247,17 @@ void direct_gemm(const GemmCall<T>& call, const DirectKernel<T>& dk, const Block
   const int wanted = work < kDirectThreadWork ? 1 : call.threads;
   const index_t mr = dk.mr, nr = dk.nr;
   // Row blocks none taller than MC, in a multiple of the thread count (so
-  // they divide evenly among the threads), at most one per MR rows.
-  index_t blocks = std::max<index_t>((m + bs.mc_direct - 1) / bs.mc_direct, 1);
-  if (wanted > 1) blocks = std::min<index_t>((m + mr - 1) / mr, (std::max<index_t>(blocks, wanted) + wanted - 1) / wanted * wanted);
-  const index_t mc = (((m + blocks - 1) / blocks) + mr - 1) / mr * mr;
-  const index_t row_blocks = (m + mc - 1) / mc;
+  // they divide evenly among the threads), at most one per MR rows. One
+  // thread and at most MC rows (every small product) is one block: no need
+  // for the four chained 64-bit divisions below (a third of the samples in
+  // cpu_gemm_oriented itself in a 16^3 product).
+  index_t mc = m, row_blocks = 1;
+  if (wanted > 1 || m > bs.mc_direct) {
+    index_t blocks = std::max<index_t>((m + bs.mc_direct - 1) / bs.mc_direct, 1);
+    if (wanted > 1) blocks = std::min<index_t>((m + mr - 1) / mr, (std::max<index_t>(blocks, wanted) + wanted - 1) / wanted * wanted);
+    mc = (((m + blocks - 1) / blocks) + mr - 1) / mr * mr;
+    row_blocks = (m + mc - 1) / mc;
+  }
   const int threads = static_cast<int>(std::min<index_t>(wanted, row_blocks));
   const index_t kc_step = std::max<index_t>(bs.kc_direct, 1);
   // C written once (one K block, beta 0), much larger than L2 and in 64-byte
@@ -474,7 +480,9 @@ void cpu_gemm(const GemmCall<T>& call, Isa isa) {
     cpu_gemm_oriented(call, isa);
 }
 
-void add(Registry& r, const std::string& name, const std::string& what, std::function<Isa()> isa) {
+// isa is a plain function (not a std::function): called on every product,
+// behind the registry's own std::function.
+void add(Registry& r, const std::string& name, const std::string& what, Isa (*isa)()) {
   GemmImpl impl;
   impl.name = name;
   impl.description = "BLIS-style: packed panels, cache blocking from the cache sizes, " + what + ", OpenMP over row blocks";
@@ -486,17 +494,24 @@ void add(Registry& r, const std::string& name, const std::string& what, std::fun
   r.add(std::move(impl));
 }
 
+// The ISA of an implementation bound to one microkernel.
+template <Isa kIsa>
+Isa always() {
+  return kIsa;
+}
+
 }  // namespace
 
 void register_cpu_gemm(Registry& r) {
-  add(r, "parray-cpu", "the widest microkernel this CPU runs (or PARRAY_CPU_ISA)", [] { return selected_isa(); });
+  add(r, "parray-cpu", "the widest microkernel this CPU runs (or PARRAY_CPU_ISA)", &selected_isa);
   for (Isa isa : {Isa::avx512, Isa::avx2, Isa::portable}) {
     const std::string name = std::string("parray-") + isa_name(isa);
     if (!cpu_supports(isa)) {
       r.add_missing({name, std::string("this CPU lacks ") + isa_name(isa)});
       continue;
     }
-    add(r, name, std::string("the ") + isa_name(isa) + " microkernel", [isa] { return isa; });
+    Isa (*const fixed)() = isa == Isa::avx512 ? &always<Isa::avx512> : isa == Isa::avx2 ? &always<Isa::avx2> : &always<Isa::portable>;
+    add(r, name, std::string("the ") + isa_name(isa) + " microkernel", fixed);
   }
   r.set_default(Device::cpu, "parray-cpu");
 }
