@@ -66,6 +66,21 @@ std::vector<GemmProblem> grid() {
       p.alpha = -1.5, p.beta = 0.5;
       out.push_back(p);
     }
+  // parray-cpu's wide direct tile (row-major A, B and C; FP32 6 x 64, FP64 6 x
+  // 32) in every row height it walks (23 = 3 x 6 + 4 + 1, 21 = 3 x 6 + 2 + 1)
+  // and both of its instances: C = A B (alpha 1, beta 0, compiled on its own)
+  // and the general one with beta 0 and not; 100 columns leave edge columns
+  // to the 12-row tile (FP32 36, FP64 4).
+  for (Dtype d : {Dtype::f32, Dtype::f64})
+    for (index_t m : {23, 21})
+      for (auto [alpha, beta] : std::vector<std::pair<double, double>>{{1.0, 0.0}, {-1.5, 0.0}, {-1.5, 0.5}}) {
+        GemmProblem p;
+        p.dtype = d;
+        p.m = m, p.k = 37, p.n = 100;
+        p.layout_a = p.layout_b = p.layout_c = "row";
+        p.alpha = alpha, p.beta = beta;
+        out.push_back(p);
+      }
   // FP32 through the packed path with two threads: B packed row by row with a
   // short last panel (100 = 2 x 48 + 4) in the second thread's share, row
   // blocks handed out at run time down to a partial last one (500 rows: blocks

@@ -378,7 +378,12 @@ void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b
 // two vectors. At 64^3 (operands in L1/L2) it ran 12-17 % faster than that
 // tile in assembly, FP32 and FP64 (helper notes, issue 4). With 6 rows GCC
 // keeps the 24 accumulators, the row pointers and B in registers.
-template <class T, int MR>
+// kOverwrite: C = A B (alpha 1, beta 0, the common call) compiled on its own,
+// the sums stored as they are: no alpha multiply, no beta test, fewer values
+// live around the stores. The tile alone ran ~1 % faster at 64^3 FP32 and ~4 %
+// at FP64 than the general instance (docs/perf-notes.md, CPU run 10); a
+// run-time alpha == 1 test in the general instance gained nothing.
+template <class T, int MR, bool kOverwrite>
 [[gnu::noinline]] void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c,
                       index_t c_rs) {
   using V = Vec<T>;
@@ -405,21 +410,28 @@ template <class T, int MR>
     }
     b += b_rs;
   }
-  const R va = V::set1(alpha);
-  if (beta == T(0)) {  // C is not read
+  if constexpr (kOverwrite) {
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) V::store(c + i * c_rs + v * L, V::mul(va, acc[i][v]));
+      for (int v = 0; v < NV; ++v) V::store(c + i * c_rs + v * L, acc[i][v]);
   } else {
-    const R vb = V::set1(beta);
+    const R va = V::set1(alpha);
+    if (beta == T(0)) {  // C is not read
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
+      for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        T* out = c + i * c_rs + v * L;
-        V::store(out, V::fma(va, acc[i][v], V::mul(vb, V::load(out))));
-      }
+        for (int v = 0; v < NV; ++v) V::store(c + i * c_rs + v * L, V::mul(va, acc[i][v]));
+    } else {
+      const R vb = V::set1(beta);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+          T* out = c + i * c_rs + v * L;
+          V::store(out, V::fma(va, acc[i][v], V::mul(vb, V::load(out))));
+        }
+    }
   }
 }
 
@@ -429,9 +441,14 @@ constexpr int kWideMr = 6;
 template <class T>
 void direct_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c, index_t c_rs,
                  int rows) {
-  row_tiles<kWideMr, 4, 2, 1>(rows, a, a_rs, c, c_rs, [&](auto mr_constant, const T* at, T* ct) {
-    direct_rows_wide<T, decltype(mr_constant)::value>(k, at, a_rs, b, b_rs, alpha, beta, ct, c_rs);
-  });
+  const auto tiles = [&](auto overwrite) {
+    row_tiles<kWideMr, 4, 2, 1>(rows, a, a_rs, c, c_rs, [&](auto mr_constant, const T* at, T* ct) {
+      direct_rows_wide<T, decltype(mr_constant)::value, decltype(overwrite)::value>(k, at, a_rs, b, b_rs, alpha, beta, ct,
+                                                                                    c_rs);
+    });
+  };
+  if (alpha == T(1) && beta == T(0)) tiles(std::true_type{});
+  else tiles(std::false_type{});
 }
 
 }  // namespace
