@@ -194,4 +194,38 @@ TEST(StreamKPlan, KSplitPartsShareOneTail) {
   EXPECT_GT(planned, 50);
 }
 
+// The whole joint tail to the part launched last: the others run whole
+// tiles only; together with the last part's whole tiles they are full
+// waves, and its pieces cover the union's partial wave (plus a wave when
+// that is under half full) over all the slots.
+TEST(StreamKPlan, KSplitTailToTheLastPart) {
+  // 4096^3 over 2 parts on 132 slots: 1024 = 7 x 132 + 100, all 100 to part 1.
+  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 0, false, true).tiles, 0);
+  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, false, true).tiles, 100);
+  EXPECT_EQ(plan_parts_tail(512, 32, 132, 8, 7, false, true).tiles, 136);  // 4096 = 31 x 132 + 4: a wave more
+  std::mt19937 rng(9);
+  int planned = 0;
+  for (int t = 0; t < 400; ++t) {
+    const long long slots = 1 + rng() % 40, tiles = 1 + rng() % 600;
+    const int parts = 1 + int(rng() % 8), kts = 1 + int(rng() % 40);
+    for (int q = 0; q + 1 < parts; ++q) EXPECT_EQ(plan_parts_tail(tiles, kts, slots, parts, q, false, true).tiles, 0);
+    const StreamKPlan p = plan_parts_tail(tiles, kts, slots, parts, parts - 1, false, true);
+    const long long all = tiles * parts, rem = all % slots, tail = 2 * rem >= slots ? rem : rem + slots;
+    if (all < slots || rem == 0 || tail > tiles) {
+      EXPECT_EQ(p.tiles, 0) << tiles << " tiles x " << parts << " parts on " << slots;
+      continue;
+    }
+    EXPECT_EQ(p.tiles, tail);
+    EXPECT_EQ(p.dp_tiles + p.tiles, tiles);
+    EXPECT_EQ((all - tail) % slots, 0) << "the whole tiles of all parts are full waves";
+    EXPECT_LE(p.blocks, slots);
+    const long long iters = static_cast<long long>(p.tiles) * kts;
+    EXPECT_GE(static_cast<long long>(p.blocks) * p.iters_per_block, iters);
+    EXPECT_LT(static_cast<long long>(p.blocks - 1) * p.iters_per_block, iters) << "no empty run";
+    expect_pieces(p, kts);
+    ++planned;
+  }
+  EXPECT_GT(planned, 100);
+}
+
 }  // namespace

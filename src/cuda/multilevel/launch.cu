@@ -71,8 +71,10 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 namespace {
 // Part `part` of `parts` adding into C: its full-wave tiles as one grid, then
 // its share of the parts' joint tail (plan_parts_tail) as pieces.
-// PARRAY_ML_KSPLIT_TAIL=0 leaves the tail out; PARRAY_CUDA_BEST_STREAMK=n > 0
-// plans it for n slots (tests: small grids get one). Measured and dropped
+// PARRAY_ML_KSPLIT_TAIL=0 leaves the tail out, =2 gives all of it to the
+// part launched last (plan_parts_tail's last_takes_all; `part` is the order
+// of the parts' launches); PARRAY_CUDA_BEST_STREAMK=n > 0 plans it for n
+// slots (tests: small grids get one). Measured and dropped
 // (eighth session, 2 x H200): one launch of best_sgemm_add_piece whose first
 // blocks are the whole tiles, so that the pieces start as SMs free up — 4.5
 // points slower at 8192^3 t2 (107.3 against 102.8 % of the single kernel),
@@ -93,7 +95,7 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   if (with_tail != 0 && part >= 0 && forced_slots != 0) {
     static const int per_sm = pipelined::blocks_per_sm(kern, Shape::NT, Shape::smem_bytes);
     const long long slots = forced_slots > 0 ? forced_slots : static_cast<long long>(sm_count()) * per_sm;
-    plan = plan_parts_tail(tiles, kts, slots, parts, part, forced_slots > 0);
+    plan = plan_parts_tail(tiles, kts, slots, parts, part, forced_slots > 0, with_tail == 2);
   }
   const long long grid = plan.tiles > 0 ? plan.dp_tiles : tiles;
   if (grid > 0) {

@@ -27,10 +27,10 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 // their streams, add into one C that was scaled by beta first
 // (scale_on_stream), with no partial products and no summing pass. The
 // tile shape is chosen as gemm_best_on_stream chooses it for `parts_in_flight`
-// products. `part` >= 0: this is part `part` of `parts_in_flight` products of
-// the same shape in flight together, and it runs its share of their joint
-// stream-K tail (parray/cuda/streamk_plan.hpp plan_parts_tail); -1: one grid
-// of whole tiles. The order of the additions is not fixed.
+// products. `part` >= 0: this is the part launched `part`-th of
+// `parts_in_flight` products of the same shape in flight together, and it
+// runs its share of their joint stream-K tail (parray/cuda/streamk_plan.hpp
+// plan_parts_tail); -1: one grid of whole tiles. The order of the additions is not fixed.
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                              const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part);
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -221,6 +222,7 @@ struct Context {
   std::mutex mu;
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> ready, done;  // per thread: B slice uploaded; part finished
+  std::atomic<int> launched{0};           // the K split's parts launched so far in this call
   DevBuf da, db, dc, dw;
   PinBuf ha, hb, hc;
   void ensure_threads(int t) {
@@ -404,6 +406,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   // Every barrier of a thread array costs a wake-up of each thread (~10-30
   // us on the GPU machines' VMs), and at 4096^3 a part runs ~0.4 ms.
   const bool no_barriers = adds && !host;
+  cx.launched = 0;
   if (no_barriers) {
     scale_on_stream(cx.streams[0], int(M), int(N), call.beta, C, ldc);
     PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], cx.streams[0]));
@@ -442,9 +445,10 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
       const bool first = k0 == kr.begin;
       if (direct)
         gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
-      else if (adds)  // one chunk (device operands): this part's share of the parts' joint tail
+      else if (adds)  // one chunk (device operands): this part's share of the parts' joint tail,
+        // by the order in which the parts are launched (the last one's tiles run last)
         gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts,
-                                kc == kr.size() ? int(t.tid) : -1);
+                                kc == kr.size() ? cx.launched.fetch_add(1) : -1);
       else
         gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
                             ldw, parts);
