@@ -88,10 +88,11 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
 // wave: none then (2 x H200, 4096^3: t2's 50 of 512 tiles ran 1.2-1.3 points
 // slower with a tail, t8's 17 of 512 2.6-3.6 points faster; docs/perf-notes.md
 // "Change 8"), unless `always` (tests). None either when the parts' tiles
-// fill whole waves or less than one. `last_takes_all`: the part launched
-// last (part == parts - 1) runs the whole joint tail over all slots and the
-// others none — its whole tiles run last anyway, so its pieces start where
-// the single kernel's tail would, whatever the tail's size.
+// fill whole waves or less than one. `last_takes_all` (the K split's
+// default, eighth session): the part launched last (part == parts - 1) runs
+// the whole joint tail over all slots and the others none — its whole tiles
+// run last anyway, so its pieces start where the single kernel's tail
+// would, whatever the tail's size.
 inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, int parts, int part,
                                    bool always = false, bool last_takes_all = false) {
   StreamKPlan p;

@@ -71,10 +71,14 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 namespace {
 // Part `part` of `parts` adding into C: its full-wave tiles as one grid, then
 // its share of the parts' joint tail (plan_parts_tail) as pieces.
-// PARRAY_ML_KSPLIT_TAIL=0 leaves the tail out, =2 gives all of it to the
-// part launched last (plan_parts_tail's last_takes_all; `part` is the order
-// of the parts' launches); PARRAY_CUDA_BEST_STREAMK=n > 0 plans it for n
-// slots (tests: small grids get one). Measured and dropped
+// By default the part launched last runs all of it (plan_parts_tail's
+// last_takes_all; `part` is the order of the parts' launches): on an H100
+// 4096^3 t2 / t4 ran 102.8-103.2 / 104.8-105.6 % of the single kernel against
+// 104.9-105.2 / 106.8-107.1 % with the tail shared out, 8192^3 t2 101.5-101.7
+// against 102.5-102.8 % (docs/perf-notes.md "Change 9", call 6).
+// PARRAY_ML_KSPLIT_TAIL=1 shares it out, =0 leaves it out;
+// PARRAY_CUDA_BEST_STREAMK=n > 0 plans it for n slots (tests: small grids
+// get one). Measured and dropped
 // (eighth session, 2 x H200): one launch of best_sgemm_add_piece whose first
 // blocks are the whole tiles, so that the pieces start as SMs free up — 4.5
 // points slower at 8192^3 t2 (107.3 against 102.8 % of the single kernel),
@@ -89,7 +93,7 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK)), group = 8;
-  static const int with_tail = pipelined::env_int("PARRAY_ML_KSPLIT_TAIL", 1);
+  static const int with_tail = pipelined::env_int("PARRAY_ML_KSPLIT_TAIL", 2);
   static const int forced_slots = pipelined::env_int("PARRAY_CUDA_BEST_STREAMK", -1);
   StreamKPlan plan;
   if (with_tail != 0 && part >= 0 && forced_slots != 0) {

@@ -366,8 +366,9 @@ bool ksplit_adds() {
 // the other tiles' FMAs (2 x H200, same call: 4096^3 t8 110.4-111.1 ->
 // 108.4-109.2 % of the single kernel, 8192^3 t8 104.6-104.8 -> 103.6-103.9 %;
 // t2 and t4 unchanged — docs/multilevel.md, seventh session). With one chunk
-// per part (device operands) each part also runs its share of the parts'
-// joint stream-K tail (gemm_best_add_on_stream).
+// per part (device operands) the part launched last also runs the parts'
+// joint stream-K tail (gemm_best_add_on_stream; its share of it for each
+// part with PARRAY_ML_KSPLIT_TAIL=1).
 //
 // Measured and rejected (H100, docs/multilevel.md): chaining the parts — part
 // i adding into C with beta = 1 after part i - 1, no workspace and no summing
@@ -445,8 +446,8 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
       const bool first = k0 == kr.begin;
       if (direct)
         gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
-      else if (adds)  // one chunk (device operands): this part's share of the parts' joint tail,
-        // by the order in which the parts are launched (the last one's tiles run last)
+      else if (adds)  // one chunk (device operands): the parts' joint tail by the order in which
+        // they are launched (the last one's tiles run last, and it takes the tail)
         gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts,
                                 kc == kr.size() ? cx.launched.fetch_add(1) : -1);
       else
