@@ -194,24 +194,42 @@ TEST(StreamKPlan, KSplitPartsShareOneTail) {
   EXPECT_GT(planned, 50);
 }
 
-// The whole joint tail to the part launched last: the others run whole
-// tiles only; together with the last part's whole tiles they are full
-// waves, and its pieces cover the union's partial wave (plus a wave when
-// that is under half full) over all the slots.
+// The whole joint tail to the part launched last, where it is at most a
+// sixth of a part's tiles: the others run whole tiles only; together with
+// the last part's whole tiles they are full waves, and its pieces cover the
+// union's partial wave (plus a wave when that is under half full) over all
+// the slots. A larger tail is shared out as without the flag.
 TEST(StreamKPlan, KSplitTailToTheLastPart) {
-  // 4096^3 over 2 parts on 132 slots: 1024 = 7 x 132 + 100, all 100 to part 1.
-  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 0, false, true).tiles, 0);
-  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, false, true).tiles, 100);
-  EXPECT_EQ(plan_parts_tail(512, 32, 132, 8, 7, false, true).tiles, 136);  // 4096 = 31 x 132 + 4: a wave more
+  // 4096^3 on 132 slots (512 tiles per part): 4 parts, 2048 = 15 x 132 + 68,
+  // all 68 to part 3; 2 parts, 1024 = 7 x 132 + 100, over a sixth of 512:
+  // shared out (50 each, over a sixteenth: none); 8 parts, 136 tiles: shared
+  // (17 each). 8192^3 over 2 parts (2048 tiles each): 136 to part 1.
+  EXPECT_EQ(plan_parts_tail(512, 64, 132, 4, 3, false, true).tiles, 68);
+  EXPECT_EQ(plan_parts_tail(512, 64, 132, 4, 0, false, true).tiles, 0);
+  EXPECT_EQ(plan_parts_tail(512, 128, 132, 2, 1, false, true).tiles, 0);
+  EXPECT_EQ(plan_parts_tail(512, 32, 132, 8, 7, false, true).tiles, 17);
+  EXPECT_EQ(plan_parts_tail(2048, 256, 132, 2, 1, false, true).tiles, 136);
+  EXPECT_EQ(plan_parts_tail(2048, 256, 132, 2, 0, false, true).tiles, 0);
   std::mt19937 rng(9);
-  int planned = 0;
-  for (int t = 0; t < 400; ++t) {
+  int planned = 0, shared = 0;
+  for (int t = 0; t < 600; ++t) {
     const long long slots = 1 + rng() % 40, tiles = 1 + rng() % 600;
     const int parts = 1 + int(rng() % 8), kts = 1 + int(rng() % 40);
+    const long long all = tiles * parts, rem = all % slots, tail = 2 * rem >= slots ? rem : rem + slots;
+    if (all >= slots && rem != 0 && 6 * tail > tiles) {  // shared out, as without the flag
+      for (int q = 0; q < parts; ++q) {
+        const StreamKPlan a = plan_parts_tail(tiles, kts, slots, parts, q, false, true);
+        const StreamKPlan b = plan_parts_tail(tiles, kts, slots, parts, q);
+        EXPECT_EQ(a.tiles, b.tiles);
+        EXPECT_EQ(a.dp_tiles, b.dp_tiles);
+        EXPECT_EQ(a.blocks, b.blocks);
+      }
+      ++shared;
+      continue;
+    }
     for (int q = 0; q + 1 < parts; ++q) EXPECT_EQ(plan_parts_tail(tiles, kts, slots, parts, q, false, true).tiles, 0);
     const StreamKPlan p = plan_parts_tail(tiles, kts, slots, parts, parts - 1, false, true);
-    const long long all = tiles * parts, rem = all % slots, tail = 2 * rem >= slots ? rem : rem + slots;
-    if (all < slots || rem == 0 || tail > tiles) {
+    if (all < slots || rem == 0) {
       EXPECT_EQ(p.tiles, 0) << tiles << " tiles x " << parts << " parts on " << slots;
       continue;
     }
@@ -226,6 +244,7 @@ TEST(StreamKPlan, KSplitTailToTheLastPart) {
     ++planned;
   }
   EXPECT_GT(planned, 100);
+  EXPECT_GT(shared, 50);
 }
 
 }  // namespace

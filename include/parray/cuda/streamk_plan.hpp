@@ -91,8 +91,14 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
 // fill whole waves or less than one. `last_takes_all` (the K split's
 // default, eighth session): the part launched last (part == parts - 1) runs
 // the whole joint tail over all slots and the others none — its whole tiles
-// run last anyway, so its pieces start where the single kernel's tail
-// would, whatever the tail's size.
+// run last, so its pieces start where the single kernel's tail would — as
+// long as the tail is at most a sixth of a part's tiles; a larger one
+// leaves that part's grid of whole tiles so much shorter than the others'
+// that it may finish first and start the pieces early, with the others'
+// last whole tiles then running alone (2 x H200, 4096^3 over 2 parts, 100 of
+// 512 tiles: 108.5 % of the single kernel against 105.5 % shared out; 4
+// parts, 68 of 512: 104.8-106.9 % against 106.8-107.1; docs/perf-notes.md
+// "Change 9"). Larger tails are shared out as above.
 inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, int parts, int part,
                                    bool always = false, bool last_takes_all = false) {
   StreamKPlan p;
@@ -100,7 +106,7 @@ inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, in
   const long long all = tiles * parts, waves = all / slots, rem = all % slots;
   if (waves == 0 || rem == 0) return p;
   const long long tail = 2 * rem >= slots ? rem : rem + slots;
-  if (last_takes_all) return part == parts - 1 && tail <= tiles ? cut_tail(tiles - tail, tail, kts, slots) : p;
+  if (last_takes_all && 6 * tail <= tiles) return part == parts - 1 ? cut_tail(tiles - tail, tail, kts, slots) : p;
   const long long mine = tail / parts + (part < tail % parts ? 1 : 0);
   if (mine == 0 || mine > tiles || (!always && 16 * mine > tiles)) return p;
   return cut_tail(tiles - mine, mine, kts, std::max<long long>(1, slots * mine / tail));

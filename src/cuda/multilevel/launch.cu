@@ -71,11 +71,12 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 namespace {
 // Part `part` of `parts` adding into C: its full-wave tiles as one grid, then
 // its share of the parts' joint tail (plan_parts_tail) as pieces.
-// By default the part launched last runs all of it (plan_parts_tail's
-// last_takes_all; `part` is the order of the parts' launches): on an H100
-// 4096^3 t2 / t4 ran 102.8-103.2 / 104.8-105.6 % of the single kernel against
-// 104.9-105.2 / 106.8-107.1 % with the tail shared out, 8192^3 t2 101.5-101.7
-// against 102.5-102.8 % (docs/perf-notes.md "Change 9", call 6).
+// By default the part launched last runs all of it where it is at most a
+// sixth of a part's tiles (plan_parts_tail's last_takes_all; `part` is the
+// order of the parts' launches): 4096^3 t4 ran 104.8-105.6 % of the single
+// kernel on an H100 and 106.2-106.9 on 2 x H200 against 106.8-107.1 shared
+// out, 8192^3 t2 101.5-101.9 against 102.5-102.8 (docs/perf-notes.md
+// "Change 9", calls 6-7); larger tails (4096^3 t2, t8) are shared out.
 // PARRAY_ML_KSPLIT_TAIL=1 shares it out, =0 leaves it out;
 // PARRAY_CUDA_BEST_STREAMK=n > 0 plans it for n slots (tests: small grids
 // get one). Measured and dropped
