@@ -403,9 +403,10 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
   // Device operands, adding: the calling thread (thread 0, stream 0) scales C
   // before the threads start, so no thread waits for another on the host —
-  // neither here nor at the end, where each waits for its own stream only.
-  // Every barrier of a thread array costs a wake-up of each thread (~10-30
-  // us on the GPU machines' VMs), and at 4096^3 a part runs ~0.4 ms.
+  // neither here nor at the end, where each waits for its own stream only
+  // (every barrier of a thread array wakes each of its threads; measured
+  // within the hosts' spread, kept as the simpler order: docs/perf-notes.md
+  // "Change 9").
   const bool no_barriers = adds && !host;
   cx.launched = 0;
   if (no_barriers) {
