@@ -153,7 +153,11 @@ struct MatrixLayout {
         if (ext > 1) digits[count++] = {a->stride[l], ext};
       }
     }
-    std::sort(digits, digits + count);
+    // Sorted by insertion, as std::sort does below 16 elements: on this
+    // 8-element array std::sort's fixed 16-element first pass made GCC 12
+    // warn falsely (-Warray-bounds) in every file that inlines this.
+    for (int i = 1; i < count; ++i)
+      for (int j = i; j > 0 && digits[j] < digits[j - 1]; --j) std::swap(digits[j], digits[j - 1]);
     index_t reach = 0;  // largest offset reachable with the digits so far
     for (int d = 0; d < count; ++d) {
       if (digits[d].stride <= reach) return false;

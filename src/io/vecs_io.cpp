@@ -73,7 +73,8 @@ Vectors<T> read_vecs(const std::string& path, index_t max_n) {
 
 template <class T>
 void write_vecs(const std::string& path, const Vectors<T>& v) {
-  if (v.n < 0 || v.d <= 0 || v.d > (1 << 24) || static_cast<index_t>(v.data.size()) != v.n * v.d)
+  // (v.n < 0) in parentheses: GCC 12 reads `v.n < 0 || ... > (...)` as a template's arguments and warns.
+  if ((v.n < 0) || v.d <= 0 || v.d > (1 << 24) || static_cast<index_t>(v.data.size()) != v.n * v.d)
     throw Error("write " + path + ": " + std::to_string(v.n) + " vectors of dimension " + std::to_string(v.d) +
                 " do not match " + std::to_string(v.data.size()) + " values");
   File file;
