@@ -179,14 +179,16 @@ class Layout {
 
   // Parray-like notation with strides: [[3:8][2:4]][4:1]; a resized node shows
   // its size first: [5 [3:8][2:4]].
+  // Built with append: GCC 12 warns falsely (-Wrestrict) on chains of operator+.
   std::string str() const {
-    if (is_leaf()) return "[" + std::to_string(size_) + ":" + std::to_string(stride_) + "]";
     std::string s;
-    for (const Layout& d : dims_) s += d.str();
+    if (is_leaf())
+      return s.append("[").append(std::to_string(size_)).append(":").append(std::to_string(stride_)).append("]");
+    for (const Layout& d : dims_) s.append(d.str());
     index_t product = 1;
     for (const Layout& d : dims_) product *= d.size_;
-    if (product != size_) return "[" + std::to_string(size_) + " " + s + "]";
-    return s;
+    if (product == size_) return s;
+    return std::string("[").append(std::to_string(size_)).append(" ").append(s).append("]");
   }
 
   friend bool operator==(const Layout& a, const Layout& b) {
