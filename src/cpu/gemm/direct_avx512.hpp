@@ -110,8 +110,8 @@ struct RowIo {
 // Not inlined: inlined into the walk over row tiles (all heights in one function),
 // GCC spilled twice as much in the 12-row k loop.
 template <class T, int MR, bool kUnitACol, bool kStream, bool kFull>
-[[gnu::noinline]] void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha, T beta, T* c,
-                 index_t c_rs, int cols) {
+[[gnu::noinline]] void direct_rows(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b, index_t b_rs, T alpha,
+                                   T beta, T* c, index_t c_rs, int cols) {
   using V = Vec<T>;
   using R = typename V::type;
   constexpr int L = V::lanes;
@@ -384,8 +384,8 @@ void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b
 // at FP64 than the general instance (docs/perf-notes.md, CPU run 10); a
 // run-time alpha == 1 test in the general instance gained nothing.
 template <class T, int MR, bool kOverwrite>
-[[gnu::noinline]] void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta, T* c,
-                      index_t c_rs) {
+[[gnu::noinline]] void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta,
+                                        T* c, index_t c_rs) {
   using V = Vec<T>;
   using R = typename V::type;
   constexpr int L = V::lanes, NV = 4;
@@ -443,8 +443,8 @@ void direct_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, 
                  int rows) {
   const auto tiles = [&](auto overwrite) {
     row_tiles<kWideMr, 4, 2, 1>(rows, a, a_rs, c, c_rs, [&](auto mr_constant, const T* at, T* ct) {
-      direct_rows_wide<T, decltype(mr_constant)::value, decltype(overwrite)::value>(k, at, a_rs, b, b_rs, alpha, beta, ct,
-                                                                                    c_rs);
+      constexpr int mr = decltype(mr_constant)::value;
+      direct_rows_wide<T, mr, decltype(overwrite)::value>(k, at, a_rs, b, b_rs, alpha, beta, ct, c_rs);
     });
   };
   if (alpha == T(1) && beta == T(0)) tiles(std::true_type{});

@@ -510,7 +510,9 @@ void register_cpu_gemm(Registry& r) {
       r.add_missing({name, std::string("this CPU lacks ") + isa_name(isa)});
       continue;
     }
-    Isa (*const fixed)() = isa == Isa::avx512 ? &always<Isa::avx512> : isa == Isa::avx2 ? &always<Isa::avx2> : &always<Isa::portable>;
+    Isa (*const fixed)() = isa == Isa::avx512 ? &always<Isa::avx512>
+                           : isa == Isa::avx2 ? &always<Isa::avx2>
+                                              : &always<Isa::portable>;
     add(r, name, std::string("the ") + isa_name(isa) + " microkernel", fixed);
   }
   r.set_default(Device::cpu, "parray-cpu");

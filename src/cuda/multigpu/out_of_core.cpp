@@ -12,9 +12,9 @@
 // last chunk is a whole tk wide. Two C blocks alternate where a GPU takes
 // several, so the next block starts while the previous one drains. Device
 // memory per GPU: c_buffers tm tn + kSlots tk (tm + tn) floats, chosen to fit
-// the budget with the least estimated time (choose_tiling: larger blocks move less over PCIe — A
-// is read N / tn times, B M / tm times — but leave more to copy back after
-// the last FMA).
+// the budget with the least estimated time (choose_tiling: larger blocks
+// move less over PCIe — A is read N / tn times, B M / tm times — but leave
+// more to copy back after the last FMA).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -69,7 +69,9 @@ std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk, int c_buffers) {
 }
 
 // Rows per strip of the last chunk: up to kMaxStrips strips, whole 128-row tiles.
-index_t strip_rows_for(index_t tm) { return std::max<index_t>(128, ((tm + kMaxStrips - 1) / kMaxStrips + 127) / 128 * 128); }
+index_t strip_rows_for(index_t tm) {
+  return std::max<index_t>(128, ((tm + kMaxStrips - 1) / kMaxStrips + 127) / 128 * 128);
+}
 
 // How fast the first block's chunks may grow: the next chunk's upload must
 // fit behind this chunk's GEMM, so at most the ratio of a k-column's GEMM
@@ -177,8 +179,8 @@ Tiling forced_tiling(const Plan& plan, index_t M, index_t N, index_t K, int G, s
   const Tiling t = make_tiling(tm, tn, tk, rb, cb, rb * cb > G ? 2 : 1);
   if (t.device_bytes > budget)
     throw Error("multigpu ooc: tiles " + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "x" +
-                std::to_string(t.tk) + " need " + std::to_string(t.device_bytes) + " bytes per GPU, over the budget of " +
-                std::to_string(budget));
+                std::to_string(t.tk) + " need " + std::to_string(t.device_bytes) +
+                " bytes per GPU, over the budget of " + std::to_string(budget));
   return t;
 }
 
@@ -205,8 +207,8 @@ struct OocBuffers {
   // that the budget holds for every call.
   void fit(const Tiling& t) {
     auto size = [](DeviceBuffer& x, index_t need) {
-      if (x.floats() != std::size_t(need) && (x.floats() > std::size_t(need) || need == 0)) x = DeviceBuffer();
-      if (need > 0 && x.floats() < std::size_t(need)) x = DeviceBuffer(std::size_t(need));
+      if (x.floats() > std::size_t(need)) x = DeviceBuffer();
+      if (x.floats() < std::size_t(need)) x = DeviceBuffer(std::size_t(need));
     };
     for (int i = 0; i < 2; ++i) size(c[i], i < t.c_buffers ? t.tm * t.tn : 0);
     for (int s = 0; s < kSlots; ++s) size(a[s], t.tm * t.tk), size(b[s], t.tk * t.tn);
@@ -284,6 +286,9 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   std::vector<double> h2d(std::size_t(G), 0.0), d2h(std::size_t(G), 0.0);
   std::vector<std::size_t> held(std::size_t(G), 0);
   std::vector<std::string> traces(static_cast<std::size_t>(G));
+  // K chunk widths of a GPU's first block (ramped) and of its later ones.
+  const std::vector<index_t> first_widths = ooc_chunk_widths(tl, K, true);
+  const std::vector<index_t> later_widths = ooc_chunk_widths(tl, K, false);
   const double t0 = now_ms();
   tm.threads().detour([&](const ThreadCoord& t) {
     OocBuffers& buf = *mine[std::size_t(t.tid)];
@@ -317,9 +322,8 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
         c_loaded.record(in);
         c_loaded.wait_on(compute);
       }
-      const std::vector<index_t> widths = ooc_chunk_widths(tl, K, j == 0);
       index_t k0 = 0;
-      for (const index_t kc : widths) {
+      for (const index_t kc : j == 0 ? first_widths : later_widths) {
         const int slot = int(chunk_count % kSlots);
         if (chunk_count >= kSlots) used[slot].wait_on(in);  // the GEMM that read this slot is done
         copy_rows(buf.a[slot].get(), kc, A.p + i0 * A.ld + k0, A.ld, mi, kc, cudaMemcpyHostToDevice, in);
@@ -335,7 +339,7 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
           trace.mark(compute);
         } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
           for (index_t r0 = 0, rows = 0; r0 < mi; r0 += rows) {
-            rows = std::min(r0 == 0 ? std::max(tl.lead_rows, tl.strip_rows) : tl.strip_rows, mi - r0);
+            rows = std::min(r0 == 0 ? tl.lead_rows : tl.strip_rows, mi - r0);
             trace.mark(compute);
             local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(),
                        nj, b_eff, cbuf + r0 * nj, nj);
@@ -366,11 +370,10 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
     if (!traces[std::size_t(g)].empty())
       st.trace += (st.trace.empty() ? "" : " | ") + ("GPU " + std::to_string(g) + ": ") + traces[std::size_t(g)];
   }
-  const std::vector<index_t> first = ooc_chunk_widths(tl, K, true);
-  st.blocks = tl.rb * tl.cb, st.k_chunks = (K + tl.tk - 1) / tl.tk;  // after the first block's ramp
+  st.blocks = tl.rb * tl.cb, st.k_chunks = static_cast<long long>(later_widths.size());  // after the first block's ramp
   st.detail = "C blocks " + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + " (" + std::to_string(tl.rb) + "x" +
               std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + " (a GPU's first block: " +
-              std::to_string(first.size()) + " chunks from " + std::to_string(first.front()) + "), " +
+              std::to_string(first_widths.size()) + " chunks from " + std::to_string(first_widths.front()) + "), " +
               "last chunk in a strip of " + std::to_string(tl.lead_rows) + " rows and strips of " +
               std::to_string(tl.strip_rows) + ", " +
               std::to_string(tl.c_buffers) + " C buffer(s), budget " + std::to_string(budget >> 20) +
