@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "parray/thread_array.hpp"
 
@@ -99,4 +101,24 @@ TEST(CpuThreadArray, NestedDetoursEachGetTheirThreads) {
   std::atomic<int> after{0};
   CpuThreadArray({6}).detour([&](const ThreadCoord&) { ++after; });
   EXPECT_EQ(after.load(), 6);
+}
+
+TEST(StreamThreadArray, RunsEachThreadInTurnOnTheCaller) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::tuple<int, int, int>> order;
+  bool other_thread = false;
+  StreamThreadArray({2, 3}).detour([&](const ThreadCoord& t) {
+    if (std::this_thread::get_id() != caller) other_thread = true;
+    order.push_back({t.tid, t[0], t[1]});
+  });
+  EXPECT_FALSE(other_thread);
+  EXPECT_EQ(order, (std::vector<std::tuple<int, int, int>>{{0, 0, 0}, {1, 0, 1}, {2, 0, 2}, {3, 1, 0}, {4, 1, 1},
+                                                            {5, 1, 2}}));
+}
+
+TEST(StreamThreadArray, HasNoBarrierAndChecksItsShape) {
+  // A body that waits for the other threads cannot run in turn: it must say so.
+  EXPECT_THROW(StreamThreadArray({2}).detour([](const ThreadCoord& t) { t.sync(); }), Error);
+  EXPECT_THROW(StreamThreadArray({0}), Error);
+  EXPECT_THROW(StreamThreadArray({1, 2, 3, 4}), Error);
 }

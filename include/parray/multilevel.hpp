@@ -11,11 +11,15 @@
 //       with the kernel of the previous one, step 12 per part, the K split
 //       reduced on the device.
 //   ml-dev-split-{rows,k}-t{1,2,4,8}   the same split body on device-resident
-//       operands (compare with cuda-12-best, the single kernel).
+//       operands (compare with cuda-12-best, the single kernel), its parts
+//       enqueued in turn by the calling thread on their streams.
 //
 // The split is written once (src/cuda/multilevel/splits.cpp) as the body of a
-// CPU thread array (CpuThreadArray, thread_array.hpp): thread i owns part i
-// and stream i of the GPU; where operands live only changes how a part is
+// thread array (thread_array.hpp): thread i owns part i and stream i of the
+// GPU. Host operands run it over CPU threads (CpuThreadArray: each thread
+// packs and stages its own part); device operands over the streams of the GPU
+// driven by one host thread (StreamThreadArray), or over CPU threads with
+// PARRAY_ML_DRIVER=threads. Where operands live only changes how a part is
 // staged.
 #pragma once
 

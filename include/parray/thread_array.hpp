@@ -46,12 +46,15 @@ class ThreadCoord {
   int operator[](int d) const { return id[static_cast<std::size_t>(d)]; }
   int size() const { return dims[0] * dims[1] * dims[2]; }
   void sync() const {
+    if (in_turn_) throw Error("thread array: sync() in a detour whose threads run in turn (StreamThreadArray)");
     if (barrier_) barrier_->arrive_and_wait();
   }
 
  private:
   friend class CpuThreadArray;
+  friend class StreamThreadArray;
   std::barrier<>* barrier_ = nullptr;
+  bool in_turn_ = false;
 };
 
 class CpuThreadArray {
@@ -70,6 +73,7 @@ class CpuThreadArray {
 
   int size() const { return dims_[0] * dims_[1] * dims_[2]; }
   int rank() const { return rank_; }
+  const std::array<int, 3>& dims() const { return dims_; }
 
   template <class F>
   void detour(F&& body) const {
@@ -103,6 +107,39 @@ class CpuThreadArray {
  private:
   int rank_ = 1;
   std::array<int, 3> dims_{1, 1, 1};
+};
+
+// A thread array whose threads are the CUDA streams (or any queues) of one
+// device, driven by the calling host thread: detour runs the body for thread
+// 0, 1, ... in turn, each expected to enqueue its work and return without
+// waiting for it, so that the parts run at once on the device. Barriers do not
+// exist here (sync() throws): the body of a split that needs none runs
+// unchanged over CPU threads or over streams. Why both: a part launched from
+// its own host thread pays that thread's wake-up and the driver's lock, and
+// the join waits for the slowest thread (docs/multilevel.md, ninth session).
+class StreamThreadArray {
+ public:
+  explicit StreamThreadArray(std::initializer_list<int> dims) : shape_(dims) {}
+  explicit StreamThreadArray(const std::vector<int>& dims) : shape_(dims) {}
+
+  int size() const { return shape_.size(); }
+
+  template <class F>
+  void detour(F&& body) const {
+    const std::array<int, 3>& d = shape_.dims();
+    for (int tid = 0; tid < size(); ++tid) {
+      ThreadCoord t;
+      t.tid = tid;
+      t.rank = shape_.rank();
+      t.dims = d;
+      t.id = {tid / (d[1] * d[2]), (tid / d[2]) % d[1], tid % d[2]};
+      t.in_turn_ = true;
+      body(static_cast<const ThreadCoord&>(t));
+    }
+  }
+
+ private:
+  CpuThreadArray shape_;  // the dimensions and their checks
 };
 
 }  // namespace parray

@@ -55,6 +55,24 @@ Rows host_rows(MatrixView<T> v, const char* what) {
   return operand_rows(v, what);
 }
 
+// The caller's work on the legacy default stream of the GPU holding a device
+// operand — a cudaMemcpy from pageable memory that filled it returns before
+// its last DMA has landed — is finished before the multi-GPU copies, which
+// run on non-blocking streams, read the operand (the one-GPU splits' race of
+// the ninth session, src/cuda/multilevel/splits.cpp after_callers_work).
+// Host operands need nothing.
+template <class T>
+void wait_for_callers_work(const MatrixView<T>& v) {
+  if (v.memory != Memory::device || v.data == nullptr) return;
+  cudaPointerAttributes attr{};
+  PARRAY_CUDA_CHECK(cudaPointerGetAttributes(&attr, v.data));
+  int current = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&current));
+  PARRAY_CUDA_CHECK(cudaSetDevice(attr.device));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  PARRAY_CUDA_CHECK(cudaSetDevice(current));
+}
+
 // Device memory on the current GPU, freed on that GPU.
 class DeviceBuffer {
  public:

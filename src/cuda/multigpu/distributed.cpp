@@ -128,6 +128,8 @@ void Distributed::scatter(MatrixView<const float> a, MatrixView<const float> b, 
   if (c0 && (c0->rows() != s.M || c0->cols() != s.N)) throw Error("multigpu: scatter: C0 is not M x N");
   const Rows A = operand_rows(a, "A"), B = operand_rows(b, "B");
   const Rows C = c0 ? operand_rows(*c0, "C") : Rows{nullptr, 0};
+  wait_for_callers_work(a), wait_for_callers_work(b);
+  if (c0) wait_for_callers_work(*c0);
   std::lock_guard<std::mutex> lock(s.team->busy);
   s.team->threads().detour([&](const ThreadCoord& t) {
     State::Local& L = s.local[std::size_t(t.tid)];

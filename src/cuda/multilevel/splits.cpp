@@ -223,9 +223,11 @@ struct Context {
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> ready, done;  // per thread: B slice uploaded; part finished
   std::atomic<int> launched{0};           // the K split's parts launched so far in this call
+  cudaEvent_t entry = nullptr;            // the caller's work on the legacy default stream, at the call
   DevBuf da, db, dc, dw;
   PinBuf ha, hb, hc;
   void ensure_threads(int t) {
+    if (entry == nullptr) PARRAY_CUDA_CHECK(cudaEventCreateWithFlags(&entry, cudaEventDisableTiming));
     while (int(streams.size()) < t) {
       cudaStream_t s;
       cudaEvent_t e1, e2;
@@ -277,6 +279,58 @@ struct RowMajorOperands {
   }
 };
 
+// A split on the caller's device operands reads and writes them on streams of
+// its own, which are non-blocking: nothing orders them after the caller's
+// earlier work on the legacy default stream — above all a cudaMemcpy from
+// pageable memory that filled an operand, which returns before its last DMA
+// has landed. Each stream the split uses waits for that work first (found in
+// the ninth session: a 1024^3 K split over 4 and 8 parts added into C's last
+// rows before the harness's NaN poison, copied there just before the call,
+// had landed — NaN in C on a 4 x H200 host; the GPU tests had not caught it).
+// tests/gpu_stream_order_test.cpp checks it; PARRAY_ML_CALLER_ORDER=0 leaves
+// the wait out, only to show that test failing without it.
+void after_callers_work(Context& cx, int streams) {
+  static const bool wait = [] {
+    const char* e = std::getenv("PARRAY_ML_CALLER_ORDER");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  if (!wait) return;
+  PARRAY_CUDA_CHECK(cudaEventRecord(cx.entry, cudaStreamLegacy));
+  for (int i = 0; i < streams; ++i) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(cx.streams[size_t(i)], cx.entry, 0));
+}
+
+// Who enqueues the parts of a split on device operands: "streams" (default) —
+// the calling thread enqueues every part on its stream in turn
+// (StreamThreadArray) and then waits for all of them; "threads" — each part
+// from a host thread of its own (CpuThreadArray, the seed's shape). The body
+// is the same. In turn was faster on every host measured (ninth session,
+// docs/multilevel.md): on 4 x H200 rows at 4096^3 101.2-101.6 % of the single
+// kernel against 107.9-109.4 % from threads, the K split over 2 / 4 parts
+// 103.9-104.3 against 110.5-111.6; on an H100 rows 100.7-101.6 against
+// 102.1-103.3 — each host thread's wake-up, the driver's lock and the join on
+// the slowest thread had cost more than one thread's launches in a row.
+// PARRAY_ML_DRIVER picks; host operands always use threads (each packs and
+// stages its own part, with barriers between).
+bool parts_in_turn(bool host) {
+  if (host) return false;
+  const char* e = std::getenv("PARRAY_ML_DRIVER");
+  if (e == nullptr || *e == 0 || std::strcmp(e, "streams") == 0) return true;
+  if (std::strcmp(e, "threads") == 0) return false;
+  throw Error(std::string("PARRAY_ML_DRIVER must be streams or threads, got '") + e + "'");
+}
+
+// Runs a split's body over `threads` host threads or, in turn, over the
+// streams; in turn, the body must not wait for its stream (done here after).
+template <class Body>
+void run_parts(int threads, bool in_turn, const Context& cx, Body&& body) {
+  if (!in_turn) {
+    CpuThreadArray({threads}).detour(body);
+    return;
+  }
+  StreamThreadArray({threads}).detour(body);
+  for (int i = 0; i < threads; ++i) PARRAY_CUDA_CHECK(cudaStreamSynchronize(cx.streams[size_t(i)]));
+}
+
 // Rows per chunk of a part: copies of chunk j + 1 overlap the kernel of chunk
 // j; a multiple of the kernel's 128-row tile, at least 128 rows.
 index_t chunk_rows(index_t rows) { return std::max<index_t>(128, (rows / 4 + 127) / 128 * 128); }
@@ -297,7 +351,9 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
-  CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
+  if (!host) after_callers_work(cx, threads);
+  const bool in_turn = parts_in_turn(host);
+  run_parts(threads, in_turn, cx, [&](const ThreadCoord& t) {
     PARRAY_CUDA_CHECK(cudaSetDevice(device));
     cudaStream_t s = cx.streams[size_t(t.tid)];
     if (host) {  // B once: thread i uploads slice i of its rows
@@ -334,6 +390,7 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
         PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC + r0 * N, C + r0 * N, size_t(nr * N) * sizeof(float),
                                           cudaMemcpyDeviceToHost, s));
     }
+    if (in_turn) return;  // run_parts waits for the streams
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
     if (host && r.size() > 0) unpack(hC + r.begin * N, r.begin, r.size(), call.c);
   });
@@ -409,11 +466,14 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   // "Change 9").
   const bool no_barriers = adds && !host;
   cx.launched = 0;
+  if (!host) after_callers_work(cx, threads);
   if (no_barriers) {
     scale_on_stream(cx.streams[0], int(M), int(N), call.beta, C, ldc);
     PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], cx.streams[0]));
   }
-  CpuThreadArray({threads}).detour([&](const ThreadCoord& t) {
+  // In turn needs a body without barriers: device operands, adding.
+  const bool in_turn = no_barriers && parts_in_turn(host);
+  run_parts(threads, in_turn, cx, [&](const ThreadCoord& t) {
     PARRAY_CUDA_CHECK(cudaSetDevice(device));
     cudaStream_t s = cx.streams[size_t(t.tid)];
     if (host && call.beta != 0.f && t.tid == 0) {  // C is read by the sum (or the one part), both on stream 0
@@ -456,7 +516,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
                             ldw, parts);
     }
     if (no_barriers) {  // C is complete once every stream is: detour returns after all of them
-      PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
+      if (!in_turn) PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));  // else run_parts waits
       return;
     }
     PARRAY_CUDA_CHECK(cudaEventRecord(cx.done[size_t(t.tid)], s));
