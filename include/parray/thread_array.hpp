@@ -7,6 +7,8 @@
 // its coordinates ($tid$, $tid_0$, $tid_1$ ...) and a barrier over the whole
 // array (Parray's #sync). detour returns when every thread has finished; the
 // first exception thrown by any thread is rethrown in the caller.
+// StreamThreadArray (below) gives the same coordinates to threads that are a
+// GPU's streams, run in turn by the caller: no barrier, no host threads.
 #pragma once
 
 #include <array>
