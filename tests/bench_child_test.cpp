@@ -4,8 +4,11 @@
 // No test here asserts a speed.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 #include "parray/harness.hpp"
@@ -105,6 +108,47 @@ TEST(BenchChild, BaselinesRunVerifiedInAChild) {
     EXPECT_NE(r.err.find("(in a child process)"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   }
+}
+
+// With rounds, each round's ratio is to the best baseline of that round: the
+// only baseline is then 100 % in every round, and another implementation's
+// least, median and greatest ratios are in order and agree with the rounds.
+TEST(BenchChild, RoundsRatioEachRoundToItsBestBaseline) {
+  if (!has_baseline("openblas")) GTEST_SKIP() << "OpenBLAS not installed";
+  const std::string csv = testing::TempDir() + "parray_bench_child_rounds.csv";
+  const CliResult r = run_cli("bench gemm --impl parray-cpu,openblas --shapes 65x33x47 --threads 1 --reps 1 "
+                              "--rounds 3 --stat min --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  FILE* f = std::fopen(csv.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::array<char, 1024> line{};
+  ASSERT_NE(std::fgets(line.data(), line.size(), f), nullptr);
+  std::map<std::string, std::vector<double>> ratios;  // impl: pct_best_baseline, rounds, min, median, max
+  while (std::fgets(line.data(), line.size(), f)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    for (const char* c = line.data(); *c && *c != '\n'; ++c) {
+      if (*c == ',') cells.push_back(cell), cell.clear();
+      else cell += *c;
+    }
+    cells.push_back(cell);
+    ASSERT_GE(cells.size(), 16u) << line.data();
+    for (int col = 11; col <= 15; ++col) ratios[cells[0]].push_back(std::stod(cells[col]));
+  }
+  std::fclose(f);
+  ASSERT_EQ(ratios.size(), 2u);
+  EXPECT_EQ(ratios["openblas"], (std::vector<double>{100.0, 3, 100.0, 100.0, 100.0}));
+  const std::vector<double>& p = ratios["parray-cpu"];
+  EXPECT_EQ(p[1], 3);
+  EXPECT_GT(p[2], 0);
+  EXPECT_LE(p[2], p[3]);
+  EXPECT_LE(p[3], p[4]);
+  // With --stat min the row's ratio, max over rounds of parray's speed over
+  // max of the baseline's, lies between the least and greatest round ratios
+  // (each bound is attained at one of the two maxima's rounds); 0.15: the
+  // CSV's rounding to 0.1.
+  EXPECT_GE(p[0], p[2] - 0.15);
+  EXPECT_LE(p[0], p[4] + 0.15);
 }
 
 TEST(BenchChild, AnUnloadableLibraryGivesAClearRow) {

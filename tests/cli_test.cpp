@@ -1,8 +1,10 @@
 // The CLI: bad input gets one line on stderr and exit status 2; good input runs.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 
@@ -22,6 +24,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm --impl gold", "give --sizes or --shapes");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --stat mean", "use median or min");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --rounds 0", "--rounds 0 is out of range");
   expect_cli_bad_input("frobnicate", "subcommand");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
@@ -74,6 +77,38 @@ TEST(Cli, BenchWritesCsv) {
   while (std::fgets(line.data(), line.size(), f)) ++rows;
   std::fclose(f);
   EXPECT_EQ(rows, 3);  // gold once (single-threaded), tile-4x4 at 1 and 2 threads
+}
+
+// Rounds: the implementations of a thread count take turns, the order
+// reversed every other round, and every row counts its rounds.
+TEST(Cli, BenchRoundsTakeTurnsInAlternatingOrder) {
+  const std::string csv = testing::TempDir() + "parray_bench_rounds.csv";
+  const CliResult r =
+      run_cli("bench gemm --impl gold,tile-4x4 --shapes 40x30x20 --threads 1 --reps 1 --rounds 3 --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> order;
+  for (std::size_t at = 0; (at = r.err.find("] ", at)) != std::string::npos; at += 2) {
+    const std::size_t end = r.err.find(',', at);
+    if (r.err.compare(at - 6, 6, "[bench") == 0 || end == std::string::npos) continue;  // not a timing line
+    order.push_back(r.err.substr(at + 2, end - at - 2));
+  }
+  const std::vector<std::string> want = {"gold", "tile-4x4", "tile-4x4", "gold", "gold", "tile-4x4"};
+  EXPECT_EQ(order, want) << r.err;
+  FILE* f = std::fopen(csv.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::array<char, 512> line{};
+  ASSERT_NE(std::fgets(line.data(), line.size(), f), nullptr);
+  const std::string head = line.data();
+  EXPECT_NE(head.find(",pct_best_baseline,rounds,pct_best_round_min,"), std::string::npos) << head;
+  int rows = 0;
+  while (std::fgets(line.data(), line.size(), f)) {
+    ++rows;
+    EXPECT_NE(std::string(line.data()).find(",row,1,"), std::string::npos) << line.data();
+    // ..., pct_best_baseline, rounds: no baseline here, so 0 then 3.
+    EXPECT_NE(std::string(line.data()).find(",0.0,3,"), std::string::npos) << line.data();
+  }
+  std::fclose(f);
+  EXPECT_EQ(rows, 2);
 }
 
 // The direct path's non-temporal stores of C (chosen for large C written once;

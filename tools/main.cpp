@@ -168,7 +168,7 @@ struct BenchArgs {
   std::string impls = "all", sizes, shapes, dtypes = "f32", layouts = "row", threads = "1", csv, json;
   std::string layout_a, layout_b, layout_c;
   double alpha = 1.0, beta = 0.0;
-  int reps = 0;
+  int reps = 0, rounds = 1;
   std::uint64_t seed = 42;
   std::string stat = "median";
 };
@@ -186,6 +186,8 @@ int cmd_bench_gemm(const BenchArgs& b) {
   if (b.reps > 0) o.min_reps = o.max_reps = b.reps;
   if (b.stat != "median" && b.stat != "min") throw Error("--stat " + b.stat + ": use median or min");
   o.best_of = b.stat == "min";
+  if (b.rounds < 1 || b.rounds > 1000) throw Error("--rounds " + std::to_string(b.rounds) + " is out of range 1..1000");
+  o.rounds = b.rounds;
   std::vector<std::array<index_t, 3>> shapes;  // m, k, n
   for (const std::string& s : split_list(b.sizes, ',')) {
     const index_t v = whole(s, "--sizes");
@@ -283,6 +285,9 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--alpha", b.alpha);
   bench_gemm->add_option("--beta", b.beta);
   bench_gemm->add_option("--reps", b.reps, "timed repeats (default: adaptive)");
+  bench_gemm->add_option("--rounds", b.rounds,
+                         "time every implementation of a problem this many times in turn; rows report --stat over "
+                         "the rounds and the per-round ratios to the best baseline");
   bench_gemm->add_option("--seed", b.seed);
   bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV");

@@ -120,6 +120,10 @@ struct BenchRow {
   index_t m = 0, n = 0, k = 0;
   int threads = 1;
   double ms = 0, gflops = 0, pct_peak = 0, pct_best_baseline = 0;
+  // With BenchOptions::rounds > 1: the rounds timed, and the least, median
+  // and greatest of the ratios to the best baseline of the same round (%).
+  int rounds = 0;
+  double round_pct_min = 0, round_pct_median = 0, round_pct_max = 0;
   double rel_err = 0, max_abs_err = 0;
   bool ok = false;
   std::string note;  // why skipped or failed
@@ -139,6 +143,10 @@ struct BenchOptions {
   // The time a row reports: the median of the timed repeats (default), or the
   // fastest (best_of), which a preemption or a stolen vCPU cannot inflate.
   bool best_of = false;
+  // Rounds: every implementation of a problem and thread count is verified
+  // and timed once per round, in turn (the order reversed every other round);
+  // a row then reports the same statistic over its rounds.
+  int rounds = 1;
   double child_timeout_seconds = 600;  // a child still running then is killed
 };
 

@@ -55,9 +55,56 @@ double peak_gflops(const GemmImpl& impl, Dtype dtype, int threads) {
   return 0;
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double gflops_of(const GemmProblem& p, double ms) {
+  return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) / (ms * 1e-3) * 1e-9;
+}
+
+// One (implementation, thread count) of a problem: its row, and the time it
+// reported in each round it ran.
+struct BenchCell {
+  const GemmImpl* impl = nullptr;
+  BenchRow row;
+  bool timed = false;  // false: skipped, or failed its check in some round
+  std::vector<double> round_ms;
+};
+
+// Verifies the cell's implementation against the case's reference and times
+// it once (one round); on a failed check the row says why and stops timing.
+void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
+  const GemmImpl& impl = *cell.impl;
+  BenchRow& row = cell.row;
+  const bool in_child = impl.own_process && impl.device == Device::cpu && !o.child_exe.empty();
+  if (in_child) {
+    // Verified here against this case's reference, timed there.
+    time_in_child(gcase, impl, row.threads, o, row);
+    cell.timed = row.ok;
+    if (row.ok) cell.round_ms.push_back(row.ms);
+    return;
+  }
+  const CheckResult check = gcase.run_and_check(impl, row.threads);
+  row.ok = check.ok;
+  row.rel_err = std::max(row.rel_err, check.rel_err);
+  row.max_abs_err = std::max(row.max_abs_err, check.max_abs_err);
+  if (!check.ok) {
+    row.note = "FAILED: " + check.reason;  // never timed: a wrong answer has no speed
+    cell.timed = false;
+    return;
+  }
+  // OpenMP's worker threads spin for a while after a parallel region; let
+  // those of the previous implementation go idle first.
+  if (impl.device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  cell.round_ms.push_back(reported_ms(measure(gcase, impl, row.threads, o), o));
+}
+
 }  // namespace
 
 std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
+  if (o.rounds < 1) throw Error("bench: rounds must be at least 1");
   std::vector<BenchRow> rows;
   std::vector<const GemmImpl*> impls;
   for (const std::string& name : o.impls) impls.push_back(&registry().find(name));
@@ -69,9 +116,8 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
       if (impl->device == Device::cpu)
         for (int threads : o.threads) measured_cpu_peak_gflops(p.dtype, impl->threaded ? threads : 1);
   std::size_t step = 0;
-  const std::size_t steps = o.problems.size() * impls.size() * o.threads.size();
+  const std::size_t steps = o.problems.size() * impls.size() * o.threads.size() * static_cast<std::size_t>(o.rounds);
   for (const GemmProblem& p : o.problems) {
-    const std::size_t first_row = rows.size();
     if (o.progress)
       std::fprintf(stderr, "[bench] %s %lldx%lldx%lld %s: computing the FP64 reference\n", dtype_name(p.dtype),
                    static_cast<long long>(p.m), static_cast<long long>(p.k), static_cast<long long>(p.n),
@@ -80,56 +126,90 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
     problem.reference_on_device = std::all_of(impls.begin(), impls.end(),
                                               [](const GemmImpl* i) { return i->device == Device::gpu; });
     GemmCase gcase(problem);
+    // The cells in the table's order: implementation, then thread count.
+    std::vector<BenchCell> cells;
     for (const GemmImpl* impl : impls) {
       for (int threads : o.threads) {
-        ++step;
-        BenchRow row;
+        // Single-threaded and GPU implementations run once, not once per thread count.
+        if ((!impl->threaded || impl->device == Device::gpu) && threads != o.threads.front()) {
+          step += static_cast<std::size_t>(o.rounds);
+          continue;
+        }
+        BenchCell cell;
+        cell.impl = impl;
+        BenchRow& row = cell.row;
         row.impl = impl->name;
         row.device = device_name(impl->device);
         row.dtype = dtype_name(p.dtype);
         row.layout = p.layouts();
         row.m = p.m, row.n = p.n, row.k = p.k;
-        row.threads = impl->device == Device::cpu ? threads : 1;
-        // Single-threaded and GPU implementations run once, not once per thread count.
-        if ((!impl->threaded || impl->device == Device::gpu) && threads != o.threads.front()) continue;
-        if (!impl->threaded && impl->device == Device::cpu) row.threads = 1;
+        row.threads = impl->device == Device::cpu && impl->threaded ? threads : 1;
+        cell.timed = true;
         if (std::string why = gcase.why_not(*impl); !why.empty()) {
           row.note = "skipped: " + why;
-          rows.push_back(row);
-          continue;
+          cell.timed = false;
         }
-        const bool in_child = impl->own_process && impl->device == Device::cpu && !o.child_exe.empty();
-        if (o.progress)
-          std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s\n", step, steps, impl->name.c_str(), row.threads,
-                       in_child ? " (in a child process)" : "");
-        if (in_child) {
-          // Verified here against this case's reference, timed there.
-          time_in_child(gcase, *impl, row.threads, o, row);
-          if (!row.ok) {
-            rows.push_back(row);
-            continue;
-          }
-        } else {
-          const CheckResult check = gcase.run_and_check(*impl, row.threads);
-          row.ok = check.ok;
-          row.rel_err = check.rel_err;
-          row.max_abs_err = check.max_abs_err;
-          if (!check.ok) {
-            row.note = "FAILED: " + check.reason;  // never timed: a wrong answer has no speed
-            rows.push_back(row);
-            continue;
-          }
-          // OpenMP's worker threads spin for a while after a parallel
-          // region; let those of the previous implementation go idle first.
-          if (impl->device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-          row.ms = reported_ms(measure(gcase, *impl, row.threads, o), o);
-        }
-        row.gflops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) /
-                     (row.ms * 1e-3) * 1e-9;
-        const double peak = peak_gflops(*impl, p.dtype, row.threads);
-        row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;
-        rows.push_back(row);
+        cells.push_back(std::move(cell));
       }
+    }
+    // Rounds: every cell of a thread count is timed once per round, the
+    // order reversed every other round, so that a slow spell of a shared
+    // machine falls on all of them alike rather than on whichever ran then.
+    std::vector<int> thread_counts;
+    for (const BenchCell& c : cells)
+      if (std::find(thread_counts.begin(), thread_counts.end(), c.row.threads) == thread_counts.end())
+        thread_counts.push_back(c.row.threads);
+    for (int threads : thread_counts) {
+      std::vector<BenchCell*> group;
+      for (BenchCell& c : cells)
+        if (c.row.threads == threads) group.push_back(&c);
+      for (int round = 0; round < o.rounds; ++round) {
+        for (std::size_t i = 0; i < group.size(); ++i) {
+          BenchCell& cell = *group[round % 2 ? group.size() - 1 - i : i];
+          ++step;
+          if (!cell.timed) continue;
+          if (o.progress)
+            std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s%s\n", step, steps, cell.impl->name.c_str(),
+                         threads, cell.impl->own_process && cell.impl->device == Device::cpu && !o.child_exe.empty()
+                                      ? " (in a child process)" : "",
+                         o.rounds > 1 ? fmt::format(", round {}/{}", round + 1, o.rounds).c_str() : "");
+          run_round(gcase, cell, o);
+        }
+      }
+      // Each round's ratio to that round's best baseline on the same device.
+      std::vector<std::map<std::string, double>> best_in_round(static_cast<std::size_t>(o.rounds));
+      for (BenchCell* c : group)
+        if (c->timed && c->impl->baseline)
+          for (std::size_t r = 0; r < c->round_ms.size(); ++r) {
+            double& b = best_in_round[r][c->row.device];
+            b = std::max(b, gflops_of(p, c->round_ms[r]));
+          }
+      for (BenchCell* c : group) {
+        if (!c->timed) continue;
+        std::vector<double> pct;
+        for (std::size_t r = 0; r < c->round_ms.size(); ++r)
+          if (auto it = best_in_round[r].find(c->row.device); it != best_in_round[r].end() && it->second > 0)
+            pct.push_back(100.0 * gflops_of(p, c->round_ms[r]) / it->second);
+        if (o.rounds > 1 && !pct.empty()) {
+          c->row.round_pct_min = *std::min_element(pct.begin(), pct.end());
+          c->row.round_pct_max = *std::max_element(pct.begin(), pct.end());
+          c->row.round_pct_median = median_of(pct);
+        }
+      }
+    }
+    const std::size_t first_row = rows.size();
+    for (BenchCell& c : cells) {
+      BenchRow& row = c.row;
+      if (c.timed) {
+        row.rounds = static_cast<int>(c.round_ms.size());
+        // Over the rounds, the same statistic as within one: the fastest
+        // (--stat min) or the median.
+        row.ms = o.best_of ? *std::min_element(c.round_ms.begin(), c.round_ms.end()) : median_of(c.round_ms);
+        row.gflops = gflops_of(p, row.ms);
+        const double peak = peak_gflops(*c.impl, p.dtype, row.threads);
+        row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;
+      }
+      rows.push_back(row);
     }
     // % of the best baseline on the same device and thread count, same shape.
     std::map<std::pair<std::string, int>, double> best;
@@ -149,11 +229,14 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
 }
 
 std::string bench_csv(const std::vector<BenchRow>& rows) {
-  std::string s = "impl,device,dtype,m,n,k,layout,threads,ms,gflops,pct_peak,pct_best_baseline,rel_err,max_abs_err,ok,note\n";
+  std::string s =
+      "impl,device,dtype,m,n,k,layout,threads,ms,gflops,pct_peak,pct_best_baseline,rounds,pct_best_round_min,"
+      "pct_best_round_median,pct_best_round_max,rel_err,max_abs_err,ok,note\n";
   for (const BenchRow& r : rows)
-    s += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.2f},{:.1f},{:.1f},{:.3e},{:.3e},{},\"{}\"\n", r.impl, r.device,
-                     r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak, r.pct_best_baseline,
-                     r.rel_err, r.max_abs_err, r.ok ? 1 : 0, r.note);
+    s += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.2f},{:.1f},{:.1f},{},{:.1f},{:.1f},{:.1f},{:.3e},{:.3e},{},\"{}\"\n",
+                     r.impl, r.device, r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
+                     r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err,
+                     r.max_abs_err, r.ok ? 1 : 0, r.note);
   return s;
 }
 
@@ -166,17 +249,22 @@ std::string bench_json(const std::vector<BenchRow>& rows) {
     s += fmt::format(
         "  {{\"impl\": \"{}\", \"device\": \"{}\", \"dtype\": \"{}\", \"m\": {}, \"n\": {}, \"k\": {}, "
         "\"layout\": \"{}\", \"threads\": {}, \"ms\": {:.4f}, \"gflops\": {:.2f}, \"pct_peak\": {:.1f}, "
-        "\"pct_best_baseline\": {:.1f}, \"rel_err\": {:.3e}, \"max_abs_err\": {:.3e}, \"ok\": {}, \"note\": \"{}\"}}{}\n",
+        "\"pct_best_baseline\": {:.1f}, \"rounds\": {}, \"pct_best_round_min\": {:.1f}, "
+        "\"pct_best_round_median\": {:.1f}, \"pct_best_round_max\": {:.1f}, \"rel_err\": {:.3e}, "
+        "\"max_abs_err\": {:.3e}, \"ok\": {}, \"note\": \"{}\"}}{}\n",
         r.impl, r.device, r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
-        r.pct_best_baseline, r.rel_err, r.max_abs_err, r.ok ? "true" : "false", note, i + 1 < rows.size() ? "," : "");
+        r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err, r.max_abs_err, r.ok ? "true" : "false", note, i + 1 < rows.size() ? "," : "");
   }
   return s + "]\n";
 }
 
 std::string bench_table(const std::vector<BenchRow>& rows) {
-  std::string s = fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10} {:>9} {:>6} {:>7} {:>9}  {}\n", "impl",
+  // With rounds, a last column: the ratio to the best baseline, round by
+  // round, as least .. greatest (median).
+  const bool rounds = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.rounds > 1; });
+  std::string s = fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10} {:>9} {:>6} {:>7} {:>9}  {}{}\n", "impl",
                               "dev", "type", "MxKxN", "layout", "thr", "ms", "GFLOP/s", "%peak", "%best", "rel_err",
-                              "check");
+                              "check", rounds ? "  %best by round" : "");
   for (const BenchRow& r : rows) {
     const std::string shape = fmt::format("{}x{}x{}", r.m, r.k, r.n);
     if (!r.note.empty() && !r.ok) {
@@ -184,10 +272,14 @@ std::string bench_table(const std::vector<BenchRow>& rows) {
                        r.threads, r.note);
       continue;
     }
-    s += fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10.3f} {:>9.2f} {:>6.1f} {:>7} {:>9.2e}  {}\n", r.impl,
-                     r.device, r.dtype, shape, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
+    const std::string by_round =
+        r.rounds > 1 && r.round_pct_median > 0
+            ? fmt::format("     {:.1f} .. {:.1f} ({:.1f})", r.round_pct_min, r.round_pct_max, r.round_pct_median)
+            : "";
+    s += fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10.3f} {:>9.2f} {:>6.1f} {:>7} {:>9.2e}  {}{}\n",
+                     r.impl, r.device, r.dtype, shape, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
                      r.pct_best_baseline > 0 ? fmt::format("{:.1f}", r.pct_best_baseline) : "-", r.rel_err,
-                     r.ok ? "OK" : "FAIL");
+                     r.ok ? "OK" : "FAIL", by_round);
   }
   return s;
 }
