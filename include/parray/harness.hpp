@@ -107,7 +107,12 @@ TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_
 
 // The FMA peak of this CPU in GFLOP/s, measured with a register-resident FMA
 // loop on `threads` threads with the widest vector unit cpuid reports.
+// Measured once per (dtype, threads) and kept.
 double measured_cpu_peak_gflops(Dtype dtype, int threads);
+// Measures again and keeps the highest peak seen (bench rounds: a
+// measurement taken while the VM steals a core understates the peak, and
+// every % of it would then be overstated).
+double remeasured_cpu_peak_gflops(Dtype dtype, int threads);
 std::string cpu_vector_isa();  // "avx512", "avx2" or "scalar"
 
 // Baselines (OpenBLAS, BLIS) live outside the library; this adds those found
