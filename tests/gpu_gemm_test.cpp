@@ -107,6 +107,41 @@ TEST_P(GpuGemm, AgreesWithFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), gemm_case_name);
 
+// Step 13's accuracy comes from the small parts: with them dropped
+// (PARRAY_3XTF32_SMALL=0: one TF32 product, ~2^-11 relative error) the same
+// check fails on every layout, with them it passes.
+TEST(Gpu3xTf32, TheSmallPartsAreWhatMeetsTheFp32Tolerance) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& impl = registry().find("cuda-13-3xtf32");
+  for (const char* layout : {"row", "col", "fig18"}) {
+    GemmProblem p;
+    p.m = 300, p.k = 1000, p.n = 260;
+    p.layout_a = p.layout_b = p.layout_c = layout;
+    GemmCase gcase(p);
+    setenv("PARRAY_3XTF32_SMALL", "0", 1);
+    const CheckResult one = gcase.run_and_check(impl, 1);
+    unsetenv("PARRAY_3XTF32_SMALL");
+    EXPECT_FALSE(one.ok) << layout << ": one TF32 product passed (rel_err " << one.rel_err << ")";
+    EXPECT_GT(one.rel_err, 1e-5) << layout;
+    const CheckResult three = gcase.run_and_check(impl, 1);
+    EXPECT_TRUE(three.ok) << layout << ": " << three.reason << " (rel_err " << three.rel_err << ")";
+    EXPECT_LT(three.rel_err, one.rel_err / 50) << layout;
+  }
+}
+
+// A long K: the tensor cores accumulate by truncation, so one TF32 GEMM over
+// 3K = 24576 terms would be ~1e-4 off (5x the tolerance at 4096^3 on an H100);
+// step 13's chunks of K keep it inside.
+TEST(Gpu3xTf32, LongKStaysWithinTheFp32Tolerance) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  GemmProblem p;
+  p.m = 1024, p.k = 8192, p.n = 768;
+  p.beta = -0.5;
+  GemmCase gcase(p);
+  const CheckResult r = gcase.run_and_check(registry().find("cuda-13-3xtf32"), 1);
+  EXPECT_TRUE(r.ok) << r.reason << " (rel_err " << r.rel_err << ", tolerance " << r.tolerance << ")";
+}
+
 // The device #copy: row-major into figure 18's blocks and back is the identity.
 #include "parray/cuda/memory.hpp"
 

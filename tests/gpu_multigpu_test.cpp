@@ -196,7 +196,7 @@ TEST(GpuMultiGpu, OutOfCoreTinyBudgetStreamsManyTiles) {
   EXPECT_THROW(multigpu::gemm_host(plan, 1.f, o.a.view(), o.b.view(), 0.f, o.c.view()), Error);
 }
 
-// cuBLAS as the local GEMM (--local cublas) in every variant; and the
+// cuBLAS and step 13 as the local GEMM (--local cublas / 3xtf32) in every variant; and the
 // out-of-core chunks that ramp up on a GPU's first block (a forced K chunk
 // of 2048 over K = 3000: 440 + 512 + 2048 there, 952 + 2048 after), with
 // either local GEMM.
@@ -205,10 +205,13 @@ TEST(GpuMultiGpu, CublasLocalGemmAndChunkRamp) {
   for (multigpu::Variant v : {multigpu::Variant::summa_2d, multigpu::Variant::ksplit, multigpu::Variant::out_of_core}) {
     if (!multigpu::variant_built(v)) continue;
     multigpu::Plan plan = plan_for(v, 1, 1);
-    plan.local = multigpu::LocalGemm::cublas;
-    for (const Problem& p : {kProblems[0], kProblems[1]}) expect_correct(plan, p);
+    for (multigpu::LocalGemm how : {multigpu::LocalGemm::cublas, multigpu::LocalGemm::tf32x3}) {
+      plan.local = how;
+      for (const Problem& p : {kProblems[0], kProblems[1]}) expect_correct(plan, p);
+    }
   }
-  for (multigpu::LocalGemm how : {multigpu::LocalGemm::step12, multigpu::LocalGemm::cublas}) {
+  for (multigpu::LocalGemm how :
+       {multigpu::LocalGemm::step12, multigpu::LocalGemm::cublas, multigpu::LocalGemm::tf32x3}) {
     multigpu::Plan plan = plan_for(multigpu::Variant::out_of_core, 1, 1);
     plan.local = how;
     plan.tile_m = 512, plan.tile_n = 384, plan.tile_k = 2048;
@@ -292,6 +295,7 @@ TEST(GpuMultiGpuPlan, BadPlansAreRejected) {
   EXPECT_THROW(multigpu::parse_variant("3d"), Error);
   EXPECT_THROW(multigpu::parse_local_gemm("tpu"), Error);
   EXPECT_EQ(multigpu::parse_local_gemm("cublas"), multigpu::LocalGemm::cublas);
+  EXPECT_EQ(multigpu::parse_local_gemm("3xtf32"), multigpu::LocalGemm::tf32x3);
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

@@ -4,7 +4,7 @@
 //   parray multigpu --gpus G [--devices LIST] [--grid PxQ] -m M -n N -k K
 //          --variant 2d|ksplit|ooc --operands device|gpu0|host [--baseline]
 //          [--xt-block B] [--budget-mib X] [--tile MxNxK] [--panel W] [--chunks C]
-//          [--local step12|cublas]
+//          [--local step12|cublas|3xtf32]
 //          [--alpha A] [--beta B] [--reps R] [--seed S] [--csv FILE]
 //
 // Operands "device": distributed over the GPUs before the clock starts (the
@@ -17,8 +17,8 @@
 // the full FP64 product up to 2^31 multiply-adds, else a random-sign checksum
 // of every row plus 4096 sampled elements (multigpu::verify). Bad input: one
 // line on stderr and exit status 2; a failed check: exit status 1. --local
-// picks the GEMM each GPU runs (parray's step 12, or cuBLAS to compare the
-// schedule alone with cublasXt's). Every timed repetition is printed.
+// picks the GEMM each GPU runs (parray's step 12; cuBLAS, to compare the
+// schedule alone with cublasXt's; or step 13, 3xTF32 on the tensor cores). Every timed repetition is printed.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -177,7 +177,10 @@ int run(const Args& a) {
 
   // ---- parray's variant ----
   Row mine;
-  mine.impl = "parray-" + a.variant + (plan.local == multigpu::LocalGemm::cublas ? "-cublas-local" : "");
+  mine.impl = "parray-" + a.variant +
+              (plan.local != multigpu::LocalGemm::step12
+                   ? std::string("-") + multigpu::local_gemm_name(plan.local) + "-local"
+                   : "");
   multigpu::Stats st;
   std::vector<double> times;
   if (from_gpu0) {
@@ -319,7 +322,10 @@ std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
   c->add_option("--budget-mib", args.budget_mib, "ooc: device buffers per GPU, MiB (0: 8 GiB, <= 3/4 of free)")
       ->capture_default_str();
   c->add_option("--tile", args.tile, "ooc: force C blocks and K chunk, MxNxK");
-  c->add_option("--local", args.local, "the GEMM each GPU runs: step12 (parray's) or cublas")->capture_default_str();
+  c->add_option("--local", args.local,
+                "the GEMM each GPU runs: step12 (parray's), cublas, or 3xtf32 (ladder step 13: FP32 accuracy on "
+                "tensor cores)")
+      ->capture_default_str();
   c->add_option("--panel", args.panel, "2d: K panel width (0: automatic)")->capture_default_str();
   c->add_option("--chunks", args.chunks, "ksplit: row chunks overlapped with the reduce-scatter (0: automatic)")
       ->capture_default_str();

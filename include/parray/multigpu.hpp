@@ -81,14 +81,19 @@ inline Variant parse_variant(const std::string& s) {
   throw Error("unknown multi-GPU variant '" + s + "' (use 2d, ksplit or ooc)");
 }
 // The GEMM each GPU runs on its blocks: ladder step 12 (parray's own kernel,
-// the default) or cuBLAS — the latter to compare a schedule (panels, K split,
-// out-of-core streaming) with cublasXt's on the same local kernel.
-enum class LocalGemm { step12, cublas };
-inline const char* local_gemm_name(LocalGemm l) { return l == LocalGemm::step12 ? "step12" : "cublas"; }
+// the default), cuBLAS — to compare a schedule (panels, K split, out-of-core
+// streaming) with cublasXt's on the same local kernel — or ladder step 13
+// (3xTF32: FP32 accuracy on the tensor cores; cuBLAS's TF32 kernel on split
+// operands).
+enum class LocalGemm { step12, cublas, tf32x3 };
+inline const char* local_gemm_name(LocalGemm l) {
+  return l == LocalGemm::step12 ? "step12" : l == LocalGemm::cublas ? "cublas" : "3xtf32";
+}
 inline LocalGemm parse_local_gemm(const std::string& s) {
   if (s == "step12") return LocalGemm::step12;
   if (s == "cublas") return LocalGemm::cublas;
-  throw Error("unknown local GEMM '" + s + "' (use step12 or cublas)");
+  if (s == "3xtf32") return LocalGemm::tf32x3;
+  throw Error("unknown local GEMM '" + s + "' (use step12, cublas or 3xtf32)");
 }
 
 // Whether this build has the variant (2d and ksplit need NCCL).
@@ -152,7 +157,8 @@ std::vector<index_t> ooc_chunk_widths(const OocTiling& t, index_t k, bool ramp);
 // `gpus` GPUs within budget_bytes of device memory per GPU: the least
 // estimated time (src/cuda/multigpu/out_of_core.cpp says how it is
 // estimated). Throws parray::Error when not even 1 x 1 blocks fit.
-OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero);
+OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero,
+                           LocalGemm local = LocalGemm::step12);
 
 // C = alpha A B + beta C, every operand in host memory (row-major; pinned for
 // full PCIe speed, pageable works). summa_2d and ksplit scatter the operands

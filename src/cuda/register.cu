@@ -153,6 +153,10 @@ void register_cuda_backend(Registry& r) {
       "ladder 12: 128x128x16, 256 threads, 8x8 per thread, 3-stage cp.async, tiles addressed once (any "
       "transpose/layout), grouped order, split-K",
       gemm_best);
+  f32("cuda-13-3xtf32",
+      "ladder 13: FP32 at FP32 accuracy on tensor cores: A and B split into TF32 big + small parts (read "
+      "through any layout), then one cuBLAS TF32 GEMM over 3K (Ab Bb + Ab Bs + As Bb)",
+      gemm_3xtf32);
   multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
   r.set_default(Device::gpu, "cuda-12-best");
 }

@@ -4,6 +4,8 @@
 // and alpha == 0. All launches go to the default stream and are checked.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include "parray/registry.hpp"
 
 namespace parray::cuda {
@@ -23,6 +25,9 @@ void gemm_warptile(const GemmCall<float>& call);       // step 9
 void gemm_cp_async(const GemmCall<float>& call);       // step 10
 void gemm_parray_fig21(const GemmCall<float>& call);   // step 11
 void gemm_best(const GemmCall<float>& call);          // step 12
+void gemm_3xtf32(const GemmCall<float>& call);        // step 13
+// Step 13 on a stream of the current device (operands in its memory).
+void gemm_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
 // Step 12 with candidate tile shape `shape` (tuning); false when the operands
 // are not a case the candidates are built for.
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);

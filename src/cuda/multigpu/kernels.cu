@@ -1,5 +1,5 @@
 // Device helpers of the multi-GPU GEMMs (common.hpp): the local GEMM (ladder
-// step 12 or cuBLAS on a stream), y = x + beta y for the K split's beta, NaN
+// step 12, cuBLAS or ladder step 13 on a stream), y = x + beta y for the K split's beta, NaN
 // poisoning.
 #include <cublas_v2.h>
 
@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "../multilevel/launch.hpp"
+#include "parray/cuda/gemm_launchers.hpp"
 #include "common.hpp"
 
 namespace parray::multigpu::detail {
@@ -75,6 +76,16 @@ void local_gemm(LocalGemm how, cudaStream_t s, index_t m, index_t n, index_t k, 
     if (lda > 0x7fffffff || ldb > 0x7fffffff || ldc > 0x7fffffff)
       throw Error("multigpu: cuBLAS's leading dimensions must be below 2^31");
     cublas_row_major(s, int(m), int(n), int(k), alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (how == LocalGemm::tf32x3) {
+    const GemmCall<float> call{alpha,
+                               {a, MatrixLayout::row_major(m, k, lda), Memory::device},
+                               {b, MatrixLayout::row_major(k, n, ldb), Memory::device},
+                               beta,
+                               {c, MatrixLayout::row_major(m, n, ldc), Memory::device},
+                               1};
+    cuda::gemm_3xtf32_on_stream(s, call);
     return;
   }
   cuda::multilevel::gemm_best_on_stream(s, int(m), int(n), int(k), alpha, a, lda, b, ldb, beta, c, ldc);

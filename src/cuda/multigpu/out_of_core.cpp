@@ -45,6 +45,19 @@ constexpr int kMaxStrips = 16;  // row strips of the last chunk (C copied back s
 // both directions busy on both (bench/probes/pcie_rate.cu, eighth session).
 // PARRAY_MULTIGPU_PCIE_GBS overrides the rate (a PCIe 4 host: ~25).
 constexpr double kFlopRate = 45e12, kHbm = 3e12;
+
+// What the model needs of the local GEMM: its rate, and the device memory it
+// takes beside the chunk buffers, in chunk pairs (tk (tm + tn) floats): step
+// 13 splits A's and B's chunk into three parts each (~110 TFLOP/s of FP32
+// work on an H200 at 8192-wide blocks: a TF32 GEMM over 3K plus the split).
+struct LocalModel {
+  double flop_rate = kFlopRate;
+  int split_pairs = 0;
+};
+LocalModel local_model(LocalGemm l) {
+  if (l == LocalGemm::tf32x3) return {100e12, 3};
+  return {};
+}
 double pcie_rate() {
   static const double rate = [] {
     const char* e = std::getenv("PARRAY_MULTIGPU_PCIE_GBS");
@@ -64,8 +77,8 @@ double now_ms() {
 
 using Tiling = OocTiling;
 
-std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk, int c_buffers) {
-  return sizeof(float) * std::size_t(c_buffers * tm * tn + kSlots * tk * (tm + tn));
+std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk, int c_buffers, const LocalModel& lm) {
+  return sizeof(float) * std::size_t(c_buffers * tm * tn + (kSlots + lm.split_pairs) * tk * (tm + tn));
 }
 
 // Rows per strip of the last chunk: up to kMaxStrips strips, whole 128-row tiles.
@@ -76,8 +89,8 @@ index_t strip_rows_for(index_t tm) {
 // How fast the first block's chunks may grow: the next chunk's upload must
 // fit behind this chunk's GEMM, so at most the ratio of a k-column's GEMM
 // time to its upload time (with a margin), and at most doubling.
-double ramp_growth(index_t tm, index_t tn) {
-  const double gemm_per_k = 2.0 * double(tm) * double(tn) / kFlopRate;
+double ramp_growth(index_t tm, index_t tn, const LocalModel& lm) {
+  const double gemm_per_k = 2.0 * double(tm) * double(tn) / lm.flop_rate;
   const double upload_per_k = 4.0 * double(tm + tn) / pcie_rate();
   return std::clamp(0.9 * gemm_per_k / upload_per_k, 1.25, 2.0);
 }
@@ -88,22 +101,22 @@ double ramp_growth(index_t tm, index_t tn) {
 // / (tk pcie) of a row's GEMM; rows r after the lead hide it when r >= q lead.
 // One GEMM instead of a dozen strips: each strip's GEMM is smaller and ends
 // in its own partial wave.
-index_t lead_rows_for(index_t tm, index_t tk, index_t strip_rows) {
-  const double q = 2.0 * kFlopRate / (double(tk) * pcie_rate());
+index_t lead_rows_for(index_t tm, index_t tk, index_t strip_rows, const LocalModel& lm) {
+  const double q = 2.0 * lm.flop_rate / (double(tk) * pcie_rate());
   const double after = std::min(1.0, 1.25 * q / (1.0 + q));  // fraction of rows after the lead
   const index_t strips_after = std::max<index_t>(1, index_t(std::ceil(after * double(tm) / double(strip_rows))));
   return std::max<index_t>(std::min(strip_rows, tm), tm - strips_after * strip_rows);
 }
 
-Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, int c_buffers) {
+Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, int c_buffers, const LocalModel& lm) {
   Tiling t;
   t.tm = tm, t.tn = tn, t.tk = tk, t.rb = rb, t.cb = cb;
   t.first_chunk = std::min(tk, kFirstChunk);
   t.strip_rows = strip_rows_for(tm);
-  t.lead_rows = lead_rows_for(tm, tk, t.strip_rows);
-  t.growth = ramp_growth(tm, tn);
+  t.lead_rows = lead_rows_for(tm, tk, t.strip_rows, lm);
+  t.growth = ramp_growth(tm, tn, lm);
   t.c_buffers = c_buffers;
-  t.device_bytes = tiling_bytes(tm, tn, tk, c_buffers);
+  t.device_bytes = tiling_bytes(tm, tn, tk, c_buffers, lm);
   return t;
 }
 
@@ -124,7 +137,8 @@ Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, i
 // measured 47-55 GB/s.) A GPU with one block holds one C buffer, which
 // leaves room for wider chunks: the last one, tk wide, hides more of the
 // copy back.
-Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero) {
+Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero,
+                     const LocalModel& lm) {
   Tiling best;
   double best_t = std::numeric_limits<double>::infinity();
   const double hidden_below = 0.7;
@@ -134,12 +148,12 @@ Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget,
     for (index_t rb = 1; rb <= std::min<index_t>(M, 4096); ++rb) {
       const index_t tm = (M + rb - 1) / rb;
       if ((M + tm - 1) / tm != rb) continue;  // rb blocks of tm rows would leave one empty
-      if (tiling_bytes(tm, 1, tk, 1) > budget) continue;
+      if (tiling_bytes(tm, 1, tk, 1, lm) > budget) continue;
       // Fewest column blocks that might fit (one C buffer: the least memory).
       index_t lo = 1, hi = N;
       while (lo < hi) {
         const index_t mid = (lo + hi) / 2;
-        if (tiling_bytes(tm, (N + mid - 1) / mid, tk, 1) <= budget) hi = mid;
+        if (tiling_bytes(tm, (N + mid - 1) / mid, tk, 1, lm) <= budget) hi = mid;
         else lo = mid + 1;
       }
       for (index_t cb = lo; cb <= std::min<index_t>(N, lo + 4 * G); ++cb) {
@@ -147,21 +161,21 @@ Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget,
         if ((N + tn - 1) / tn != cb) continue;
         const double rounds = std::ceil(double(rb * cb) / G);  // blocks on the busiest GPU
         const int c_buffers = rounds > 1 ? 2 : 1;
-        if (tiling_bytes(tm, tn, tk, c_buffers) > budget) continue;
+        if (tiling_bytes(tm, tn, tk, c_buffers, lm) > budget) continue;
         const double area = double(tm) * double(tn), chunks = std::ceil(double(K) / double(tk));
         // The local GEMM runs whole 128 x 128 (or 128 x 256) tiles.
         const double tiled = double((tm + 127) / 128 * 128) * double((tn + 127) / 128 * 128);
-        const double compute = 2.0 * tiled * double(K) / kFlopRate + chunks * 8.0 * area / kHbm;
+        const double compute = 2.0 * tiled * double(K) / lm.flop_rate + chunks * 8.0 * area / kHbm;
         const double in = 4.0 * (double(tm + tn) * double(K) + (beta_nonzero ? area : 0.0)) / pcie_rate();
         const double launches = chunks * 30e-6;  // 2 copies and a GEMM per chunk
         const double head = 4.0 * double(tm + tn) * double(std::min(tk, kFirstChunk)) / pcie_rate();
         const double strips = std::ceil(double(tm) / double(strip_rows_for(tm)));
-        const double out = 4.0 * area / pcie_rate(), last_chunk = 2.0 * area * double(tk) / kFlopRate;
+        const double out = 4.0 * area / pcie_rate(), last_chunk = 2.0 * area * double(tk) / lm.flop_rate;
         const double tail = std::max(out / strips, out - last_chunk * (strips - 1) / strips);
         const double t = rounds * (std::max(compute, in / hidden_below) + launches) + head + tail;
         if (t < best_t * (1 - 1e-9)) {
           best_t = t;
-          best = make_tiling(tm, tn, tk, rb, cb, c_buffers);
+          best = make_tiling(tm, tn, tk, rb, cb, c_buffers, lm);
         }
       }
     }
@@ -176,7 +190,7 @@ Tiling forced_tiling(const Plan& plan, index_t M, index_t N, index_t K, int G, s
   const index_t tn = std::min(plan.tile_n > 0 ? plan.tile_n : N, N);
   const index_t tk = std::min(plan.tile_k > 0 ? plan.tile_k : std::min<index_t>(K, 4096), K);
   const index_t rb = (M + tm - 1) / tm, cb = (N + tn - 1) / tn;
-  const Tiling t = make_tiling(tm, tn, tk, rb, cb, rb * cb > G ? 2 : 1);
+  const Tiling t = make_tiling(tm, tn, tk, rb, cb, rb * cb > G ? 2 : 1, local_model(plan.local));
   if (t.device_bytes > budget)
     throw Error("multigpu ooc: tiles " + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "x" +
                 std::to_string(t.tk) + " need " + std::to_string(t.device_bytes) +
@@ -264,7 +278,8 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   const int G = plan.gpus();
   const std::size_t budget = plan.budget_bytes > 0 ? plan.budget_bytes : default_budget(plan.devices);
   const bool forced = plan.tile_m > 0 || plan.tile_n > 0 || plan.tile_k > 0;
-  const Tiling tl = forced ? forced_tiling(plan, M, N, K, G, budget) : choose_tiling(M, N, K, G, budget, beta != 0.f);
+  const Tiling tl = forced ? forced_tiling(plan, M, N, K, G, budget)
+                           : choose_tiling(M, N, K, G, budget, beta != 0.f, local_model(plan.local));
   Team& tm = team(plan.devices, G, 1, false);
   static std::mutex buffers_mu;
   static auto* buffers = new std::map<int, std::unique_ptr<OocBuffers>>;  // by device; never destroyed (see team)
@@ -338,8 +353,11 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
                      nj);
           trace.mark(compute);
         } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
+          // Step 13 splits B's whole chunk on every call: there the last
+          // chunk is one GEMM (and only a GPU's last block's copy back waits).
+          const bool by_strips = plan.local != LocalGemm::tf32x3;
           for (index_t r0 = 0, rows = 0; r0 < mi; r0 += rows) {
-            rows = std::min(r0 == 0 ? tl.lead_rows : tl.strip_rows, mi - r0);
+            rows = by_strips ? std::min(r0 == 0 ? tl.lead_rows : tl.strip_rows, mi - r0) : mi;
             trace.mark(compute);
             local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(),
                        nj, b_eff, cbuf + r0 * nj, nj);
@@ -383,9 +401,10 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
 
 }  // namespace
 
-OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero) {
+OocTiling plan_out_of_core(index_t m, index_t n, index_t k, int gpus, std::size_t budget_bytes, bool beta_nonzero,
+                           LocalGemm local) {
   if (m < 1 || n < 1 || k < 1 || gpus < 1) throw Error("multigpu ooc: sizes and the GPU count must be >= 1");
-  return choose_tiling(m, n, k, gpus, budget_bytes, beta_nonzero);
+  return choose_tiling(m, n, k, gpus, budget_bytes, beta_nonzero, local_model(local));
 }
 
 std::vector<index_t> ooc_chunk_widths(const OocTiling& t, index_t k, bool ramp) {

@@ -1,0 +1,97 @@
+// Step 13 — FP32 on the tensor cores at FP32's accuracy ("3xTF32").
+//
+// What it adds over step 12: the multiply-adds leave the CUDA cores. An FP32
+// x is split into two TF32 numbers (10 explicit mantissa bits each), big =
+// tf32(x) and small = tf32(x - big), which together keep ~22 of its 24 bits;
+// then A B = Ab Bb + Ab Bs + As Bb + As Bs, and the last product (~2^-22 of
+// the others) is dropped. The three that remain are one TF32 GEMM over three
+// times K: [Ab Ab As] (M x 3K) times [Bb; Bs; Bb] (3K x N), accumulated in
+// FP32 by the tensor cores. TF32 products of TF32 inputs are exact in FP32, so
+// the error left is the split's (~2^-22 relative per element) plus FP32
+// accumulation — except that the tensor cores accumulate by truncation
+// (round toward zero), so one GEMM's error grows with its K: over K = 4096
+// (3K = 12288) the relative error was 4.2e-5, K = 8192 8.4e-5, linear in K
+// and 2.7-5x the FP32 tolerance (H100, tenth session; cuBLAS's FP32 kernel
+// 1.2e-6 / 1.6e-6). Hence chunks: one GEMM per kc of K, each adding into C
+// through cuBLAS's epilogue (FP32 on the CUDA cores, rounded to nearest), so
+// the truncation error stays that of 3 kc terms whatever K. One TF32 GEMM
+// (error ~2^-11, anchors.md: 2.6e-4) fails every check.
+//
+// This file is the split: the operands read through their layouts (any
+// layout, as every step of the ladder; the GEMM that follows sees only the
+// split copies) and written K-contiguous, the layout tensor cores read best
+// (cuBLAS's "TN"): out[x][k], out[x][K + k], out[x][2K + k] for x = the row
+// of A or the column of B. The GEMM itself is cuBLAS's TF32 kernel
+// (launch_3xtf32.cu): wgmma and TMA, which step 12's CUDA-core kernel has no
+// counterpart of. Measured: docs/gpu-ladder.md, step 13.
+#pragma once
+
+#include <cstdint>
+
+#include "parray/cuda/operand.cuh"
+
+namespace parray::cuda::ladder {
+
+// x rounded to TF32 (round to nearest, ties away: cvt.rna), as an FP32 number
+// whose 13 low mantissa bits are zero.
+__device__ __forceinline__ float to_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+// Where element k of a row of the split copy goes. K is cut into chunks of
+// kc (the last one shorter); chunk c of length len occupies [3 c kc, 3 c kc
+// + 3 len) of the row as [first | second | third], so that the GEMM over one
+// chunk reads a contiguous range (launch_3xtf32.cu runs one per chunk).
+// A: [big, big, small]; B: [big, small, big].
+// keep_small = false drops the small parts: one TF32 product's accuracy
+// (only to show that the checks reject it, PARRAY_3XTF32_SMALL=0).
+template <bool IsB>
+__device__ __forceinline__ void split_store(float* out_row, index_t k, index_t K, index_t kc, float x,
+                                            bool keep_small) {
+  const float big = to_tf32(x);
+  // inf or NaN: no small part (inf - inf would make one NaN where C is inf).
+  const float small = keep_small && isfinite(big) ? to_tf32(x - big) : 0.f;
+  const index_t c = k / kc, first = c * kc, len = min(kc, K - first);
+  float* chunk = out_row + 3 * first + (k - first);
+  chunk[0] = big;
+  chunk[len] = IsB ? small : big;
+  chunk[2 * len] = IsB ? big : small;
+}
+
+// The operand as (x, k) — A(x, k), or B(k, x) for IsB — split into
+// out[x * ldo + ...]. A 32 x 32 tile per block through shared memory, so that
+// both the reads (along the operand's contiguous axis when ReadAlongK says
+// which) and the K-contiguous writes are coalesced; 32 x 8 threads.
+template <bool IsB, bool ReadAlongK, class Op>
+__global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, int kc, float* out, index_t ldo,
+                                                  bool keep_small) {
+  __shared__ float tile[32][33];  // [x][k]; 33: no bank conflicts either way
+  const int x0 = blockIdx.y * 32, k0 = blockIdx.x * 32;
+  auto at = [&](int x, int k) -> float { return IsB ? op(k, x) : op(x, k); };
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    // Lanes along k or along x, whichever the operand keeps contiguous.
+    const int x = ReadAlongK ? x0 + r : x0 + threadIdx.x, k = ReadAlongK ? k0 + threadIdx.x : k0 + r;
+    if (x < X && k < K) {
+      if (ReadAlongK) tile[r][threadIdx.x] = at(x, k);
+      else tile[threadIdx.x][r] = at(x, k);
+    }
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int x = x0 + r, k = k0 + threadIdx.x;
+    if (x < X && k < K) split_store<IsB>(out + x * ldo, k, K, kc, tile[r][threadIdx.x], keep_small);
+  }
+}
+
+// C = alpha * W + beta * C through C's layout (W row-major M x N): for a C
+// that cuBLAS cannot write (the figure-17/18 layouts).
+template <class Op>
+__global__ __launch_bounds__(256) void scatter_c(int M, int N, const float* w, float alpha, float beta, Op c) {
+  for (int i = blockIdx.y; i < M; i += gridDim.y)
+    for (int j = blockIdx.x * 256 + threadIdx.x; j < N; j += gridDim.x * 256)
+      store_c(c(i, j), alpha * w[index_t(i) * N + j], beta);
+}
+
+}  // namespace parray::cuda::ladder
