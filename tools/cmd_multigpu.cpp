@@ -11,8 +11,9 @@
 // multi-GPU analogue of a single GPU's device-resident operands); "gpu0": A,
 // B and C on the first GPU, the time includes scattering the blocks from it
 // and gathering C back to it (GPU to GPU). For both, the baseline is the
-// registry's single-GPU default (cuda-12-best) on the first GPU, operands on
-// it. Operands "host": pinned host memory, the time includes
+// local GEMM's kernel alone on the first GPU, operands on it (cuda-12-best,
+// cublas or cuda-13-3xtf32: a schedule is compared with its own kernel on one
+// GPU). Operands "host": pinned host memory, the time includes
 // every transfer; the baseline is cublasXt on the same GPUs. Verification:
 // the full FP64 product up to 2^31 multiply-adds, else a random-sign checksum
 // of every row plus 4096 sampled elements (multigpu::verify). Bad input: one
@@ -237,7 +238,9 @@ int run(const Args& a) {
     Row base;
     std::vector<double> bt;
     if (on_device) {
-      const GemmImpl& impl = registry().find("gpu");
+      const GemmImpl& impl = registry().find(plan.local == multigpu::LocalGemm::step12   ? "cuda-12-best"
+                                             : plan.local == multigpu::LocalGemm::cublas ? "cublas"
+                                                                                         : "cuda-13-3xtf32");
       base.impl = impl.name + "-gpu" + std::to_string(plan.devices[0]);
       multigpu::bind_device(plan.devices[0]);
       Array<float> dA(dense(M, K), Memory::device), dB(dense(K, N), Memory::device), dC(dense(M, N), Memory::device);
