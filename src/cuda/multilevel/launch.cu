@@ -120,7 +120,17 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                              const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part) {
   const AddOperand<float> oc{{c, ldc, 1}};
-  if (pipelined::best_wide_fits(m, n, parts_in_flight))
+  // Parts of K <= 512 take the 128 x 128 tile even where the wide one fits:
+  // two blocks per SM, so one block's epilogue of atomic additions overlaps
+  // the other's k-loop, where the wide tile (one block per SM) waits through
+  // it — a large share of a 512-long k-loop. H100, 3 alternating rounds
+  // (docs/multilevel.md, tenth session): 4096^3 over 8 parts 106.8-107.4 % of
+  // the single kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3
+  // over 4, 8192^3 over 8) the wide tile stayed ahead. PARRAY_ML_KSPLIT_WIDE:
+  // 0 never the wide tile, 1 wherever it fits, 2 (default) the rule above.
+  static const int wide_rule = pipelined::env_int("PARRAY_ML_KSPLIT_WIDE", 2);
+  const bool wide_allowed = wide_rule == 1 || (wide_rule == 2 && k > 512);
+  if (wide_allowed && pipelined::best_wide_fits(m, n, parts_in_flight))
     add_part_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
   else
     add_part_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
