@@ -315,9 +315,11 @@ TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
     const index_t m = 1 + index_t(rng() % 40000), n = 1 + index_t(rng() % 40000), k = 1 + index_t(rng() % 40000);
     const int gpus = 1 + int(rng() % 4);
     const std::size_t budget = (std::size_t(1) << 20) << (rng() % 14);  // 1 MiB .. 8 GiB
+    // Step 13 as the local GEMM: its split copies count in the budget too.
+    const multigpu::LocalGemm local = t % 3 == 0 ? multigpu::LocalGemm::tf32x3 : multigpu::LocalGemm::step12;
     multigpu::OocTiling p;
     try {
-      p = multigpu::plan_out_of_core(m, n, k, gpus, budget, t % 2 == 0);
+      p = multigpu::plan_out_of_core(m, n, k, gpus, budget, t % 2 == 0, local);
     } catch (const Error& e) {  // 1 MiB holds blocks of a few rows and columns: never refused here
       ADD_FAILURE() << m << "x" << n << "x" << k << " budget " << budget << " refused: " << e.what();
       continue;
@@ -340,6 +342,15 @@ TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
   EXPECT_EQ(big.c_buffers, 2) << "8 blocks per GPU: the next starts while the last drains";
   EXPECT_GE((big.tm + big.strip_rows - 1) / big.strip_rows, 8) << "the copy back hidden behind at least 8 strips";
   EXPECT_LT(big.lead_rows, big.tm) << "the last strips after the lead hide its copy back";
+  // Step 13: buffers, ring and split copies (3 chunk pairs) in the budget;
+  // at 32768^3 on 2 GPUs the blocking measured in the tenth session (2 x 2
+  // blocks of 16384^2, K chunks of 8192: 1.74x cublasXt on 2 x H200).
+  const multigpu::OocTiling fast =
+      multigpu::plan_out_of_core(32768, 32768, 32768, 2, std::size_t(8) << 30, false, multigpu::LocalGemm::tf32x3);
+  EXPECT_EQ(fast.rb * fast.cb, 4);
+  EXPECT_EQ(fast.tk, 8192);
+  EXPECT_EQ(fast.device_bytes,
+            sizeof(float) * std::size_t(fast.c_buffers * fast.tm * fast.tn + 6 * fast.tk * (fast.tm + fast.tn)));
   // 8192^3 on 2 GPUs: one block each, so one C buffer each.
   const multigpu::OocTiling one = multigpu::plan_out_of_core(8192, 8192, 8192, 2, std::size_t(8) << 30, false);
   EXPECT_EQ(one.rb * one.cb, 2);
