@@ -1,5 +1,6 @@
 // Launcher of ladder step 13 (gemm/13_split_tf32.cuh): split A and B into
-// TF32 big and small parts, then one cuBLAS TF32 GEMM over 3K. Any layout of
+// TF32 big and small parts, then cuBLAS TF32 GEMMs, one per chunk of K (3 kc
+// long), each after the first adding into C. Any layout of
 // A and B (the split reads through it); C row- or column-major is written by
 // cuBLAS directly, any other C through a row-major workspace and one pass.
 #include <cublas_v2.h>
@@ -132,8 +133,9 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   cublas_check(cublasSetStream(st.handle, s), "cublasSetStream");
   const int m = int(M), n = int(N);
   // a3 is M x 3K and b3 N x 3K, both row-major (rows ld3 apart): column-major
-  // 3K x M and 3K x N. One TF32 GEMM per chunk of K, the first with the caller's beta, the
-  // others adding into C (beta = 1) in cuBLAS's FP32 epilogue.
+  // 3K x M and 3K x N. One TF32 GEMM per chunk of K, the first with the
+  // caller's beta, the others adding into C (beta = 1) in cuBLAS's FP32
+  // epilogue.
   auto tn_gemms = [&](int rows, int cols, const float* x, const float* y, float alpha, float beta, float* c,
                       long long ldc) {
     const float one = 1.f;

@@ -227,7 +227,8 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
     }
     for (std::size_t r = first_row; r < rows.size(); ++r) {
       auto it = best.find({rows[r].device, rows[r].threads});
-      if (it != best.end() && it->second > 0 && rows[r].ok) rows[r].pct_best_baseline = 100.0 * rows[r].gflops / it->second;
+      if (it != best.end() && it->second > 0 && rows[r].ok)
+        rows[r].pct_best_baseline = 100.0 * rows[r].gflops / it->second;
     }
   }
   return rows;
@@ -238,7 +239,8 @@ std::string bench_csv(const std::vector<BenchRow>& rows) {
       "impl,device,dtype,m,n,k,layout,threads,ms,gflops,pct_peak,pct_best_baseline,rounds,pct_best_round_min,"
       "pct_best_round_median,pct_best_round_max,rel_err,max_abs_err,ok,note\n";
   for (const BenchRow& r : rows)
-    s += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.2f},{:.1f},{:.1f},{},{:.1f},{:.1f},{:.1f},{:.3e},{:.3e},{},\"{}\"\n",
+    s += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.2f},{:.1f},{:.1f},{},{:.1f},{:.1f},{:.1f},{:.3e},{:.3e},{},"
+                     "\"{}\"\n",
                      r.impl, r.device, r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
                      r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err,
                      r.max_abs_err, r.ok ? 1 : 0, r.note);
@@ -258,7 +260,8 @@ std::string bench_json(const std::vector<BenchRow>& rows) {
         "\"pct_best_round_median\": {:.1f}, \"pct_best_round_max\": {:.1f}, \"rel_err\": {:.3e}, "
         "\"max_abs_err\": {:.3e}, \"ok\": {}, \"note\": \"{}\"}}{}\n",
         r.impl, r.device, r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
-        r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err, r.max_abs_err, r.ok ? "true" : "false", note, i + 1 < rows.size() ? "," : "");
+        r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err,
+        r.max_abs_err, r.ok ? "true" : "false", note, i + 1 < rows.size() ? "," : "");
   }
   return s + "]\n";
 }
