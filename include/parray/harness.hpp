@@ -98,6 +98,9 @@ struct TimingStats {
   int reps = 0;
 };
 
+// Median, least and greatest of a set of timings (ms; at least one).
+TimingStats timing_stats(std::vector<double> ms);
+
 // Warm-up runs, then timed repeats of run() with a steady clock; the number
 // of repeats adapts to the run time (at least min_reps, about target_seconds
 // in all, at most max_reps). `finish` is called after each run before the

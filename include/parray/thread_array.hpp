@@ -55,6 +55,15 @@ class ThreadCoord {
  private:
   friend class CpuThreadArray;
   friend class StreamThreadArray;
+  // Thread `tid` of an array of `rank` dimensions `dims`, row-major.
+  static ThreadCoord at(int tid, int rank, const std::array<int, 3>& dims) {
+    ThreadCoord t;
+    t.tid = tid;
+    t.rank = rank;
+    t.dims = dims;
+    t.id = {tid / (dims[1] * dims[2]), (tid / dims[2]) % dims[1], tid % dims[2]};
+    return t;
+  }
   std::barrier<>* barrier_ = nullptr;
   bool in_turn_ = false;
 };
@@ -84,11 +93,7 @@ class CpuThreadArray {
     std::exception_ptr first_error;
     std::mutex error_mutex;
     auto run = [&](int tid) {
-      ThreadCoord t;
-      t.tid = tid;
-      t.rank = rank_;
-      t.dims = dims_;
-      t.id = {tid / (dims_[1] * dims_[2]), (tid / dims_[2]) % dims_[1], tid % dims_[2]};
+      ThreadCoord t = ThreadCoord::at(tid, rank_, dims_);
       t.barrier_ = &barrier;
       try {
         body(static_cast<const ThreadCoord&>(t));
@@ -128,13 +133,8 @@ class StreamThreadArray {
 
   template <class F>
   void detour(F&& body) const {
-    const std::array<int, 3>& d = shape_.dims();
     for (int tid = 0; tid < size(); ++tid) {
-      ThreadCoord t;
-      t.tid = tid;
-      t.rank = shape_.rank();
-      t.dims = d;
-      t.id = {tid / (d[1] * d[2]), (tid / d[2]) % d[1], tid % d[2]};
+      ThreadCoord t = ThreadCoord::at(tid, shape_.rank(), shape_.dims());
       t.in_turn_ = true;
       body(static_cast<const ThreadCoord&>(t));
     }

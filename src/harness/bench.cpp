@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <utility>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -34,13 +35,7 @@ TimingStats measure(GemmCase& gcase, const GemmImpl& impl, int threads, const Be
       ms.push_back(cuda::event_time_ms(run));
       total += ms.back();
     }
-    std::sort(ms.begin(), ms.end());
-    TimingStats s;
-    s.reps = static_cast<int>(ms.size());
-    s.min_ms = ms.front();
-    s.max_ms = ms.back();
-    s.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-    return s;
+    return timing_stats(std::move(ms));
   }
 #endif
   // The verified run just before served as one warm-up already.
@@ -55,10 +50,6 @@ double peak_gflops(const GemmImpl& impl, Dtype dtype, int threads) {
   return 0;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 double gflops_of(const GemmProblem& p, double ms) {
   return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) / (ms * 1e-3) * 1e-9;
@@ -73,13 +64,17 @@ struct BenchCell {
   std::vector<double> round_ms;
 };
 
+// Baselines with their own thread pools (OpenBLAS, BLIS) are timed in a child process.
+bool timed_in_child(const GemmImpl& impl, const BenchOptions& o) {
+  return impl.own_process && impl.device == Device::cpu && !o.child_exe.empty();
+}
+
 // Verifies the cell's implementation against the case's reference and times
 // it once (one round); on a failed check the row says why and stops timing.
 void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
   const GemmImpl& impl = *cell.impl;
   BenchRow& row = cell.row;
-  const bool in_child = impl.own_process && impl.device == Device::cpu && !o.child_exe.empty();
-  if (in_child) {
+  if (timed_in_child(impl, o)) {
     // Verified here against this case's reference, timed there.
     time_in_child(gcase, impl, row.threads, o, row);
     cell.timed = row.ok;
@@ -170,8 +165,7 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
           if (!cell.timed) continue;
           if (o.progress)
             std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s%s\n", step, steps, cell.impl->name.c_str(),
-                         threads, cell.impl->own_process && cell.impl->device == Device::cpu && !o.child_exe.empty()
-                                      ? " (in a child process)" : "",
+                         threads, timed_in_child(*cell.impl, o) ? " (in a child process)" : "",
                          o.rounds > 1 ? fmt::format(", round {}/{}", round + 1, o.rounds).c_str() : "");
           run_round(gcase, cell, o);
         }
@@ -198,7 +192,7 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
         if (o.rounds > 1 && !pct.empty()) {
           c->row.round_pct_min = *std::min_element(pct.begin(), pct.end());
           c->row.round_pct_max = *std::max_element(pct.begin(), pct.end());
-          c->row.round_pct_median = median_of(pct);
+          c->row.round_pct_median = timing_stats(pct).median_ms;
         }
       }
     }
@@ -209,7 +203,7 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
         row.rounds = static_cast<int>(c.round_ms.size());
         // Over the rounds, the same statistic as within one: the fastest
         // (--stat min) or the median.
-        row.ms = o.best_of ? *std::min_element(c.round_ms.begin(), c.round_ms.end()) : median_of(c.round_ms);
+        row.ms = reported_ms(timing_stats(c.round_ms), o);
         row.gflops = gflops_of(p, row.ms);
         const double peak = peak_gflops(*c.impl, p.dtype, row.threads);
         row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;

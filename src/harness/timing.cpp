@@ -1,10 +1,23 @@
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "parray/harness.hpp"
 
 namespace parray {
+
+TimingStats timing_stats(std::vector<double> ms) {
+  if (ms.empty()) throw Error("timing_stats: no timings");
+  std::sort(ms.begin(), ms.end());
+  TimingStats s;
+  s.reps = static_cast<int>(ms.size());
+  s.min_ms = ms.front();
+  s.max_ms = ms.back();
+  const std::size_t h = ms.size() / 2;
+  s.median_ms = ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
+  return s;
+}
 
 TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_reps, int max_reps,
                           double target_seconds, const std::function<void()>& finish) {
@@ -23,14 +36,7 @@ TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_
     ms.push_back(once());
     total += ms.back();
   }
-  std::sort(ms.begin(), ms.end());
-  TimingStats s;
-  s.reps = static_cast<int>(ms.size());
-  s.min_ms = ms.front();
-  s.max_ms = ms.back();
-  const std::size_t h = ms.size() / 2;
-  s.median_ms = ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
-  return s;
+  return timing_stats(std::move(ms));
 }
 
 }  // namespace parray
