@@ -49,6 +49,18 @@ TEST(BenchChild, ResultLineRoundTrips) {
   EXPECT_EQ(back.timing.reps, 7);
 }
 
+TEST(BenchChild, KernelNameRoundTripsWithoutSpaces) {
+  ChildResult r;
+  r.timing = {1.0, 1.0, 1.0, 1};
+  r.kernel = "Cooper lake";
+  ChildResult back;
+  ASSERT_TRUE(parse_child_result(child_result_line(r), back)) << back.error;
+  EXPECT_EQ(back.kernel, "Cooper_lake");
+  r.kernel.clear();
+  ASSERT_TRUE(parse_child_result(child_result_line(r), back));
+  EXPECT_EQ(back.kernel, "");
+}
+
 TEST(BenchChild, ErrorLineRoundTripsOnOneLine) {
   ChildResult r;
   r.error = "blis: dlopen failed:\nno such file";
@@ -108,6 +120,23 @@ TEST(BenchChild, BaselinesRunVerifiedInAChild) {
     EXPECT_NE(r.err.find("(in a child process)"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   }
+}
+
+// A baseline's row names the kernel the library picked: with OPENBLAS_CORETYPE
+// in the child's environment OpenBLAS reports that core (a dynamic-arch build
+// honours it), and the row says so, in the table and in the CSV.
+TEST(BenchChild, BaselineRowNamesItsKernel) {
+  if (!has_baseline("openblas")) GTEST_SKIP() << "OpenBLAS not installed";
+  const char* old = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = old ? old : "";
+  for (const char* core : {"Haswell", "Sandybridge"}) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    const CliResult r = run_cli("bench gemm --impl openblas --shapes 33x17x29 --threads 1 --reps 1");
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(std::string("kernel ") + core), std::string::npos) << r.out;
+  }
+  if (old) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  else unsetenv("OPENBLAS_CORETYPE");
 }
 
 // With rounds, each round's ratio is to the best baseline of that round: the

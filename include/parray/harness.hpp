@@ -164,7 +164,8 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& options);
 // What a child hands back on its stdout: its timing, or why it failed.
 struct ChildResult {
   TimingStats timing;
-  std::string error;  // empty: C was written and timed
+  std::string error;   // empty: C was written and timed
+  std::string kernel;  // GemmImpl::kernel_info in the child, without spaces; may be empty
 };
 // The time a row reports from a set of timings (BenchOptions::best_of).
 inline double reported_ms(const TimingStats& t, const BenchOptions& o) { return o.best_of ? t.min_ms : t.median_ms; }

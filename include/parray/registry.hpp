@@ -43,6 +43,11 @@ struct GemmImpl {
   // only from the environment). Tests still call it in the process.
   bool own_process = false;
   std::string preconditions;   // human-readable, shown by `parray list`
+  // Which of its kernels a library picked on this CPU (OpenBLAS's core, BLIS's
+  // configuration), asked after a call; empty where not known. Benchmarks
+  // record it, so that a baseline held back by its CPU detection (or by an
+  // OPENBLAS_CORETYPE in the environment) is seen as such.
+  std::function<std::string()> kernel_info;
   // Memory the operands must be in (device for GPU kernels).
   Memory operand_memory = Memory::paged;
   std::function<void(const GemmCall<float>&)> run_f32;   // empty: no FP32

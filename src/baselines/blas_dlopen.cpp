@@ -84,6 +84,23 @@ struct BlasLibrary {
     }
     return "";
   }
+  // The kernel the library picked for this CPU: OpenBLAS's core name
+  // (openblas_get_corename; OPENBLAS_CORETYPE overrides its detection), BLIS's
+  // configuration (bli_arch_string of bli_arch_query_id; BLIS_ARCH_TYPE
+  // overrides it). Empty when the library does not say.
+  std::string kernel() {
+    ensure_open();
+    if (name == "openblas") {
+      auto corename = reinterpret_cast<const char* (*)()>(dlsym(handle, "openblas_get_corename"));
+      const char* s = corename ? corename() : nullptr;
+      return s ? s : "";
+    }
+    // arch_t is a C enum: an int in the x86-64 ABI.
+    auto query = reinterpret_cast<int (*)()>(dlsym(handle, "bli_arch_query_id"));
+    auto text = reinterpret_cast<const char* (*)(int)>(dlsym(handle, "bli_arch_string"));
+    const char* s = query && text ? text(query()) : nullptr;
+    return s ? s : "";
+  }
   void set_threads(int n) const {
     if (set_threads_int) set_threads_int(n);
     if (set_threads_long) set_threads_long(n);
@@ -181,6 +198,7 @@ void register_baselines(Registry& r) {
     BlasLibrary* l = &lib;
     impl.run_f32 = [l](const GemmCall<float>& c) { call_cblas(*l, c); };
     impl.run_f64 = [l](const GemmCall<double>& c) { call_cblas(*l, c); };
+    impl.kernel_info = [l] { return l->kernel(); };
     impl.unsupported = [](const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) {
       CblasPlan p;
       return plan(a, b, c, p);

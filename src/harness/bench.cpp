@@ -278,10 +278,10 @@ std::string bench_table(const std::vector<BenchRow>& rows) {
         r.rounds > 1 && r.round_pct_median > 0
             ? fmt::format("     {:.1f} .. {:.1f} ({:.1f})", r.round_pct_min, r.round_pct_max, r.round_pct_median)
             : "";
-    s += fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10.3f} {:>9.2f} {:>6.1f} {:>7} {:>9.2e}  {}{}\n",
+    s += fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10.3f} {:>9.2f} {:>6.1f} {:>7} {:>9.2e}  {}{}{}\n",
                      r.impl, r.device, r.dtype, shape, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
                      r.pct_best_baseline > 0 ? fmt::format("{:.1f}", r.pct_best_baseline) : "-", r.rel_err,
-                     r.ok ? "OK" : "FAIL", by_round);
+                     r.ok ? "OK" : "FAIL", by_round, r.note.empty() ? "" : "  " + r.note);
   }
   return s;
 }

@@ -143,8 +143,10 @@ std::string spawn_and_read(const std::string& exe, const std::vector<std::string
 
 std::string child_result_line(const ChildResult& r) {
   if (!r.error.empty()) return fmt::format("{} error={}\n", kResultTag, one_line(r.error));
-  return fmt::format("{} median_ms={:.17g} min_ms={:.17g} max_ms={:.17g} reps={}\n", kResultTag, r.timing.median_ms,
-                     r.timing.min_ms, r.timing.max_ms, r.timing.reps);
+  std::string kernel = one_line(r.kernel);
+  std::replace(kernel.begin(), kernel.end(), ' ', '_');
+  return fmt::format("{} median_ms={:.17g} min_ms={:.17g} max_ms={:.17g} reps={}{}\n", kResultTag, r.timing.median_ms,
+                     r.timing.min_ms, r.timing.max_ms, r.timing.reps, kernel.empty() ? "" : " kernel=" + kernel);
 }
 
 bool parse_child_result(const std::string& out, ChildResult& r) {
@@ -179,6 +181,7 @@ bool parse_child_result(const std::string& out, ChildResult& r) {
     r.timing.min_ms = number(kv, "min_ms");
     r.timing.max_ms = number(kv, "max_ms");
     r.timing.reps = static_cast<int>(number(kv, "reps"));
+    if (const auto it = kv.find("kernel"); it != kv.end()) r.kernel = it->second;
   } catch (const Error& e) {
     r = ChildResult{};
     r.error = std::string("malformed result line from the child (") + e.what() + ")";
@@ -266,6 +269,7 @@ void time_in_child(GemmCase& gcase, const GemmImpl& impl, int threads, const Ben
     return;
   }
   row.ms = reported_ms(result.timing, o);
+  if (!result.kernel.empty()) row.note = "kernel " + result.kernel;
 }
 
 int bench_child_main(int argc, char** argv) {
@@ -312,6 +316,7 @@ int bench_child_main(int argc, char** argv) {
     result.timing = time_repeated([&] { gcase.run(impl, threads); }, std::max(0, static_cast<int>(number(kv, "warmup")) - 1),
                                   static_cast<int>(number(kv, "min_reps")), static_cast<int>(number(kv, "max_reps")),
                                   number(kv, "target_seconds"));
+    if (impl.kernel_info) result.kernel = impl.kernel_info();
   } catch (const std::exception& e) {
     result.error = e.what();
   }
