@@ -97,6 +97,7 @@ int cmd_list(const std::string& format) {
   std::cout << fmt::format("\ndefaults: cpu -> {}, gpu -> {}\n", r.default_name(Device::cpu),
                            r.default_name(Device::gpu).empty() ? "(none)" : r.default_name(Device::gpu));
   std::cout << fmt::format("cpu: {} vector unit; parray-cpu uses the {} microkernel\n", cpu_vector_isa(), cpu_isa());
+  std::cout << fmt::format("cpu blocking: {}\n", cpu_blocking());
 #if PARRAY_HAVE_CUDA
   if (cuda_available()) std::cout << "gpu: " << cuda::device_description() << "\n";
   else std::cout << "gpu: built with CUDA, but no GPU is present\n";

@@ -11,5 +11,8 @@ namespace parray {
 std::string cpu_isa();
 // Throws parray::Error for an unknown name or an instruction set this CPU lacks.
 void set_cpu_isa(const std::string& name);
+// The block sizes parray-cpu's packed path uses on this CPU for both types
+// (the rule chosen from cpuid, KC, MC, NC), one line: `parray list` prints it.
+std::string cpu_blocking();
 
 }  // namespace parray
