@@ -67,7 +67,13 @@ struct BlasLibrary {
 
   std::string open() {
     if (std::string why = why_missing(); !why.empty()) return why;
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // RTLD_DEEPBIND: the library's calls into itself bind to its own symbols.
+    // parray links libblas.so.3 (through ScaLAPACK, LAPACK and FAISS), which
+    // Debian's alternatives point at OpenBLAS; without it BLIS's cblas_sgemm,
+    // which calls its own sgemm_, called OpenBLAS's sgemm_ instead — the
+    // "BLIS" baseline ran at OpenBLAS's speed and followed OPENBLAS_CORETYPE
+    // (docs/cpu-gemm.md, session 11).
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!handle) return std::string("dlopen failed: ") + dlerror();
     sgemm = reinterpret_cast<sgemm_fn>(dlsym(handle, "cblas_sgemm"));
     dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
