@@ -52,7 +52,10 @@ std::vector<GemmProblem> grid() {
     p.layout_a = p.layout_b = p.layout_c = l;
     out.push_back(p);
   }
-  // Both types through the packed path (the AVX-512 8 x 48 / 8 x 24 tiles): K
+  // Both types through the packed path (the AVX-512 8 x 48 / 8 x 24 tiles;
+  // under the zen rule the row-major ones take the direct path by default, so
+  // ctest also runs these with PARRAY_CPU_DIRECT=0 under both rules,
+  // tests/CMakeLists.txt). Under the l1 rule K
   // over several KC blocks with a short last one (800 = 384 + 384 + 32, and
   // k % 4 != 0 in 798), edge rows (300 % 8) and columns (150 % 48 = 6,
   // 150 % 24 = 6), beta accumulating into C.

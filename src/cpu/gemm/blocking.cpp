@@ -153,6 +153,13 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   }
   b.mc_direct = mc_for(b.kc_direct, l2 / 8);
   b.nc = std::clamp<index_t>(round_down(l3 / 4 / (b.kc * e), nr), nr, 8192);
+  // Problems up to this many multiply-adds skip packing (driver.cpp,
+  // prefer_direct): 256^3 as measured on the Xeon. On Zen 5 the direct
+  // kernels, which read B's rows where they lie, stay ahead of packing up to
+  // 768^3 FP32 (+6-15 % on one thread, +8-35 % on two) and 640^3 FP64 (+5-15 %),
+  // level at 768^3 FP64, mixed at 1024^3 (docs/cpu-gemm.md, session 11).
+  b.direct_work = 256.0 * 256 * 256;
+  if (blocking_rule() == BlockingRule::amd_zen) b.direct_work = e == 4 ? 768.0 * 768 * 768 : 640.0 * 640 * 640;
   return b;
 }
 

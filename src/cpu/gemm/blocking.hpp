@@ -22,6 +22,7 @@ void set_isa_override(const char* name);
 struct BlockSizes {
   index_t kc, mc, nc;
   index_t kc_direct, mc_direct;  // the direct (unpacked) path's K block (and K limit) and row block
+  double direct_work;            // M N K up to which the direct path is taken whatever K
 };
 
 // Which rule derives the block sizes from the caches (BLIS keeps one set of

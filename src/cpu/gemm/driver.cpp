@@ -218,15 +218,16 @@ bool direct_applicable(const GemmCall<T>& call) {
 // plus the driver's set-up (~4 us at 64^3, a third of the time); it pays back
 // when each packed panel is reused enough and the B micro-panel, read straight
 // from strided rows, would miss the TLB (one page per row for wide B). Direct:
-// up to 256^3 multiply-adds, and any problem whose K fits one KC block (every
+// up to BlockSizes::direct_work multiply-adds (256^3; on AMD Zen 4/5 768^3
+// FP32, 640^3 FP64), and any problem whose K fits one KC block (every
 // element of A and B is then read once per row/column block either way).
 // Measured: docs/perf-notes.md, CPU section. PARRAY_CPU_DIRECT=0/1 forces the
 // choice, for tuning on another machine.
-bool prefer_direct(index_t m, index_t n, index_t k, index_t kc) {
+bool prefer_direct(index_t m, index_t n, index_t k, const BlockSizes& bs) {
   static const char* force = std::getenv("PARRAY_CPU_DIRECT");
   if (force && *force) return force[0] == '1';
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return work <= 256.0 * 256 * 256 || k <= kc;
+  return work <= bs.direct_work || k <= bs.kc_direct;
 }
 
 // C of at least this many bytes, written once by the direct path, is written
@@ -458,7 +459,7 @@ void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
     // against 8 x 48 / 8 x 24): its K block and row block follow its own MR and NR.
     const DirectKernel<T>& dk = direct_kernel_avx512<T>();
     const BlockSizes dbs = block_sizes(sizeof(T), dk.mr, dk.nr, m, call.threads);
-    if (prefer_direct(m, n, k, dbs.kc_direct)) {
+    if (prefer_direct(m, n, k, dbs)) {
       direct_gemm(call, dk, dbs);
       return;
     }
