@@ -158,6 +158,10 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
       EXPECT_NE(g.out.find("check OK"), std::string::npos) << impl << ": " << g.out;
     }
   }
-  const ScopedEnvVar bad("PARRAY_CPU_TUNING", "1024");
-  expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024' is not KCxMC");
+  {
+    const ScopedEnvVar bad("PARRAY_CPU_TUNING", "1024");
+    expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024' is not KCxMC");
+  }
+  const ScopedEnvVar bad_rule("PARRAY_CPU_BLOCKING", "zen5");
+  expect_cli_bad_input("list", "PARRAY_CPU_BLOCKING: unknown rule 'zen5'");
 }

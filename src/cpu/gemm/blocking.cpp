@@ -90,6 +90,7 @@ BlockingRule blocking_rule() {
     if (const char* env = std::getenv("PARRAY_CPU_BLOCKING"); env && *env) {
       if (std::strcmp(env, "zen") == 0) return BlockingRule::amd_zen;
       if (std::strcmp(env, "l1") == 0) return BlockingRule::l1_panel;
+      throw Error(std::string("PARRAY_CPU_BLOCKING: unknown rule '") + env + "' (use l1 or zen)");
     }
     return amd_zen4_or_later() ? BlockingRule::amd_zen : BlockingRule::l1_panel;
   }();
@@ -142,11 +143,11 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // AMD Zen 4/5 (docs/cpu-gemm.md, session 11): the B micro-panel lives in L2,
   // not L1 — KC such that it takes 3/16 of L2 (1024 for the AVX-512 tiles and
   // a 1 MiB L2: 192 KiB), and MC = 16 row tiles, the number that share each
-  // B micro-panel's trip from L3. On a Zen 5 VM, FP32 2048^3 on two threads
-  // rose from 77-81 % to 83-88 % of the FMA peak (KC 384 -> 1024) and FP64
-  // from 74-76 % to 79-82 %, in alternating runs; the kernel alone runs at
-  // 96-99 % with B from L2, so the panel no longer needs L1. A smaller MC
-  // (64 for FP64) was slower, a larger one (256 for FP32) no faster.
+  // B micro-panel's trip from L3. On a Zen 5 VM, timed in turn in one process
+  // (4 rounds), FP32 2048^3 on two threads rose from 77.6 to 83.6 % of the
+  // FMA peak (KC 384 -> 1024), FP32 +2-8 % and FP64 +1-10 % on two threads
+  // elsewhere; the kernel alone runs at 96-99 % with B from L2, so the panel
+  // no longer needs L1. MC 64 (FP64) was slower, 256 (FP32) no faster.
   if (blocking_rule() == BlockingRule::amd_zen && !(kc_override && std::atol(kc_override) > 0)) {
     b.kc = std::clamp<index_t>(round_down(l2 * 3 / 16 / (nr * e), 8), 64, 1024);
     b.mc = mc_override && std::atol(mc_override) > 0 ? round_down(std::atol(mc_override), mr) : 16 * index_t(mr);
