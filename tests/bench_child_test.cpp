@@ -23,13 +23,6 @@ bool has_baseline(const std::string& name) {
   return r.out.find("\n" + name + ",cpu,") != std::string::npos;
 }
 
-// Sets an environment variable for the CLI runs of one scope.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
-
 }  // namespace
 
 TEST(BenchChild, ResultLineRoundTrips) {
@@ -127,16 +120,12 @@ TEST(BenchChild, BaselinesRunVerifiedInAChild) {
 // honours it), and the row says so, in the table and in the CSV.
 TEST(BenchChild, BaselineRowNamesItsKernel) {
   if (!has_baseline("openblas")) GTEST_SKIP() << "OpenBLAS not installed";
-  const char* old = std::getenv("OPENBLAS_CORETYPE");
-  const std::string saved = old ? old : "";
   for (const char* core : {"Haswell", "Sandybridge"}) {
-    setenv("OPENBLAS_CORETYPE", core, 1);
+    const ScopedEnv env("OPENBLAS_CORETYPE", core);
     const CliResult r = run_cli("bench gemm --impl openblas --shapes 33x17x29 --threads 1 --reps 1");
     EXPECT_EQ(r.status, 0) << r.out << r.err;
     EXPECT_NE(r.out.find(std::string("kernel ") + core), std::string::npos) << r.out;
   }
-  if (old) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
-  else unsetenv("OPENBLAS_CORETYPE");
 }
 
 // With rounds, each round's ratio is to the best baseline of that round: the

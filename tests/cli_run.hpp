@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace parray_test {
@@ -36,6 +37,23 @@ inline CliResult run_cli(const std::string& args) {
   }
   return r;
 }
+
+// Sets an environment variable for the CLI runs of one scope, then puts back
+// what was there before (or unsets it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_.c_str(), old_.c_str(), 1) : unsetenv(name_.c_str()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 // Bad input: exit status 2 and one line on stderr that contains `message`.
 inline void expect_cli_bad_input(const std::string& args, const std::string& message) {

@@ -123,23 +123,15 @@ TEST(Cli, StreamingStoresOfCVerify) {
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }
 
-namespace {
-struct ScopedEnvVar {
-  std::string name;
-  ScopedEnvVar(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
-  ~ScopedEnvVar() { unsetenv(name.c_str()); }
-};
-}  // namespace
-
 // The packed path's block sizes: the rule PARRAY_CPU_BLOCKING names is the one
 // `parray list` reports, and parray-cpu verifies under each (K of 1100 is two
 // K blocks under the Zen rule, three under the L1 one); PARRAY_CPU_TUNING adds
 // one implementation per KCxMC, whose small blocks take many K steps and row
 // blocks (MC 9 rounds down to the 8-row tile), and a malformed entry is bad input.
 TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
-  const ScopedEnvVar packed("PARRAY_CPU_DIRECT", "0");
+  const ScopedEnv packed("PARRAY_CPU_DIRECT", "0");
   for (const char* rule : {"l1", "zen"}) {
-    const ScopedEnvVar env("PARRAY_CPU_BLOCKING", rule);
+    const ScopedEnv env("PARRAY_CPU_BLOCKING", rule);
     const CliResult l = run_cli("list");
     EXPECT_NE(l.out.find(std::string("cpu blocking: ") + rule + " rule"), std::string::npos) << l.out;
     for (const char* dtype : {"f32", "f64"}) {
@@ -150,7 +142,7 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
     }
   }
   {
-    const ScopedEnvVar env("PARRAY_CPU_TUNING", "64x16,40x9");
+    const ScopedEnv env("PARRAY_CPU_TUNING", "64x16,40x9");
     for (const char* impl : {"parray-cpu-kc64-mc16", "parray-cpu-kc40-mc9"}) {
       const CliResult g = run_cli(std::string("gemm --impl ") + impl +
                                   " -m 97 -n 101 -k 300 --threads 2 --layout-a col --dtype f64 --reps 1");
@@ -159,9 +151,9 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
     }
   }
   {
-    const ScopedEnvVar bad("PARRAY_CPU_TUNING", "1024");
+    const ScopedEnv bad("PARRAY_CPU_TUNING", "1024");
     expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024' is not KCxMC");
   }
-  const ScopedEnvVar bad_rule("PARRAY_CPU_BLOCKING", "zen5");
+  const ScopedEnv bad_rule("PARRAY_CPU_BLOCKING", "zen5");
   expect_cli_bad_input("list", "PARRAY_CPU_BLOCKING: unknown rule 'zen5'");
 }

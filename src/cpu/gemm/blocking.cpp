@@ -214,20 +214,5 @@ namespace parray {
 std::string cpu_isa() { return cpu::isa_name(cpu::selected_isa()); }
 void set_cpu_isa(const std::string& name) { cpu::set_isa_override(name.c_str()); }
 
-std::string cpu_blocking() {
-  using namespace cpu;
-  const Isa isa = selected_isa();
-  const MicroKernel<float>& f = isa == Isa::avx512 ? microkernel_avx512_f32()
-                                : isa == Isa::avx2  ? microkernel_avx2_f32()
-                                                    : microkernel_portable_f32();
-  const MicroKernel<double>& d = isa == Isa::avx512 ? microkernel_avx512_f64()
-                                 : isa == Isa::avx2  ? microkernel_avx2_f64()
-                                                     : microkernel_portable_f64();
-  const BlockSizes bf = unbounded_block_sizes(sizeof(float), f.mr, f.nr);
-  const BlockSizes bd = unbounded_block_sizes(sizeof(double), d.mr, d.nr);
-  return std::string(blocking_rule_name(blocking_rule())) + " rule; FP32 " + f.name + ": KC " + std::to_string(bf.kc) +
-         ", MC " + std::to_string(bf.mc) + ", NC " + std::to_string(bf.nc) + "; FP64 " + d.name + ": KC " +
-         std::to_string(bd.kc) + ", MC " + std::to_string(bd.mc) + ", NC " + std::to_string(bd.nc);
-}
 
 }  // namespace parray

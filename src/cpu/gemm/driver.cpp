@@ -27,6 +27,7 @@
 
 #include "blocking.hpp"
 #include "microkernel.hpp"
+#include "parray/cpu.hpp"
 #include "parray/registry.hpp"
 
 namespace parray::cpu {
@@ -555,3 +556,20 @@ void register_cpu_gemm(Registry& r) {
 }
 
 }  // namespace parray::cpu
+
+namespace parray {
+
+std::string cpu_blocking() {
+  using namespace cpu;
+  const Isa isa = selected_isa();
+  const MicroKernel<float>& f = microkernel<float>(isa);
+  const MicroKernel<double>& d = microkernel<double>(isa);
+  const index_t large_m = index_t(1) << 30;  // does not cap MC
+  const BlockSizes bf = block_sizes(sizeof(float), f.mr, f.nr, large_m, 1);
+  const BlockSizes bd = block_sizes(sizeof(double), d.mr, d.nr, large_m, 1);
+  return std::string(blocking_rule_name(blocking_rule())) + " rule; FP32 " + f.name + ": KC " + std::to_string(bf.kc) +
+         ", MC " + std::to_string(bf.mc) + ", NC " + std::to_string(bf.nc) + "; FP64 " + d.name + ": KC " +
+         std::to_string(bd.kc) + ", MC " + std::to_string(bd.mc) + ", NC " + std::to_string(bd.nc);
+}
+
+}  // namespace parray
