@@ -4,10 +4,13 @@
 // No test here asserts a speed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -202,4 +205,36 @@ TEST(BenchPeak, RemeasuringKeepsTheHighestPeak) {
   const double highest = remeasured_cpu_peak_gflops(Dtype::f32, 1);
   EXPECT_GE(highest, first);
   EXPECT_EQ(measured_cpu_peak_gflops(Dtype::f32, 1), highest);
+}
+
+// The warm-up lasts min_warmup_seconds before the timed repeats (woken
+// workers after the bench's pause); no warm-up asked for means none.
+TEST(BenchTiming, WarmUpLastsItsMinimumTime) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> call_ms;
+  auto run = [&] {
+    const auto t0 = clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    call_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  };
+  const TimingStats t = time_repeated(run, 1, 3, 3, 0.0, {}, 0.015);
+  EXPECT_EQ(t.reps, 3);
+  ASSERT_GE(call_ms.size(), 5u);  // at least two warm-up runs of ~1 ms each
+  double warm_ms = 0;
+  for (std::size_t i = 0; i + 3 < call_ms.size(); ++i) warm_ms += call_ms[i];
+  EXPECT_GE(warm_ms, 15.0);
+  call_ms.clear();
+  time_repeated(run, 0, 3, 3, 0.0, {}, 0.015);
+  EXPECT_EQ(call_ms.size(), 3u);
+  call_ms.clear();
+  time_repeated(run, 2, 3, 3, 0.0);
+  EXPECT_EQ(call_ms.size(), 5u);
+}
+
+TEST(BenchChild, ArgumentsCarryTheWarmUpTime) {
+  GemmProblem p;
+  BenchOptions o;
+  o.min_warmup_seconds = 0.125;
+  const std::vector<std::string> args = child_args("openblas", p, 2, o, 3);
+  EXPECT_NE(std::find(args.begin(), args.end(), "min_warmup_seconds=0.125"), args.end());
 }

@@ -105,8 +105,13 @@ TimingStats timing_stats(std::vector<double> ms);
 // of repeats adapts to the run time (at least min_reps, about target_seconds
 // in all, at most max_reps). `finish` is called after each run before the
 // clock stops (a device synchronisation for asynchronous implementations).
+// The warm-up is `warmup` runs, continued until it has lasted
+// min_warmup_seconds: after an idle pause a threaded run first waits for its
+// sleeping workers, and on a VM waking an idle vCPU took 0.1-7.6 ms, twice in
+// a row at times, against 0.03 ms for a 128^3 product (docs/cpu-gemm.md).
 TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_reps, int max_reps,
-                          double target_seconds, const std::function<void()>& finish = {});
+                          double target_seconds, const std::function<void()>& finish = {},
+                          double min_warmup_seconds = 0);
 
 // The FMA peak of this CPU in GFLOP/s, measured with a register-resident FMA
 // loop on `threads` threads with the widest vector unit cpuid reports.
@@ -143,6 +148,10 @@ struct BenchOptions {
   std::vector<int> threads = {1};
   int warmup = 1, min_reps = 3, max_reps = 15;
   double target_seconds = 0.5;
+  // CPU implementations warm up for at least this long (time_repeated): a
+  // 2-thread 128^3 product timed with --reps 3 after the pause ran at 5-30 %
+  // of its speed in most rounds on a VM, every rep waiting for a woken vCPU.
+  double min_warmup_seconds = 0.02;
   bool progress = true;                // progress lines on stderr
   // Implementations marked own_process (OpenBLAS, BLIS) are timed in a child
   // process: this executable started as `EXE __bench-child ...` (see

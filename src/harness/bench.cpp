@@ -38,8 +38,9 @@ TimingStats measure(GemmCase& gcase, const GemmImpl& impl, int threads, const Be
     return timing_stats(std::move(ms));
   }
 #endif
-  // The verified run just before served as one warm-up already.
-  return time_repeated(run, std::max(0, o.warmup - 1), o.min_reps, o.max_reps, o.target_seconds);
+  // Warmed up after run_round's pause (which lets the workers sleep), for at
+  // least min_warmup_seconds: the first runs after it wait for the workers.
+  return time_repeated(run, o.warmup, o.min_reps, o.max_reps, o.target_seconds, {}, o.min_warmup_seconds);
 }
 
 double peak_gflops(const GemmImpl& impl, Dtype dtype, int threads) {

@@ -210,6 +210,7 @@ std::vector<std::string> child_args(const std::string& impl, const GemmProblem& 
           fmt::format("min_reps={}", o.min_reps),
           fmt::format("max_reps={}", o.max_reps),
           fmt::format("target_seconds={:.17g}", o.target_seconds),
+          fmt::format("min_warmup_seconds={:.17g}", o.min_warmup_seconds),
           fmt::format("c_fd={}", c_fd)};
 }
 
@@ -313,9 +314,10 @@ int bench_child_main(int argc, char** argv) {
       if (n <= 0) throw Error(std::string("__bench-child: cannot write C: ") + std::strerror(errno));
       done += static_cast<std::size_t>(n);
     }
-    result.timing = time_repeated([&] { gcase.run(impl, threads); }, std::max(0, static_cast<int>(number(kv, "warmup")) - 1),
+    // Warmed up again after writing C back, as the parent does after its pause.
+    result.timing = time_repeated([&] { gcase.run(impl, threads); }, static_cast<int>(number(kv, "warmup")),
                                   static_cast<int>(number(kv, "min_reps")), static_cast<int>(number(kv, "max_reps")),
-                                  number(kv, "target_seconds"));
+                                  number(kv, "target_seconds"), {}, number(kv, "min_warmup_seconds"));
     if (impl.kernel_info) result.kernel = impl.kernel_info();
   } catch (const std::exception& e) {
     result.error = e.what();

@@ -20,7 +20,7 @@ TimingStats timing_stats(std::vector<double> ms) {
 }
 
 TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_reps, int max_reps,
-                          double target_seconds, const std::function<void()>& finish) {
+                          double target_seconds, const std::function<void()>& finish, double min_warmup_seconds) {
   using clock = std::chrono::steady_clock;
   auto once = [&] {
     const auto t0 = clock::now();
@@ -28,7 +28,8 @@ TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_
     if (finish) finish();
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
-  for (int w = 0; w < warmup; ++w) once();
+  double warm = 0;
+  for (int w = 0; w < warmup || (warmup > 0 && warm < min_warmup_seconds * 1e3); ++w) warm += once();
   std::vector<double> ms;
   double total = 0;
   while (static_cast<int>(ms.size()) < max_reps &&
