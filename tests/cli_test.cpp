@@ -125,12 +125,12 @@ TEST(Cli, StreamingStoresOfCVerify) {
 
 // The packed path's block sizes: the rule PARRAY_CPU_BLOCKING names is the one
 // `parray list` reports, and parray-cpu verifies under each (K of 1100 is two
-// K blocks under the Zen rule, three under the L1 one); PARRAY_CPU_TUNING adds
+// K blocks under the L2 rule, three under the L1 one); PARRAY_CPU_TUNING adds
 // one implementation per KCxMC, whose small blocks take many K steps and row
 // blocks (MC 9 rounds down to the 8-row tile), and a malformed entry is bad input.
 TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
   const ScopedEnv packed("PARRAY_CPU_DIRECT", "0");
-  for (const char* rule : {"l1", "zen"}) {
+  for (const char* rule : {"l1", "l2"}) {
     const ScopedEnv env("PARRAY_CPU_BLOCKING", rule);
     const CliResult l = run_cli("list");
     EXPECT_NE(l.out.find(std::string("cpu blocking: ") + rule + " rule"), std::string::npos) << l.out;

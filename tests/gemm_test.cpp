@@ -53,7 +53,7 @@ std::vector<GemmProblem> grid() {
     out.push_back(p);
   }
   // Both types through the packed path (the AVX-512 8 x 48 / 8 x 24 tiles;
-  // under the zen rule the row-major ones take the direct path by default, so
+  // under the l2 rule the row-major ones may take the direct path by default, so
   // ctest also runs these with PARRAY_CPU_DIRECT=0 under both rules,
   // tests/CMakeLists.txt). Under the l1 rule K
   // over several KC blocks with a short last one (800 = 384 + 384 + 32, and

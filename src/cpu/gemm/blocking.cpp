@@ -71,16 +71,30 @@ void set_isa_override(const char* name) {
 
 namespace {
 
-// AMD Zen 4 or later (family 0x19 with AVX-512, 0x1A): full-speed 512-bit
-// loads from L2 and a large L3 per core change which K block pays.
-bool amd_zen4_or_later() {
+bool vendor_is(const char* want) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
   char vendor[13] = {};
   std::memcpy(vendor, &ebx, 4), std::memcpy(vendor + 4, &edx, 4), std::memcpy(vendor + 8, &ecx, 4);
-  if (std::strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  const unsigned base = (eax >> 8) & 0xf, family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
-  return family >= 0x1a || (family == 0x19 && __builtin_cpu_supports("avx512f"));
+  return std::strcmp(vendor, want) == 0;
+}
+
+// AMD Zen 4 or later (family 0x19 with AVX-512, 0x1A): full-speed 512-bit
+// loads from L2 and a large L3 per core change which K block pays.
+bool amd_zen4_or_later() {
+  static const bool zen = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!vendor_is("AuthenticAMD") || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const unsigned base = (eax >> 8) & 0xf, family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+    return family >= 0x1a || (family == 0x19 && __builtin_cpu_supports("avx512f"));
+  }();
+  return zen;
+}
+
+// Other AVX-512 CPUs with at least 2 MiB of L2 per core (Intel Sapphire
+// Rapids and later; the Xeon the L1 rule was measured on had 1.25 MiB).
+bool large_l2_avx512() {
+  return __builtin_cpu_supports("avx512f") && cache_bytes(_SC_LEVEL2_CACHE_SIZE, 0) >= (2L << 20);
 }
 
 }  // namespace
@@ -88,16 +102,16 @@ bool amd_zen4_or_later() {
 BlockingRule blocking_rule() {
   static const BlockingRule rule = [] {
     if (const char* env = std::getenv("PARRAY_CPU_BLOCKING"); env && *env) {
-      if (std::strcmp(env, "zen") == 0) return BlockingRule::amd_zen;
+      if (std::strcmp(env, "l2") == 0) return BlockingRule::l2_panel;
       if (std::strcmp(env, "l1") == 0) return BlockingRule::l1_panel;
-      throw Error(std::string("PARRAY_CPU_BLOCKING: unknown rule '") + env + "' (use l1 or zen)");
+      throw Error(std::string("PARRAY_CPU_BLOCKING: unknown rule '") + env + "' (use l1 or l2)");
     }
-    return amd_zen4_or_later() ? BlockingRule::amd_zen : BlockingRule::l1_panel;
+    return amd_zen4_or_later() || large_l2_avx512() ? BlockingRule::l2_panel : BlockingRule::l1_panel;
   }();
   return rule;
 }
 
-const char* blocking_rule_name(BlockingRule r) { return r == BlockingRule::amd_zen ? "zen" : "l1"; }
+const char* blocking_rule_name(BlockingRule r) { return r == BlockingRule::l2_panel ? "l2" : "l1"; }
 
 namespace {
 
@@ -140,15 +154,18 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
     return mc_max;
   };
   b.mc = mc_for(b.kc, l2 / 4);
-  // AMD Zen 4/5 (docs/cpu-gemm.md, session 11): the B micro-panel lives in L2,
-  // not L1 — KC such that it takes 3/16 of L2 (1024 for the AVX-512 tiles and
-  // a 1 MiB L2: 192 KiB), and MC = 16 row tiles, the number that share each
-  // B micro-panel's trip from L3. On a Zen 5 VM, timed in turn in one process
+  // The L2 rule (AMD Zen 4/5, and AVX-512 CPUs with >= 2 MiB of L2 per core;
+  // docs/cpu-gemm.md, sessions 11-12): the B micro-panel lives in L2, not
+  // L1 — KC such that it takes 3/16 of L2 (at most 1024: 192 KiB for the
+  // AVX-512 tiles), and MC = 16 row tiles, the number that share each B
+  // micro-panel's trip from L3. On a Zen 5 VM, timed in turn in one process
   // (4 rounds), FP32 2048^3 on two threads rose from 77.6 to 83.6 % of the
   // FMA peak (KC 384 -> 1024), FP32 +2-8 % and FP64 +1-10 % on two threads
   // elsewhere; the kernel alone runs at 96-99 % with B from L2, so the panel
-  // no longer needs L1. MC 64 (FP64) was slower, 256 (FP32) no faster.
-  if (blocking_rule() == BlockingRule::amd_zen && !(kc_override && std::atol(kc_override) > 0)) {
+  // no longer needs L1. MC 64 (FP64) was slower, 256 (FP32) no faster. On a
+  // Sapphire-Rapids-class Xeon VM (2 MiB L2, 3 rounds) FP32 2048^3 / 4096^3
+  // gained 7-11 % on one and two threads; FP64 within +-3 %.
+  if (blocking_rule() == BlockingRule::l2_panel && !(kc_override && std::atol(kc_override) > 0)) {
     b.kc = std::clamp<index_t>(round_down(l2 * 3 / 16 / (nr * e), 8), 64, 1024);
     b.mc = mc_override && std::atol(mc_override) > 0 ? round_down(std::atol(mc_override), mr) : 16 * index_t(mr);
   }
@@ -158,9 +175,15 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // prefer_direct): 256^3 as measured on the Xeon. On Zen 5 the direct
   // kernels, which read B's rows where they lie, stay ahead of packing up to
   // 768^3 FP32 (+6-15 % on one thread, +8-35 % on two) and 640^3 FP64 (+5-15 %),
-  // level at 768^3 FP64, mixed at 1024^3 (docs/cpu-gemm.md, session 11).
+  // level at 768^3 FP64, mixed at 1024^3 (docs/cpu-gemm.md, session 11). On
+  // the Sapphire-Rapids-class VM under the L2 rule: FP32 512^3 +7-12 % on two
+  // threads (level on one), level at 640^3; FP64 10-20 % slower from 384^3 up
+  // (session 12) — so 512^3 FP32 there, and FP64 keeps 256^3.
   b.direct_work = 256.0 * 256 * 256;
-  if (blocking_rule() == BlockingRule::amd_zen) b.direct_work = e == 4 ? 768.0 * 768 * 768 : 640.0 * 640 * 640;
+  if (blocking_rule() == BlockingRule::l2_panel) {
+    if (amd_zen4_or_later()) b.direct_work = e == 4 ? 768.0 * 768 * 768 : 640.0 * 640 * 640;
+    else if (e == 4) b.direct_work = 512.0 * 512 * 512;
+  }
   return b;
 }
 

@@ -27,16 +27,18 @@ struct BlockSizes {
 
 // Which rule derives the block sizes from the caches (BLIS keeps one set of
 // block sizes per CPU configuration): l1_panel — the B micro-panel sized
-// from L1 (measured on a Xeon); amd_zen — AMD Zen 4 and later, the panel
-// sized from L2. Chosen from cpuid; PARRAY_CPU_BLOCKING=l1|zen overrides.
-enum class BlockingRule { l1_panel, amd_zen };
+// from L1 (measured on an Ice-Lake-class Xeon, 1.25 MiB L2); l2_panel — AMD
+// Zen 4 and later, and AVX-512 CPUs with >= 2 MiB of L2 per core, the panel
+// sized from L2. Chosen from cpuid and the cache sizes;
+// PARRAY_CPU_BLOCKING=l1|l2 overrides.
+enum class BlockingRule { l1_panel, l2_panel };
 BlockingRule blocking_rule();
 const char* blocking_rule_name(BlockingRule r);
 
 // KC: a KC x NR micro-panel of B fills 1.5 x L1 (at most 384); MC: an MC x KC block
 // of A takes a quarter of L2 (the direct path: an eighth); NC: a KC x NC block
 // of B takes a quarter of L3.
-// On AMD Zen 4/5: KC such that the micro-panel takes 3/16 of L2 (at most 1024),
+// Under the L2 rule: KC such that the micro-panel takes 3/16 of L2 (at most 1024),
 // MC = 16 MR. The direct path keeps K blocks whose strided B micro-panel fills half of L1.
 // See docs/cpu-gemm.md.
 BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int threads);
