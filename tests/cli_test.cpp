@@ -154,6 +154,23 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
     const ScopedEnv bad("PARRAY_CPU_TUNING", "1024");
     expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024' is not KCxMC");
   }
+  {
+    const ScopedEnv bad_order("PARRAY_CPU_ORDER", "diagonal");
+    expect_cli_bad_input("gemm --impl parray-cpu -m 64 -n 64 -k 64 --reps 1",
+                         "PARRAY_CPU_ORDER: unknown order 'diagonal'");
+  }
   const ScopedEnv bad_rule("PARRAY_CPU_BLOCKING", "zen5");
   expect_cli_bad_input("list", "PARRAY_CPU_BLOCKING: unknown rule 'zen5'");
+}
+
+// A short K and a C larger than the caches (64 MiB here) take the packed
+// path's along-rows tile order by default (driver.cpp, choose_tile_order);
+// rows and columns not multiples of the tiles, two threads, beta accumulating.
+TEST(Cli, ShortKLargeCVerifies) {
+  for (const char* dtype : {"f64", "f32"}) {
+    const CliResult g = run_cli(std::string("gemm --impl parray-cpu -m 4101 -n 2053 -k 37 --threads 2 --reps 1 "
+                                            "--beta 0.5 --dtype ") + dtype);
+    EXPECT_EQ(g.status, 0) << dtype << ": " << g.err;
+    EXPECT_NE(g.out.find("check OK"), std::string::npos) << dtype << ": " << g.out;
+  }
 }

@@ -179,6 +179,7 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // the Sapphire-Rapids-class VM under the L2 rule: FP32 512^3 +7-12 % on two
   // threads (level on one), level at 640^3; FP64 10-20 % slower from 384^3 up
   // (session 12) — so 512^3 FP32 there, and FP64 keeps 256^3.
+  b.l2_bytes = static_cast<double>(l2);
   b.direct_work = 256.0 * 256 * 256;
   if (blocking_rule() == BlockingRule::l2_panel) {
     if (amd_zen4_or_later()) b.direct_work = e == 4 ? 768.0 * 768 * 768 : 640.0 * 640 * 640;

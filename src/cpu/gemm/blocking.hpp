@@ -23,6 +23,7 @@ struct BlockSizes {
   index_t kc, mc, nc;
   index_t kc_direct, mc_direct;  // the direct (unpacked) path's K block (and K limit) and row block
   double direct_work;            // M N K up to which the direct path is taken whatever K
+  double l2_bytes;               // this core's L2 (the along-rows tile order sizes NC from it)
 };
 
 // Which rule derives the block sizes from the caches (BLIS keeps one set of

@@ -9,6 +9,11 @@
 //         for jr in NC step NR:            B micro-panel (KC x NR) stays in L1
 //           for ir in MC step MR:          microkernel: MR x NR of C in registers
 //
+// For a short K and a C larger than the caches the two inner loops swap
+// (TileOrder::along_rows, see choose_tile_order): consecutive tiles then walk
+// along C's rows, which the hardware prefetcher follows, and the KC x NC block
+// of B is sized to stay in L2.
+//
 // Packing reads the operands through their layouts (strided fast path, offset
 // tables for the blocked layouts), so every layout costs the same in the
 // microkernel. Block sizes come from the cache sizes the machine reports
@@ -20,6 +25,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -224,9 +230,19 @@ bool direct_applicable(const GemmCall<T>& call) {
 // element of A and B is then read once per row/column block either way).
 // Measured: docs/perf-notes.md, CPU section. PARRAY_CPU_DIRECT=0/1 forces the
 // choice, for tuning on another machine.
-bool prefer_direct(index_t m, index_t n, index_t k, const BlockSizes& bs) {
+// C of at least this many bytes does not stay in the caches from one call to
+// the next (on the Sapphire-Rapids-class VM: 32 MiB still behaved as cached,
+// 64 MiB not), so its writes go to memory on every call.
+constexpr double kLargeCBytes = 32.0 * (1 << 20);
+
+bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, const BlockSizes& bs) {
   static const char* force = std::getenv("PARRAY_CPU_DIRECT");
   if (force && *force) return force[0] == '1';
+  // A C larger than the caches goes to the packed path (choose_tile_order):
+  // the direct kernels' stores of each 12-row tile wait for memory, e.g.
+  // 4096 x K x 4096 FP64 on one / two threads 74 / 139 GFLOP/s at K = 192
+  // against 83 / 162 packed (docs/perf-notes.md, session 12).
+  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(element_bytes) >= kLargeCBytes) return false;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return work <= bs.direct_work || k <= bs.kc_direct;
 }
@@ -316,10 +332,43 @@ bool wants_c_transposed(const GemmCall<T>& call) {
   return !(ccols.is_strided() && ccols.stride[0] == 1) && crows.is_strided() && crows.stride[0] == 1;
 }
 
+// The order of the two innermost loops of the packed path. down_columns (the
+// Goto/BLIS order): the row tiles of one B micro-panel in turn, the panel
+// kept in L1 — C's tiles visited down a column of tiles. along_rows: the B
+// micro-panels of one row tile in turn, the KC x NC block of B kept in L2 —
+// C's tiles visited along their rows, so that the hardware prefetcher fetches
+// C ahead of the stores. For a short K and a C that is written to memory,
+// C's traffic is what the time goes to: 4096 x 64 x 4096 ran 49 / 100 GFLOP/s
+// FP64 and 105 / 212-260 FP32 (one / two threads) down columns against
+// 83-87 / 173-177 and 153-161 / 300-332 along rows (BLIS 82 / 170 and
+// 153-168 / 278-295); at K = 256 and beyond down columns was ahead again
+// (docs/perf-notes.md, session 12).
+enum class TileOrder { down_columns, along_rows };
+constexpr index_t kAlongRowsMaxK = 128;
+
+// PARRAY_CPU_ORDER=columns|rows forces the order (tests, tuning).
+TileOrder choose_tile_order(index_t m, index_t n, index_t k, std::size_t element_bytes) {
+  static const char* force = std::getenv("PARRAY_CPU_ORDER");
+  if (force && *force) {
+    if (std::strcmp(force, "rows") == 0) return TileOrder::along_rows;
+    if (std::strcmp(force, "columns") == 0) return TileOrder::down_columns;
+    throw Error(std::string("PARRAY_CPU_ORDER: unknown order '") + force + "' (use rows or columns)");
+  }
+  const double c_bytes = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(element_bytes);
+  return c_bytes >= kLargeCBytes && k <= kAlongRowsMaxK ? TileOrder::along_rows : TileOrder::down_columns;
+}
+
 template <class T>
-void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const BlockSizes& bs) {
+void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes bs, TileOrder order) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   const int mr = uk.mr, nr = uk.nr;
+  // Along rows every B micro-panel of the block is used by each row tile in
+  // turn: the KC x NC block must stay in L2 (half of it).
+  if (order == TileOrder::along_rows) {
+    const index_t kc = std::max<index_t>(std::min<index_t>(bs.kc, k), 1);
+    const index_t fit = static_cast<index_t>(bs.l2_bytes / 2 / (static_cast<double>(kc) * sizeof(T)));
+    bs.nc = std::clamp<index_t>(fit / nr * nr, nr, bs.nc);
+  }
 
   const AxisOffsets a_rows(call.a.layout.rows), a_cols(call.a.layout.cols);
   const AxisOffsets b_rows(call.b.layout.rows), b_cols(call.b.layout.cols);
@@ -394,41 +443,64 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, const Block
           with_axes(call.a.layout, a_rows, a_cols, [&](auto row, auto col) {
             pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, a_packed);
           });
-          for (index_t jp = 0; jp < panels; ++jp) {
-            const index_t j = jc + jp * nr, cols = std::min<index_t>(nr, n - j);
-            const T* bp = b_packed + jp * nr * kc;
-            // The micro-panel after this one (for the last, the first: the next
-            // row block starts there). Its first use would otherwise wait for
-            // it from L3 or memory (docs/cpu-gemm.md): the row tiles of this
-            // panel prefetch it into L2 in turn, kc / 4 lines each.
-            const T* const next_panel = b_packed + (jp + 1 < panels ? jp + 1 : 0) * nr * kc;
-            const index_t panel_lines = (nr * kc * static_cast<index_t>(sizeof(T)) + 63) / 64;
-            // Columns contiguous in C: straight into C, else through the edge buffer.
+          // One NR-column panel of the B block: where its columns sit in C.
+          struct Panel {
+            const T* packed;  // its KC x NR micro-panel
+            const T* next;    // the micro-panel after it (for the last, the first)
+            index_t cols;
+            bool contiguous;  // NR adjacent columns of C: written in place
+            T* c_tile;        // C at its first column (the kernel adds the row offsets)
             index_t tile_cols[64];
-            for (index_t cidx = 0; cidx < cols; ++cidx) tile_cols[cidx] = c_col(j + cidx);
-            const bool contiguous = cols == nr && consecutive(tile_cols, nr);
-            T* c_tile = call.c.data + tile_cols[0];
-            for (index_t ir = 0; ir < mc; ir += mr) {
-              const index_t i = ic + ir, rows = std::min<index_t>(mr, mc - ir);
-              const T* ap = a_packed + ir * kc;
-              const index_t first_line = ir / mr * (kc / 4);
-              const T* b_next =
-                  first_line < panel_lines ? next_panel + first_line * 64 / static_cast<index_t>(sizeof(T)) : nullptr;
-              if (contiguous && rows == mr) {
-                for (int r = 0; r < mr; ++r) c_rows[r] = c_row(i + r);
-                uk.run(kc, ap, bp, call.alpha, beta, c_tile, c_rows, b_next);
-              } else {
-                uk.run(kc, ap, bp, T(1), T(0), edge, edge_rows, b_next);
-                for (index_t r = 0; r < rows; ++r) {
-                  const index_t row_off = c_row(i + r);
-                  for (index_t cidx = 0; cidx < cols; ++cidx) {
-                    T& out = call.c.data[row_off + tile_cols[cidx]];
-                    const T v = call.alpha * edge[r * nr + cidx];
-                    out = beta == T(0) ? v : v + beta * out;
-                  }
+          };
+          const index_t panel_lines = (nr * kc * static_cast<index_t>(sizeof(T)) + 63) / 64;
+          auto load_panel = [&](index_t jp, Panel& p) {
+            const index_t j = jc + jp * nr;
+            p.packed = b_packed + jp * nr * kc;
+            p.next = b_packed + (jp + 1 < panels ? jp + 1 : 0) * nr * kc;
+            p.cols = std::min<index_t>(nr, n - j);
+            for (index_t cidx = 0; cidx < p.cols; ++cidx) p.tile_cols[cidx] = c_col(j + cidx);
+            // Columns contiguous in C: straight into C, else through the edge buffer.
+            p.contiguous = p.cols == nr && consecutive(p.tile_cols, nr);
+            p.c_tile = call.c.data + p.tile_cols[0];
+          };
+          // The tile of row tile ir and panel p. Down columns, the next
+          // micro-panel's first use would otherwise wait for it from L3 or
+          // memory (docs/cpu-gemm.md): the row tiles of this panel prefetch it
+          // into L2 in turn, kc / 4 lines each. Along rows the B block is in L2.
+          auto run_tile = [&](const Panel& p, index_t ir) {
+            const index_t i = ic + ir, rows = std::min<index_t>(mr, mc - ir);
+            const T* ap = a_packed + ir * kc;
+            const index_t first_line = ir / mr * (kc / 4);
+            const T* b_next = order == TileOrder::down_columns && first_line < panel_lines
+                                  ? p.next + first_line * 64 / static_cast<index_t>(sizeof(T))
+                                  : nullptr;
+            if (p.contiguous && rows == mr) {
+              for (int r = 0; r < mr; ++r) c_rows[r] = c_row(i + r);
+              uk.run(kc, ap, p.packed, call.alpha, beta, p.c_tile, c_rows, b_next);
+            } else {
+              uk.run(kc, ap, p.packed, T(1), T(0), edge, edge_rows, b_next);
+              for (index_t r = 0; r < rows; ++r) {
+                const index_t row_off = c_row(i + r);
+                for (index_t cidx = 0; cidx < p.cols; ++cidx) {
+                  T& out = call.c.data[row_off + p.tile_cols[cidx]];
+                  const T v = call.alpha * edge[r * nr + cidx];
+                  out = beta == T(0) ? v : v + beta * out;
                 }
               }
             }
+          };
+          Panel panel;
+          if (order == TileOrder::down_columns) {
+            for (index_t jp = 0; jp < panels; ++jp) {
+              load_panel(jp, panel);
+              for (index_t ir = 0; ir < mc; ir += mr) run_tile(panel, ir);
+            }
+          } else {
+            for (index_t ir = 0; ir < mc; ir += mr)
+              for (index_t jp = 0; jp < panels; ++jp) {
+                load_panel(jp, panel);
+                run_tile(panel, ir);
+              }
           }
         }  // no barrier: the next KC step packs into the other buffer
       }
@@ -460,7 +532,7 @@ void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
     // against 8 x 48 / 8 x 24): its K block and row block follow its own MR and NR.
     const DirectKernel<T>& dk = direct_kernel_avx512<T>();
     const BlockSizes dbs = block_sizes(sizeof(T), dk.mr, dk.nr, m, call.threads);
-    if (prefer_direct(m, n, k, dbs)) {
+    if (prefer_direct(m, n, k, sizeof(T), dbs)) {
       direct_gemm(call, dk, dbs);
       return;
     }
@@ -470,7 +542,7 @@ void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
     small_gemm(call);
   } else {
     const MicroKernel<T>& uk = microkernel<T>(isa);
-    blocked_gemm(call, uk, block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads));
+    blocked_gemm(call, uk, block_sizes(sizeof(T), uk.mr, uk.nr, m, call.threads), choose_tile_order(m, n, k, sizeof(T)));
   }
 }
 
