@@ -221,20 +221,21 @@ bool direct_applicable(const GemmCall<T>& call) {
   return b.cols.stride[0] == 1 && c.cols.stride[0] == 1 && (a.cols.stride[0] == 1 || a.rows.stride[0] == 1);
 }
 
-// Where the direct kernel beats packing. Packing costs a pass over A and B
-// plus the driver's set-up (~4 us at 64^3, a third of the time); it pays back
-// when each packed panel is reused enough and the B micro-panel, read straight
-// from strided rows, would miss the TLB (one page per row for wide B). Direct:
-// up to BlockSizes::direct_work multiply-adds (256^3; on AMD Zen 4/5 768^3
-// FP32, 640^3 FP64), and any problem whose K fits one KC block (every
-// element of A and B is then read once per row/column block either way).
-// Measured: docs/perf-notes.md, CPU section. PARRAY_CPU_DIRECT=0/1 forces the
-// choice, for tuning on another machine.
 // C of at least this many bytes does not stay in the caches from one call to
 // the next (on the Sapphire-Rapids-class VM: 32 MiB still behaved as cached,
 // 64 MiB not), so its writes go to memory on every call.
 constexpr double kLargeCBytes = 32.0 * (1 << 20);
 
+// Where the direct kernel beats packing. Packing costs a pass over A and B
+// plus the driver's set-up (~4 us at 64^3, a third of the time); it pays back
+// when each packed panel is reused enough and the B micro-panel, read straight
+// from strided rows, would miss the TLB (one page per row for wide B). Direct:
+// up to BlockSizes::direct_work multiply-adds (256^3; under the L2 rule 768^3
+// FP32 / 640^3 FP64 on AMD Zen 4/5, 512^3 FP32 on Intel), and any problem
+// whose K fits one KC block (every
+// element of A and B is then read once per row/column block either way).
+// Measured: docs/perf-notes.md, CPU section. PARRAY_CPU_DIRECT=0/1 forces the
+// choice, for tuning on another machine.
 bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, const BlockSizes& bs) {
   static const char* force = std::getenv("PARRAY_CPU_DIRECT");
   if (force && *force) return force[0] == '1';
