@@ -226,6 +226,10 @@ bool direct_applicable(const GemmCall<T>& call) {
 // 64 MiB not), so its writes go to memory on every call.
 constexpr double kLargeCBytes = 32.0 * (1 << 20);
 
+bool c_outlives_caches(index_t m, index_t n, std::size_t element_bytes) {
+  return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(element_bytes) >= kLargeCBytes;
+}
+
 // Where the direct kernel beats packing. Packing costs a pass over A and B
 // plus the driver's set-up (~4 us at 64^3, a third of the time); it pays back
 // when each packed panel is reused enough and the B micro-panel, read straight
@@ -243,7 +247,7 @@ bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, c
   // the direct kernels' stores of each 12-row tile wait for memory, e.g.
   // 4096 x K x 4096 FP64 on one / two threads 74 / 139 GFLOP/s at K = 192
   // against 83 / 162 packed (docs/perf-notes.md, session 12).
-  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(element_bytes) >= kLargeCBytes) return false;
+  if (c_outlives_caches(m, n, element_bytes)) return false;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return work <= bs.direct_work || k <= bs.kc_direct;
 }
@@ -355,8 +359,8 @@ TileOrder choose_tile_order(index_t m, index_t n, index_t k, std::size_t element
     if (std::strcmp(force, "columns") == 0) return TileOrder::down_columns;
     throw Error(std::string("PARRAY_CPU_ORDER: unknown order '") + force + "' (use rows or columns)");
   }
-  const double c_bytes = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(element_bytes);
-  return c_bytes >= kLargeCBytes && k <= kAlongRowsMaxK ? TileOrder::along_rows : TileOrder::down_columns;
+  return c_outlives_caches(m, n, element_bytes) && k <= kAlongRowsMaxK ? TileOrder::along_rows
+                                                                       : TileOrder::down_columns;
 }
 
 template <class T>
