@@ -407,7 +407,9 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
   {
     T* a_packed = thread_buffer<T>(static_cast<std::size_t>(bs.mc * kc_max), 0);
     alignas(64) T edge[16 * 64];
-    index_t edge_rows[16], c_rows[16];
+    index_t edge_rows[16];
+    // C's row offsets of the current row block, found once per block (not per tile).
+    std::vector<index_t> block_rows_c(static_cast<std::size_t>(bs.mc));
     for (int i = 0; i < mr; ++i) edge_rows[i] = static_cast<index_t>(i) * nr;
     const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     int step = 0;
@@ -448,25 +450,33 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
           with_axes(call.a.layout, a_rows, a_cols, [&](auto row, auto col) {
             pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, a_packed);
           });
+          for (index_t r = 0; r < mc; ++r) block_rows_c[static_cast<std::size_t>(r)] = c_row(ic + r);
           // One NR-column panel of the B block: where its columns sit in C.
+          // Cheap to describe (no per-column work where C's columns are
+          // strided): along rows it is described once per tile.
           struct Panel {
             const T* packed;  // its KC x NR micro-panel
             const T* next;    // the micro-panel after it (for the last, the first)
-            index_t cols;
+            index_t first_col, cols;
             bool contiguous;  // NR adjacent columns of C: written in place
             T* c_tile;        // C at its first column (the kernel adds the row offsets)
-            index_t tile_cols[64];
           };
+          const bool c_cols_unit = call.c.layout.cols.is_strided() && call.c.layout.cols.stride[0] == 1;
           const index_t panel_lines = (nr * kc * static_cast<index_t>(sizeof(T)) + 63) / 64;
           auto load_panel = [&](index_t jp, Panel& p) {
             const index_t j = jc + jp * nr;
             p.packed = b_packed + jp * nr * kc;
             p.next = b_packed + (jp + 1 < panels ? jp + 1 : 0) * nr * kc;
+            p.first_col = j;
             p.cols = std::min<index_t>(nr, n - j);
-            for (index_t cidx = 0; cidx < p.cols; ++cidx) p.tile_cols[cidx] = c_col(j + cidx);
             // Columns contiguous in C: straight into C, else through the edge buffer.
-            p.contiguous = p.cols == nr && consecutive(p.tile_cols, nr);
-            p.c_tile = call.c.data + p.tile_cols[0];
+            p.contiguous = p.cols == nr && c_cols_unit;
+            if (p.cols == nr && !c_cols_unit && !call.c.layout.cols.is_strided()) {
+              index_t offsets[64];
+              for (index_t cidx = 0; cidx < nr; ++cidx) offsets[cidx] = c_col(j + cidx);
+              p.contiguous = consecutive(offsets, nr);
+            }
+            p.c_tile = call.c.data + c_col(j);
           };
           // The tile of row tile ir and panel p. Down columns, the next
           // micro-panel's first use would otherwise wait for it from L3 or
@@ -480,14 +490,15 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
                                   ? p.next + first_line * 64 / static_cast<index_t>(sizeof(T))
                                   : nullptr;
             if (p.contiguous && rows == mr) {
-              for (int r = 0; r < mr; ++r) c_rows[r] = c_row(i + r);
-              uk.run(kc, ap, p.packed, call.alpha, beta, p.c_tile, c_rows, b_next);
+              uk.run(kc, ap, p.packed, call.alpha, beta, p.c_tile, block_rows_c.data() + ir, b_next);
             } else {
               uk.run(kc, ap, p.packed, T(1), T(0), edge, edge_rows, b_next);
+              index_t tile_cols[64];
+              for (index_t cidx = 0; cidx < p.cols; ++cidx) tile_cols[cidx] = c_col(p.first_col + cidx);
               for (index_t r = 0; r < rows; ++r) {
                 const index_t row_off = c_row(i + r);
                 for (index_t cidx = 0; cidx < p.cols; ++cidx) {
-                  T& out = call.c.data[row_off + p.tile_cols[cidx]];
+                  T& out = call.c.data[row_off + tile_cols[cidx]];
                   const T v = call.alpha * edge[r * nr + cidx];
                   out = beta == T(0) ? v : v + beta * out;
                 }
