@@ -3,10 +3,12 @@
 // through the CLI a good run, a library that cannot be loaded and a time-out.
 // No test here asserts a speed.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -26,7 +28,57 @@ bool has_baseline(const std::string& name) {
   return r.out.find("\n" + name + ",cpu,") != std::string::npos;
 }
 
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+std::string read_command(const std::string& cmd) {
+  std::string out;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    std::array<char, 256> buf{};
+    while (std::fgets(buf.data(), static_cast<int>(buf.size()), f)) out += buf.data();
+    pclose(f);
+  }
+  return out;
+}
+
 }  // namespace
+
+// One-thread rows run pinned (BenchOptions::single_thread_cpu): the thread
+// and a child it starts run on that CPU only, and the old mask comes back.
+TEST(BenchPin, PinsTheThreadAndItsChildrenThenRestores) {
+  const std::vector<int> before = allowed_cpus();
+  const int cpu = default_single_thread_cpu();
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(cpu, before.back());
+  {
+    const ScopedCpuPin pin(cpu);
+    EXPECT_TRUE(pin.active());
+    EXPECT_EQ(allowed_cpus(), std::vector<int>{cpu});
+    EXPECT_EQ(sched_getcpu(), cpu);
+    const std::string child = read_command("grep Cpus_allowed_list /proc/self/status");
+    EXPECT_NE(child.find(":\t" + std::to_string(cpu) + "\n"), std::string::npos) << child;
+  }
+  EXPECT_EQ(allowed_cpus(), before);
+}
+
+TEST(BenchPin, ACpuOutsideTheMaskIsAnErrorAndMinusOneIsNoPin) {
+  const std::vector<int> before = allowed_cpus();
+  EXPECT_THROW(ScopedCpuPin{CPU_SETSIZE + 1}, Error);
+  EXPECT_THROW(ScopedCpuPin{before.back() + 1}, Error);
+  {
+    const ScopedCpuPin none(-1);
+    EXPECT_FALSE(none.active());
+    EXPECT_EQ(allowed_cpus(), before);
+  }
+  EXPECT_EQ(allowed_cpus(), before);
+}
 
 TEST(BenchChild, ResultLineRoundTrips) {
   ChildResult r;
@@ -237,4 +289,15 @@ TEST(BenchChild, ArgumentsCarryTheWarmUpTime) {
   o.min_warmup_seconds = 0.125;
   const std::vector<std::string> args = child_args("openblas", p, 2, o, 3);
   EXPECT_NE(std::find(args.begin(), args.end(), "min_warmup_seconds=0.125"), args.end());
+}
+
+// The CLI pins one-thread rows to the CPU it is given, and not with "off".
+TEST(BenchPin, OneThreadRowsSayWhereTheyRan) {
+  const std::string cpu = std::to_string(allowed_cpus().front());
+  const CliResult pinned = run_cli("bench gemm --impl gold --sizes 16 --reps 1 --pin-cpu " + cpu);
+  ASSERT_EQ(pinned.status, 0) << pinned.err;
+  EXPECT_NE(pinned.err.find("gold, 1 thread(s) on CPU " + cpu), std::string::npos) << pinned.err;
+  const CliResult off = run_cli("bench gemm --impl gold --sizes 16 --reps 1 --pin-cpu off");
+  ASSERT_EQ(off.status, 0) << off.err;
+  EXPECT_EQ(off.err.find(" on CPU "), std::string::npos) << off.err;
 }

@@ -25,6 +25,8 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --stat mean", "use median or min");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --rounds 0", "--rounds 0 is out of range");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --pin-cpu x", "--pin-cpu (auto, off or a CPU) 'x' is not a whole number");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --pin-cpu 4095", "CPU 4095 is not one this process may run on");
   expect_cli_bad_input("frobnicate", "subcommand");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");

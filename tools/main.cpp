@@ -170,6 +170,7 @@ struct BenchArgs {
   std::string layout_a, layout_b, layout_c;
   double alpha = 1.0, beta = 0.0;
   int reps = 0, rounds = 1;
+  std::string pin_cpu = "auto";
   std::uint64_t seed = 42;
   std::string stat = "median";
 };
@@ -189,6 +190,11 @@ int cmd_bench_gemm(const BenchArgs& b) {
   o.best_of = b.stat == "min";
   if (b.rounds < 1 || b.rounds > 1000) throw Error("--rounds " + std::to_string(b.rounds) + " is out of range 1..1000");
   o.rounds = b.rounds;
+  if (b.pin_cpu == "off") {
+    o.single_thread_cpu = -1;
+  } else if (b.pin_cpu != "auto") {
+    o.single_thread_cpu = static_cast<int>(whole(b.pin_cpu, "--pin-cpu (auto, off or a CPU)", 0, 4095));
+  }
   std::vector<std::array<index_t, 3>> shapes;  // m, k, n
   for (const std::string& s : split_list(b.sizes, ',')) {
     const index_t v = whole(s, "--sizes");
@@ -289,6 +295,9 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--rounds", b.rounds,
                          "time every implementation of a problem this many times in turn; rows report --stat over "
                          "the rounds and the per-round ratios to the best baseline");
+  bench_gemm->add_option("--pin-cpu", b.pin_cpu,
+                         "one-thread CPU rows (parray and the baselines' children) run on this CPU: auto (default: "
+                         "the highest this process may use), off, or a CPU number");
   bench_gemm->add_option("--seed", b.seed);
   bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV");

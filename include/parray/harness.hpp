@@ -113,6 +113,30 @@ TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_
                           double target_seconds, const std::function<void()>& finish = {},
                           double min_warmup_seconds = 0);
 
+// One-thread timings on one CPU. On the shared 2-vCPU VM one vCPU at times
+// ran a 64^3 or 512^3 product 20-30 % slower than the other for seconds at a
+// time (host contention that the steal counter does not show), so a
+// one-thread row timed here on one vCPU and a baseline's child on the other
+// compared the vCPUs, not the libraries (docs/cpu-gemm.md, session 13).
+// The highest CPU this process may run on (CPU 0 takes most interrupts), or
+// -1 where affinity cannot be read.
+int default_single_thread_cpu();
+// Pins the calling thread to `cpu` for its lifetime and restores its mask
+// after; a child spawned meanwhile inherits the pin. cpu < 0: does nothing.
+// Throws Error for a CPU this process may not run on.
+class ScopedCpuPin {
+ public:
+  explicit ScopedCpuPin(int cpu);
+  ~ScopedCpuPin();
+  ScopedCpuPin(const ScopedCpuPin&) = delete;
+  ScopedCpuPin& operator=(const ScopedCpuPin&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false;
+  std::vector<unsigned char> saved_;  // the cpu_set_t it replaced
+};
+
 // The FMA peak of this CPU in GFLOP/s, measured with a register-resident FMA
 // loop on `threads` threads with the widest vector unit cpuid reports.
 // Measured once per (dtype, threads) and kept.
@@ -165,6 +189,9 @@ struct BenchOptions {
   // a row then reports the same statistic over its rounds.
   int rounds = 1;
   double child_timeout_seconds = 600;  // a child still running then is killed
+  // One-thread CPU rows (this process and the baselines' children alike) run
+  // pinned to this CPU (ScopedCpuPin): -2 default_single_thread_cpu(), -1 not pinned.
+  int single_thread_cpu = -2;
 };
 
 std::vector<BenchRow> run_gemm_bench(const BenchOptions& options);

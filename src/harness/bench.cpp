@@ -75,6 +75,9 @@ bool timed_in_child(const GemmImpl& impl, const BenchOptions& o) {
 void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
   const GemmImpl& impl = *cell.impl;
   BenchRow& row = cell.row;
+  // One-thread CPU rows on one CPU, the baselines' children too (they inherit
+  // the pin): parray and the baselines then meet the same vCPU.
+  const ScopedCpuPin pin(impl.device == Device::cpu && row.threads == 1 ? o.single_thread_cpu : -1);
   if (timed_in_child(impl, o)) {
     // Verified here against this case's reference, timed there.
     time_in_child(gcase, impl, row.threads, o, row);
@@ -99,8 +102,11 @@ void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
 
 }  // namespace
 
-std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
-  if (o.rounds < 1) throw Error("bench: rounds must be at least 1");
+std::vector<BenchRow> run_gemm_bench(const BenchOptions& options) {
+  if (options.rounds < 1) throw Error("bench: rounds must be at least 1");
+  BenchOptions o = options;
+  if (o.single_thread_cpu == -2) o.single_thread_cpu = default_single_thread_cpu();
+  { const ScopedCpuPin check(o.single_thread_cpu); }  // a CPU this process may not use: an error before any row
   std::vector<BenchRow> rows;
   std::vector<const GemmImpl*> impls;
   for (const std::string& name : o.impls) impls.push_back(&registry().find(name));
@@ -165,8 +171,11 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& o) {
           ++step;
           if (!cell.timed) continue;
           if (o.progress)
-            std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s%s\n", step, steps, cell.impl->name.c_str(),
+            std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s%s%s\n", step, steps, cell.impl->name.c_str(),
                          threads, timed_in_child(*cell.impl, o) ? " (in a child process)" : "",
+                         cell.impl->device == Device::cpu && threads == 1 && o.single_thread_cpu >= 0
+                             ? fmt::format(" on CPU {}", o.single_thread_cpu).c_str()
+                             : "",
                          o.rounds > 1 ? fmt::format(", round {}/{}", round + 1, o.rounds).c_str() : "");
           run_round(gcase, cell, o);
         }
