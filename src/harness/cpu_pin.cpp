@@ -1,6 +1,7 @@
 // One-thread benchmark rows pinned to one CPU (ScopedCpuPin, harness.hpp).
 #include <sched.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
 
