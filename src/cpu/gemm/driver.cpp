@@ -380,6 +380,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
   const AxisOffsets c_rows_t(call.c.layout.rows), c_cols_t(call.c.layout.cols);
   auto c_row = [&](index_t i) { return axis_offset(call.c.layout.rows, c_rows_t, i); };
   auto c_col = [&](index_t j) { return axis_offset(call.c.layout.cols, c_cols_t, j); };
+  const bool c_cols_unit = call.c.layout.cols.is_strided() && call.c.layout.cols.stride[0] == 1;
 
   const index_t nc_max = std::min<index_t>(bs.nc, (n + nr - 1) / nr * nr);
   const index_t kc_max = std::min<index_t>(bs.kc, k);
@@ -461,7 +462,6 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
             bool contiguous;  // NR adjacent columns of C: written in place
             T* c_tile;        // C at its first column (the kernel adds the row offsets)
           };
-          const bool c_cols_unit = call.c.layout.cols.is_strided() && call.c.layout.cols.stride[0] == 1;
           const index_t panel_lines = (nr * kc * static_cast<index_t>(sizeof(T)) + 63) / 64;
           auto load_panel = [&](index_t jp, Panel& p) {
             const index_t j = jc + jp * nr;
@@ -483,7 +483,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
           // memory (docs/cpu-gemm.md): the row tiles of this panel prefetch it
           // into L2 in turn, kc / 4 lines each. Along rows the B block is in L2.
           auto run_tile = [&](const Panel& p, index_t ir) {
-            const index_t i = ic + ir, rows = std::min<index_t>(mr, mc - ir);
+            const index_t rows = std::min<index_t>(mr, mc - ir);
             const T* ap = a_packed + ir * kc;
             const index_t first_line = ir / mr * (kc / 4);
             const T* b_next = order == TileOrder::down_columns && first_line < panel_lines
@@ -496,7 +496,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
               index_t tile_cols[64];
               for (index_t cidx = 0; cidx < p.cols; ++cidx) tile_cols[cidx] = c_col(p.first_col + cidx);
               for (index_t r = 0; r < rows; ++r) {
-                const index_t row_off = c_row(i + r);
+                const index_t row_off = block_rows_c[static_cast<std::size_t>(ir + r)];
                 for (index_t cidx = 0; cidx < p.cols; ++cidx) {
                   T& out = call.c.data[row_off + tile_cols[cidx]];
                   const T v = call.alpha * edge[r * nr + cidx];
