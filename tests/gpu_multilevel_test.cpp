@@ -51,6 +51,8 @@ INSTANTIATE_TEST_SUITE_P(Splits, GpuMultilevel,
                                          Shape{257, 131, 129, "row", 0.0}, // odd, unaligned rows
                                          Shape{1037, 1055, 1031, "row", 0.0},
                                          Shape{263, 1000, 300, "row", 0.75},  // beta, K split over 8 parts
+                                         // whole aligned tiles: the part tile's 16-byte copies of A
+                                         Shape{512, 2048, 384, "row", 0.25},
                                          Shape{300, 517, 263, "col", 0.0},
                                          Shape{129, 77, 200, "col", -1.5},
                                          Shape{640, 640, 640, "fig17", 0.0}));
