@@ -40,6 +40,17 @@ __global__ __launch_bounds__(256) void col_to_row_major(int K, int N, const floa
   }
 }
 
+}  // namespace
+
+void pipelined::transpose_on_stream(cudaStream_t stream, int rows, int cols, const float* src, index_t lds,
+                                    float* dst, index_t ldd) {
+  if (rows <= 0 || cols <= 0) return;
+  const dim3 grid(unsigned(ceil_div(rows, 32)), unsigned(std::min<index_t>(ceil_div(cols, 32), 65535)));
+  col_to_row_major<<<grid, 256, 0, stream>>>(rows, cols, src, lds, dst, ldd);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
 // Row-major A with column-major B (both along k) as row-major A and B: B
 // copied into a row-major workspace first, then the wide tile. Why: with
 // both operands staged through registers only the 128 x 128 tile fits (the
@@ -62,11 +73,7 @@ bool run_with_b_row_major(const OpA& a, const StridedOperand<const float>& b, co
     if (floats * sizeof(float) > free_bytes / 2) return false;
   }
   float* packed = device_buffer<float, PackBTag>(floats, false);
-  if (cur.K > 0) {
-    const dim3 grid(unsigned(ceil_div(cur.K, 32)), unsigned(std::min<index_t>(ceil_div(cur.N, 32), 65535)));
-    col_to_row_major<<<grid, 256, 0, cur_stream>>>(cur.K, cur.N, b.p, b.cs, packed, ldd);
-    PARRAY_CUDA_CHECK_LAUNCH();
-  }
+  transpose_on_stream(cur_stream, cur.K, cur.N, b.p, b.cs, packed, ldd);
   launch_best<BestWideShape, true, false>(a, StridedOperand<const float>{packed, ldd, 1}, c);
   return true;
 }

@@ -120,6 +120,12 @@ using BestDefaultShape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 
 // as the default's).
 using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 8>;
 
+// dst (rows x cols, row-major, row stride ldd) = src (rows x cols,
+// column-major: src(r, c) at src[r + c lds]), coalesced both ways through
+// shared-memory tiles (launch_best.cu). Nothing for an empty matrix.
+void transpose_on_stream(cudaStream_t stream, int rows, int cols, const float* src, index_t lds, float* dst,
+                         index_t ldd);
+
 // Whether an M x N product with row-major A and B takes BestWideShape
 // (`copies` such products running at once: their tiles fill the SMs together).
 inline bool best_wide_fits(long long m, long long n, int copies = 1) {

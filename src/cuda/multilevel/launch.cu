@@ -84,11 +84,14 @@ namespace {
 // blocks are the whole tiles, so that the pieces start as SMs free up — 4.5
 // points slower at 8192^3 t2 (107.3 against 102.8 % of the single kernel),
 // 2.6 at 4096^3 t8: the piece kernel runs whole tiles slower than best_sgemm.
-template <class Shape>
+// AK: A row-major (along k), else column-major (along m; lda its column
+// stride).
+template <class Shape, bool AK = true>
 void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                         const float* b, long long ldb, AddOperand<float> c, int parts, int part) {
-  auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, AddOperand<float>>;
-  auto kp = ladder::best_sgemm_add_piece<Shape, true, false, OpIn, OpIn, AddOperand<float>>;
+  auto kern = ladder::best_sgemm<Shape, AK, false, OpIn, OpIn, AddOperand<float>>;
+  auto kp = ladder::best_sgemm_add_piece<Shape, AK, false, OpIn, OpIn, AddOperand<float>>;
+  const OpIn oa = AK ? OpIn{a, lda, 1} : OpIn{a, 1, lda};
   pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);
   pipelined::allow_smem_on_current_device(kp, Shape::smem_bytes);
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
@@ -105,21 +108,43 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   const long long grid = plan.tiles > 0 ? plan.dp_tiles : tiles;
   if (grid > 0) {
     kern<<<dim3(unsigned(grid), 1, 1), Shape::NT, Shape::smem_bytes, stream>>>(
-        m, n, k, alpha, OpIn{a, lda, 1}, OpIn{b, ldb, 1}, 1.f, c, group, kts, 0, ladder::BatchOffsets{});
+        m, n, k, alpha, oa, OpIn{b, ldb, 1}, 1.f, c, group, kts, 0, ladder::BatchOffsets{});
     PARRAY_CUDA_CHECK_LAUNCH();
   }
   if (plan.tiles == 0) return;
   pipelined::StreamScope on(stream);  // the piece table is uploaded on this stream
   const pipelined::PieceTable pieces = pipelined::streamk_pieces_on_device(plan, kts);
-  kp<<<unsigned(pieces.count), Shape::NT, Shape::smem_bytes, stream>>>(m, n, k, alpha, OpIn{a, lda, 1},
-                                                                       OpIn{b, ldb, 1}, 1.f, c, group, pieces.pieces);
+  kp<<<unsigned(pieces.count), Shape::NT, Shape::smem_bytes, stream>>>(m, n, k, alpha, oa, OpIn{b, ldb, 1}, 1.f, c,
+                                                                       group, pieces.pieces);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 }  // namespace
 
+namespace {
+// PARRAY_ML_KSPLIT_WIDE: 0 never the wide tile, 1 wherever it fits, 2 (the
+// default) for parts of K > 512 only.
+bool part_takes_wide_tile(int m, int n, int k, int parts_in_flight) {
+  static const int wide_rule = pipelined::env_int("PARRAY_ML_KSPLIT_WIDE", 2);
+  const bool wide_allowed = wide_rule == 1 || (wide_rule == 2 && k > 512);
+  return wide_allowed && pipelined::best_wide_fits(m, n, parts_in_flight);
+}
+}  // namespace
+
+bool part_wants_col_major_a(int m, int n, int k, int parts_in_flight) {
+  static const int rule = pipelined::env_int("PARRAY_ML_KSPLIT_AT", 1);
+  if (rule == 0 || part_takes_wide_tile(m, n, k, parts_in_flight)) return false;
+  return rule == 2 || pipelined::best_wide_fits(m, n, parts_in_flight);
+}
+
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part) {
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part,
+                             bool a_col_major) {
   const AddOperand<float> oc{{c, ldc, 1}};
+  if (a_col_major) {  // the 128 x 128 tile, both operands by 16-byte cp.async
+    add_part_on_stream<pipelined::BestDefaultShape, false>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight,
+                                                           part);
+    return;
+  }
   // Parts of K <= 512 take the 128 x 128 tile even where the wide one fits:
   // two blocks per SM, so one block's epilogue of atomic additions overlaps
   // the other's k-loop, where the wide tile (one block per SM) waits through
@@ -128,12 +153,15 @@ void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alp
   // the single kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3
   // over 4, 8192^3 over 8) the wide tile stayed ahead. PARRAY_ML_KSPLIT_WIDE:
   // 0 never the wide tile, 1 wherever it fits, 2 (default) the rule above.
-  static const int wide_rule = pipelined::env_int("PARRAY_ML_KSPLIT_WIDE", 2);
-  const bool wide_allowed = wide_rule == 1 || (wide_rule == 2 && k > 512);
-  if (wide_allowed && pipelined::best_wide_fits(m, n, parts_in_flight))
+  if (part_takes_wide_tile(m, n, k, parts_in_flight))
     add_part_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
   else
     add_part_on_stream<pipelined::BestDefaultShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
+}
+
+void transpose_on_stream(cudaStream_t stream, int rows, int cols, const float* src, long long lds, float* dst,
+                         long long ldd) {
+  pipelined::transpose_on_stream(stream, rows, cols, src, lds, dst, ldd);
 }
 
 void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc) {

@@ -31,8 +31,29 @@ void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, 
 // `parts_in_flight` products of the same shape in flight together, and it
 // runs its share of their joint stream-K tail (parray/cuda/streamk_plan.hpp
 // plan_parts_tail); -1: one grid of whole tiles. The order of the additions is not fixed.
+// a_col_major: A is column-major, A(i, k) at a[i + k lda] (a part's slice of
+// a column-major copy of A: part_wants_col_major_a); it takes the 128 x 128
+// tile.
 void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
-                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part);
+                             const float* b, long long ldb, float* c, long long ldc, int parts_in_flight, int part,
+                             bool a_col_major = false);
+
+// Whether such a part runs from a column-major copy of its slice of A. Parts
+// of K <= 512 take the 128 x 128 tile (two blocks per SM, so one block's
+// epilogue of atomic additions overlaps the other's k-loop), whose k-loop
+// with row-major A — staged through registers and stored transposed — runs
+// ~6 % below the wide tile's; with A along m both operands go by 16-byte
+// cp.async and the tile ran level with the wide one on a single product
+// (H100, fifth session: 2.955-2.968 against 3.007-3.025 ms at 4096^3).
+// PARRAY_ML_KSPLIT_AT: 0 never; 1 (default) where the parts fill the GPU
+// with wide tiles but are too short for them; 2 wherever a part takes the
+// 128 x 128 tile (tests).
+bool part_wants_col_major_a(int m, int n, int k, int parts_in_flight);
+
+// dst (rows x cols, row-major, row stride ldd) = src (rows x cols,
+// column-major, column stride lds).
+void transpose_on_stream(cudaStream_t stream, int rows, int cols, const float* src, long long lds, float* dst,
+                         long long ldd);
 
 // C = beta C on `stream` (C is not read when beta == 0).
 void scale_on_stream(cudaStream_t stream, int m, int n, float beta, float* c, long long ldc);

@@ -24,7 +24,9 @@ namespace {
 
 using cuda::multilevel::gemm_best_add_on_stream;
 using cuda::multilevel::gemm_best_on_stream;
+using cuda::multilevel::part_wants_col_major_a;
 using cuda::multilevel::scale_on_stream;
+using cuda::multilevel::transpose_on_stream;
 using cuda::multilevel::sum_parts_on_stream;
 
 // Part i of n items over t threads: [begin, end), sizes differ by at most one
@@ -408,6 +410,15 @@ bool ksplit_adds() {
   throw Error(std::string("PARRAY_ML_KSPLIT_SUM must be add or pass, got '") + e + "'");
 }
 
+// Whether a workspace of `floats` more fits: up to 256 MiB always, beyond
+// that only where the GPU has room for it twice over.
+bool room_for(size_t floats) {
+  if (floats * sizeof(float) <= (size_t(256) << 20)) return true;
+  size_t free_bytes = 0, total_bytes = 0;
+  PARRAY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return floats * sizeof(float) <= free_bytes / 2;
+}
+
 // K split: thread i multiplies A[:, K_i] B[K_i, :] on its stream, in chunks
 // along K that accumulate (host operands: the copies of chunk j + 1 overlap
 // the kernel of chunk j), all parts at once, and adds it into C (thread 0
@@ -458,6 +469,15 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   float* W = direct || adds ? nullptr : cx.dw.get(size_t(parts) * size_t(slice));
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
+  // Device operands, adding, parts short enough for the 128 x 128 tile: each
+  // part first copies its slice of A into its columns of a column-major copy
+  // (rows padded to 4 floats), so that the tile loads both operands by
+  // 16-byte cp.async (part_wants_col_major_a). The copy moves 8 M K bytes in
+  // all, the parts' copies running beside the other parts' products.
+  const long long ldt = (M + 3) / 4 * 4;
+  const bool col_major_a = adds && !host && part_wants_col_major_a(int(M), int(N), int((K + parts - 1) / parts), parts) &&
+                           room_for(size_t(ldt) * size_t(K));
+  float* At = col_major_a ? cx.dw.get(size_t(ldt) * size_t(K)) : nullptr;
   // Device operands, adding: the calling thread (thread 0, stream 0) scales C
   // before the threads start, so no thread waits for another on the host —
   // neither here nor at the end, where each waits for its own stream only
@@ -507,13 +527,18 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
       const bool first = k0 == kr.begin;
       if (direct)
         gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
-      else if (adds)  // one chunk (device operands): the parts' joint tail by the order in which
+      else if (adds) {  // one chunk (device operands): the parts' joint tail by the order in which
         // they are launched (the last one's tiles run last, and it takes the tail)
+        if (col_major_a) {
+          transpose_on_stream(s, int(kc), int(M), a, la, At + k0 * ldt, ldt);
+          a = At + k0 * ldt, la = ldt;
+        }
         gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts,
-                                kc == kr.size() ? cx.launched.fetch_add(1) : -1);
-      else
+                                kc == kr.size() ? cx.launched.fetch_add(1) : -1, col_major_a);
+      } else {
         gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
                             ldw, parts);
+      }
     }
     if (no_barriers) {  // C is complete once every stream is: detour returns after all of them
       if (!in_turn) PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));  // else run_parts waits
