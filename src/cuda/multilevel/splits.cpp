@@ -475,7 +475,8 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   // 16-byte cp.async (part_wants_col_major_a). The copy moves 8 M K bytes in
   // all, the parts' copies running beside the other parts' products.
   const long long ldt = (M + 3) / 4 * 4;
-  const bool col_major_a = adds && !host && part_wants_col_major_a(int(M), int(N), int((K + parts - 1) / parts), parts) &&
+  const int longest_part = int((K + parts - 1) / parts);
+  const bool col_major_a = adds && !host && part_wants_col_major_a(int(M), int(N), longest_part, parts) &&
                            room_for(size_t(ldt) * size_t(K));
   float* At = col_major_a ? cx.dw.get(size_t(ldt) * size_t(K)) : nullptr;
   // Device operands, adding: the calling thread (thread 0, stream 0) scales C
