@@ -55,6 +55,13 @@ void copy(MatrixView<const T> src, MatrixView<T> dst) {
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
+bool workspace_fits(std::size_t bytes) {
+  if (bytes <= (std::size_t(256) << 20)) return true;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PARRAY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return bytes <= free_bytes / 2;
+}
+
 template void copy<float>(MatrixView<const float>, MatrixView<float>);
 template void copy<double>(MatrixView<const double>, MatrixView<double>);
 template void scale<float>(float, MatrixView<float>);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "parray/cuda/memory.hpp"
 #include "pipelined_common.cuh"
 #include "strided_blocks.hpp"
 
@@ -66,12 +67,7 @@ bool run_with_b_row_major(const OpA& a, const StridedOperand<const float>& b, co
   if (!enabled || b.rs != 1 || cur_batch.count != 1 || !(force || best_wide_fits(cur.M, cur.N))) return false;
   const index_t ldd = (index_t(cur.N) + 3) / 4 * 4;
   const size_t floats = size_t(std::max(cur.K, 1)) * size_t(ldd);
-  // A large copy of B only where the GPU has room for it twice over.
-  if (floats * sizeof(float) > (size_t(256) << 20)) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PARRAY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (floats * sizeof(float) > free_bytes / 2) return false;
-  }
+  if (!workspace_fits(floats * sizeof(float))) return false;  // a large copy of B only where there is room
   float* packed = device_buffer<float, PackBTag>(floats, false);
   transpose_on_stream(cur_stream, cur.K, cur.N, b.p, b.cs, packed, ldd);
   launch_best<BestWideShape, true, false>(a, StridedOperand<const float>{packed, ldd, 1}, c);

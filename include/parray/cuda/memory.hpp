@@ -10,6 +10,8 @@
 //   cuda::copy(dev.view(), blocked.view(f18.view));      // on the GPU
 #pragma once
 
+#include <cstddef>
+
 #include "parray/array.hpp"
 #include "parray/matrix.hpp"
 
@@ -25,6 +27,11 @@ void copy(MatrixView<const T> src, MatrixView<T> dst);
 // alpha == 0 cases of a GEMM whose C is in device memory). Any layout.
 template <class T>
 void scale(T beta, MatrixView<T> c);
+
+// Whether a device workspace of `bytes` more may be taken on the current
+// GPU: up to 256 MiB always, beyond that only where the GPU has room for it
+// twice over (a faster path's copy must not push the caller out of memory).
+bool workspace_fits(std::size_t bytes);
 
 // The same storage (same type) in another memory space, copied whole.
 template <class T>

@@ -410,15 +410,6 @@ bool ksplit_adds() {
   throw Error(std::string("PARRAY_ML_KSPLIT_SUM must be add or pass, got '") + e + "'");
 }
 
-// Whether a workspace of `floats` more fits: up to 256 MiB always, beyond
-// that only where the GPU has room for it twice over.
-bool room_for(size_t floats) {
-  if (floats * sizeof(float) <= (size_t(256) << 20)) return true;
-  size_t free_bytes = 0, total_bytes = 0;
-  PARRAY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return floats * sizeof(float) <= free_bytes / 2;
-}
-
 // K split: thread i multiplies A[:, K_i] B[K_i, :] on its stream, in chunks
 // along K that accumulate (host operands: the copies of chunk j + 1 overlap
 // the kernel of chunk j), all parts at once, and adds it into C (thread 0
@@ -477,7 +468,7 @@ void split_k(const GemmCall<float>& call, int threads, bool host) {
   const long long ldt = (M + 3) / 4 * 4;
   const int longest_part = int((K + parts - 1) / parts);
   const bool col_major_a = adds && !host && part_wants_col_major_a(int(M), int(N), longest_part, parts) &&
-                           room_for(size_t(ldt) * size_t(K));
+                           cuda::workspace_fits(size_t(ldt) * size_t(K) * sizeof(float));
   float* At = col_major_a ? cx.dw.get(size_t(ldt) * size_t(K)) : nullptr;
   // Device operands, adding: the calling thread (thread 0, stream 0) scales C
   // before the threads start, so no thread waits for another on the host —
