@@ -126,31 +126,35 @@ TEST(Cli, StreamingStoresOfCVerify) {
 }
 
 // The packed path's block sizes: the rule PARRAY_CPU_BLOCKING names is the one
-// `parray list` reports, and parray-cpu verifies under each (K of 1100 is two
-// K blocks under the L2 rule, three under the L1 one); PARRAY_CPU_TUNING adds
-// one implementation per KCxMC, whose small blocks take many K steps and row
-// blocks (MC 9 rounds down to the 8-row tile), and a malformed entry is bad input.
+// `parray list` reports, and parray-cpu verifies under each (K of 1100 is one
+// K block stretched past KC 1024 under the L2 rule, three blocks under the L1
+// one; 1200 is two under the L2 rule, 1024 + 176); PARRAY_CPU_TUNING adds one
+// implementation per KCxMC, whose small blocks take many K steps and row
+// blocks (MC 9 rounds down to the 8-row tile; K 264 at KC 64 ends in a
+// stretched block of 72), and a malformed entry is bad input.
 TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
   const ScopedEnv packed("PARRAY_CPU_DIRECT", "0");
   for (const char* rule : {"l1", "l2"}) {
     const ScopedEnv env("PARRAY_CPU_BLOCKING", rule);
     const CliResult l = run_cli("list");
     EXPECT_NE(l.out.find(std::string("cpu blocking: ") + rule + " rule"), std::string::npos) << l.out;
-    for (const char* dtype : {"f32", "f64"}) {
-      const CliResult g = run_cli(std::string("gemm --impl parray-cpu -m 67 -n 53 -k 1100 --threads 2 --reps 1 "
-                                              "--beta 0.5 --dtype ") + dtype);
-      EXPECT_EQ(g.status, 0) << rule << " " << dtype << ": " << g.err;
-      EXPECT_NE(g.out.find("check OK"), std::string::npos) << rule << " " << dtype << ": " << g.out;
-    }
+    for (const char* dtype : {"f32", "f64"})
+      for (const char* k : {"1100", "1200"}) {
+        const CliResult g = run_cli(std::string("gemm --impl parray-cpu -m 67 -n 53 -k ") + k +
+                                    " --threads 2 --reps 1 --beta 0.5 --dtype " + dtype);
+        EXPECT_EQ(g.status, 0) << rule << " " << dtype << " k " << k << ": " << g.err;
+        EXPECT_NE(g.out.find("check OK"), std::string::npos) << rule << " " << dtype << " k " << k << ": " << g.out;
+      }
   }
   {
     const ScopedEnv env("PARRAY_CPU_TUNING", "64x16,40x9");
-    for (const char* impl : {"parray-cpu-kc64-mc16", "parray-cpu-kc40-mc9"}) {
-      const CliResult g = run_cli(std::string("gemm --impl ") + impl +
-                                  " -m 97 -n 101 -k 300 --threads 2 --layout-a col --dtype f64 --reps 1");
-      EXPECT_EQ(g.status, 0) << impl << ": " << g.err;
-      EXPECT_NE(g.out.find("check OK"), std::string::npos) << impl << ": " << g.out;
-    }
+    for (const char* impl : {"parray-cpu-kc64-mc16", "parray-cpu-kc40-mc9"})
+      for (const char* k : {"300", "264"}) {
+        const CliResult g = run_cli(std::string("gemm --impl ") + impl + " -m 97 -n 101 -k " + k +
+                                    " --threads 2 --layout-a col --dtype f64 --reps 1");
+        EXPECT_EQ(g.status, 0) << impl << " k " << k << ": " << g.err;
+        EXPECT_NE(g.out.find("check OK"), std::string::npos) << impl << " k " << k << ": " << g.out;
+      }
   }
   {
     const ScopedEnv bad("PARRAY_CPU_TUNING", "1024");

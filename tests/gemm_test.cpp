@@ -56,15 +56,18 @@ std::vector<GemmProblem> grid() {
   // under the l2 rule the row-major ones may take the direct path by default, so
   // ctest also runs these with PARRAY_CPU_DIRECT=0 under both rules,
   // tests/CMakeLists.txt). Under the l1 rule K
-  // over several KC blocks with a short last one (800 = 384 + 384 + 32, and
-  // k % 4 != 0 in 798), edge rows (300 % 8) and columns (150 % 48 = 6,
-  // 150 % 24 = 6), beta accumulating into C.
+  // over several KC blocks: a last one stretched by up to an eighth (800 =
+  // 384 + 416, and k % 4 != 0 in 798 = 384 + 414) or a short one (900 = 384 +
+  // 384 + 132); edge rows (300 % 8) and edge columns in one, two or three
+  // vectors of the last panel (the narrow tiles: 150 % 48 = 6, 170 % 48 = 26,
+  // 180 % 48 = 36; 150 % 24 = 6, 170 % 24 = 2, 180 % 24 = 12), beta
+  // accumulating into C.
   for (Dtype d : {Dtype::f32, Dtype::f64})
   for (const char* l : {"row", "fig17"})
-    for (index_t k : {800, 798}) {
+    for (auto [k, n] : {std::pair<index_t, index_t>{800, 150}, {798, 170}, {900, 180}}) {
       GemmProblem p;
       p.dtype = d;
-      p.m = 300, p.k = k, p.n = 150;
+      p.m = 300, p.k = k, p.n = n;
       p.layout_a = p.layout_b = p.layout_c = l;
       p.alpha = -1.5, p.beta = 0.5;
       out.push_back(p);

@@ -150,6 +150,16 @@ void pack_b_rows(const T* b, RowAx row, index_t col0, index_t p0, index_t kc, in
   }
 }
 
+// The K block that starts with `left` of K to go: KC, but a last block up to
+// an eighth longer takes the rest in one. A short tail block (K = 1055 at KC
+// 1024: 1024 + 31) costs a whole pass of loads and stores over C and a
+// repacking of both operands for a few k steps: 1037 x 31 x 1031 alone runs
+// at half the kernel's rate, ~2 % of the whole product's time
+// (docs/perf-notes.md, CPU session 15). The eighth keeps the stretched B
+// micro-panel within the cache its rule sizes it for.
+index_t k_block_limit(index_t kc) { return kc + kc / 8; }
+index_t k_block(index_t left, index_t kc) { return left <= k_block_limit(kc) ? left : kc; }
+
 // The rows of the next row block, left rows before the end of a KC step: MC
 // (mc) while plenty are left, then a share of what is left, no fewer than
 // least, MR-aligned except for the last block; one thread: always mc.
@@ -363,14 +373,24 @@ TileOrder choose_tile_order(index_t m, index_t n, index_t k, std::size_t element
                                                                        : TileOrder::down_columns;
 }
 
+// The last micro-panel of a block may hold fewer columns than NR (1024 =
+// 21 x 48 + 16): the full tile computes all NR and throws the rest away (3 %
+// of the FMAs at 1024^3 FP32), a narrow tile only the vectors that hold
+// columns. PARRAY_CPU_NARROW=0 takes the full tile (for measuring the change).
+bool narrow_edge_tiles() {
+  static const char* env = std::getenv("PARRAY_CPU_NARROW");
+  return !(env && env[0] == '0');
+}
+
 template <class T>
 void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes bs, TileOrder order) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+  const bool narrow_edges = narrow_edge_tiles();
   const int mr = uk.mr, nr = uk.nr;
   // Along rows every B micro-panel of the block is used by each row tile in
   // turn: the KC x NC block must stay in L2 (half of it).
   if (order == TileOrder::along_rows) {
-    const index_t kc = std::max<index_t>(std::min<index_t>(bs.kc, k), 1);
+    const index_t kc = std::max<index_t>(std::min<index_t>(k_block_limit(bs.kc), k), 1);
     const index_t fit = static_cast<index_t>(bs.l2_bytes / 2 / (static_cast<double>(kc) * sizeof(T)));
     bs.nc = std::clamp<index_t>(fit / nr * nr, nr, bs.nc);
   }
@@ -383,7 +403,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
   const bool c_cols_unit = call.c.layout.cols.is_strided() && call.c.layout.cols.stride[0] == 1;
 
   const index_t nc_max = std::min<index_t>(bs.nc, (n + nr - 1) / nr * nr);
-  const index_t kc_max = std::min<index_t>(bs.kc, k);
+  const index_t kc_max = std::min<index_t>(k_block_limit(bs.kc), k);
   // Two packed B blocks, used in turn: a thread done with its rows at one KC
   // step packs its share of the next block into the other buffer while the
   // others still read this one, so one barrier per KC step suffices (the one
@@ -418,8 +438,8 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
     for (index_t jc = 0; jc < n; jc += bs.nc) {
       const index_t nc = std::min<index_t>(bs.nc, n - jc);
       const index_t panels = (nc + nr - 1) / nr;
-      for (index_t pc = 0; pc < k; pc += bs.kc, ++step) {
-        const index_t kc = std::min<index_t>(bs.kc, k - pc);
+      for (index_t pc = 0, kc = 0; pc < k; pc += kc, ++step) {
+        kc = k_block(k - pc, bs.kc);
         T* const b_packed = b_buffers[step & 1];
         // All threads pack the shared B block, a contiguous range of NR panels each.
         const index_t jp0 = panels * t / nt, jp1 = panels * (t + 1) / nt;
@@ -482,6 +502,13 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
           // micro-panel's first use would otherwise wait for it from L3 or
           // memory (docs/cpu-gemm.md): the row tiles of this panel prefetch it
           // into L2 in turn, kc / 4 lines each. Along rows the B block is in L2.
+          // The kernel for a tile computed into the edge buffer: a narrow one
+          // when the panel's columns end within its first vectors.
+          auto edge_kernel = [&](index_t cols) {
+            const index_t vectors = uk.lanes > 0 ? (cols + uk.lanes - 1) / uk.lanes : 0;
+            return narrow_edges && vectors >= 1 && vectors <= 2 && uk.narrow[vectors - 1] ? uk.narrow[vectors - 1]
+                                                                                           : uk.run;
+          };
           auto run_tile = [&](const Panel& p, index_t ir) {
             const index_t rows = std::min<index_t>(mr, mc - ir);
             const T* ap = a_packed + ir * kc;
@@ -492,7 +519,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
             if (p.contiguous && rows == mr) {
               uk.run(kc, ap, p.packed, call.alpha, beta, p.c_tile, block_rows_c.data() + ir, b_next);
             } else {
-              uk.run(kc, ap, p.packed, T(1), T(0), edge, edge_rows, b_next);
+              edge_kernel(p.cols)(kc, ap, p.packed, T(1), T(0), edge, edge_rows, b_next);
               index_t tile_cols[64];
               for (index_t cidx = 0; cidx < p.cols; ++cidx) tile_cols[cidx] = c_col(p.first_col + cidx);
               for (index_t r = 0; r < rows; ++r) {

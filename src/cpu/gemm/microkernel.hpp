@@ -30,11 +30,18 @@ enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
 
 template <class T>
 struct MicroKernel {
+  using Run = void (*)(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset,
+                       const T* b_next);
   int mr;
   int nr;
-  void (*run)(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const index_t* row_offset,
-              const T* b_next);
+  Run run;
   const char* name;
+  // Narrow tiles for a micro-panel whose columns end within its first vectors
+  // (the last panel of a block, e.g. 1024 = 21 x 48 + 16 columns): narrow[v - 1]
+  // computes only the first v vectors (v * lanes columns) of each row, reading
+  // the same packed panels (rows nr apart). nullptr where there is none.
+  int lanes = 0;
+  Run narrow[2] = {nullptr, nullptr};
 };
 
 // A direct kernel computes rows x cols (any rows, in tiles of at most mr; cols <= nr) of C

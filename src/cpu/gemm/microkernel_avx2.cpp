@@ -44,11 +44,11 @@ struct Vec<double> {
 }  // namespace
 
 const MicroKernel<float>& microkernel_avx2_f32() {
-  static const MicroKernel<float> k{kMr, 16, &tile_kernel<Vec<float>, kMr, float>, "avx2 6x16"};
+  static const MicroKernel<float> k{kMr, 16, &vector_tile_kernel<Vec<float>, kMr, 2, 2, false, float>, "avx2 6x16"};
   return k;
 }
 const MicroKernel<double>& microkernel_avx2_f64() {
-  static const MicroKernel<double> k{kMr, 8, &tile_kernel<Vec<double>, kMr, double>, "avx2 6x8"};
+  static const MicroKernel<double> k{kMr, 8, &vector_tile_kernel<Vec<double>, kMr, 2, 2, false, double>, "avx2 6x8"};
   return k;
 }
 

@@ -31,6 +31,7 @@
 
 #include "direct_avx512.hpp"
 #include "microkernel.hpp"
+#include "microkernel_tile.hpp"
 
 namespace parray::cpu {
 
@@ -199,15 +200,23 @@ void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const
 #undef PARRAY_STEP
 #undef PARRAY_ROW
 
+// The narrow tiles (8 x 1 and 8 x 2 vectors over the 3-vector panels) are the
+// shared intrinsics tile: with 8 or 16 accumulators GCC keeps them in registers.
+template <class T>
+const MicroKernel<T>& avx512_kernel(const char* name) {
+  using V = Vec<T>;
+  static const MicroKernel<T> k{kMr,
+                                3 * V::lanes,
+                                &tile_kernel<T>,
+                                name,
+                                V::lanes,
+                                {&vector_tile_kernel<V, kMr, 1, 3, true, T>, &vector_tile_kernel<V, kMr, 2, 3, true, T>}};
+  return k;
+}
+
 }  // namespace
 
-const MicroKernel<float>& microkernel_avx512_f32() {
-  static const MicroKernel<float> k{kMr, 48, &tile_kernel<float>, "avx512 8x48"};
-  return k;
-}
-const MicroKernel<double>& microkernel_avx512_f64() {
-  static const MicroKernel<double> k{kMr, 24, &tile_kernel<double>, "avx512 8x24"};
-  return k;
-}
+const MicroKernel<float>& microkernel_avx512_f32() { return avx512_kernel<float>("avx512 8x48"); }
+const MicroKernel<double>& microkernel_avx512_f64() { return avx512_kernel<double>("avx512 8x24"); }
 
 }  // namespace parray::cpu
