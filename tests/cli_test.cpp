@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,36 @@ TEST(Cli, StreamingStoresOfCVerify) {
   unsetenv("PARRAY_CPU_STREAM");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+}
+
+// --interleave: each round goes over every problem (here two layouts of one
+// shape) before the next round, the problems' order reversed every other
+// round; each problem keeps its own row with all its rounds.
+TEST(Cli, BenchInterleavedRoundsGoOverEveryProblem) {
+  const std::string csv = testing::TempDir() + "parray_bench_interleave.csv";
+  const CliResult r = run_cli("bench gemm --impl gold --shapes 40x30x20 --layout row,col --threads 1 --reps 1 "
+                              "--rounds 3 --interleave --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> order;  // "LAYOUT, round R/3" of each timing line
+  std::istringstream lines(r.err);
+  for (std::string l; std::getline(lines, l);)
+    if (l.rfind("[bench ", 0) == 0 && l.find("round") != std::string::npos && l.find("x20 ") != std::string::npos)
+      order.push_back(l.substr(l.find("x20 ") + 4));
+  const std::vector<std::string> want = {"row, round 1/3", "col, round 1/3", "col, round 2/3",
+                                         "row, round 2/3", "row, round 3/3", "col, round 3/3"};
+  EXPECT_EQ(order, want) << r.err;
+  FILE* f = std::fopen(csv.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::array<char, 512> line{};
+  ASSERT_NE(std::fgets(line.data(), line.size(), f), nullptr);
+  std::vector<std::string> layouts;
+  while (std::fgets(line.data(), line.size(), f)) {
+    const std::string row = line.data();
+    EXPECT_NE(row.find(",0.0,3,"), std::string::npos) << row;  // no baseline; three rounds
+    layouts.push_back(row.find(",row,1,") != std::string::npos ? "row" : row.find(",col,1,") != std::string::npos ? "col" : row);
+  }
+  std::fclose(f);
+  EXPECT_EQ(layouts, (std::vector<std::string>{"row", "col"}));
 }
 
 // The packed path's block sizes: the rule PARRAY_CPU_BLOCKING names is the one

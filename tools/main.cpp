@@ -170,6 +170,7 @@ struct BenchArgs {
   std::string layout_a, layout_b, layout_c;
   double alpha = 1.0, beta = 0.0;
   int reps = 0, rounds = 1;
+  bool interleave = false;
   std::string pin_cpu = "auto";
   std::uint64_t seed = 42;
   std::string stat = "median";
@@ -190,6 +191,7 @@ int cmd_bench_gemm(const BenchArgs& b) {
   o.best_of = b.stat == "min";
   if (b.rounds < 1 || b.rounds > 1000) throw Error("--rounds " + std::to_string(b.rounds) + " is out of range 1..1000");
   o.rounds = b.rounds;
+  o.interleave_problems = b.interleave;
   if (b.pin_cpu == "off") {
     o.single_thread_cpu = -1;
   } else if (b.pin_cpu != "auto") {
@@ -295,6 +297,9 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--rounds", b.rounds,
                          "time every implementation of a problem this many times in turn; rows report --stat over "
                          "the rounds and the per-round ratios to the best baseline");
+  bench_gemm->add_flag("--interleave", b.interleave,
+                       "each round goes over all the problems (sizes, shapes, layouts) in turn, so that ratios "
+                       "between problems come from the same minutes; every problem stays in memory");
   bench_gemm->add_option("--pin-cpu", b.pin_cpu,
                          "one-thread CPU rows (parray and the baselines' children) run on this CPU: auto (default: "
                          "the highest this process may use), off, or a CPU number");

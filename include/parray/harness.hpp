@@ -188,6 +188,11 @@ struct BenchOptions {
   // and timed once per round, in turn (the order reversed every other round);
   // a row then reports the same statistic over its rounds.
   int rounds = 1;
+  // Rounds over all the problems in turn (the problems' order reversed every
+  // other round) instead of one problem after another: ratios between problems
+  // (one shape in several layouts) then come from the same minutes of a
+  // machine whose speed drifts. Every problem's operands stay in memory.
+  bool interleave_problems = false;
   double child_timeout_seconds = 600;  // a child still running then is killed
   // One-thread CPU rows (this process and the baselines' children alike) run
   // pinned to this CPU (ScopedCpuPin): -2 default_single_thread_cpu(), -1 not pinned.

@@ -6,6 +6,7 @@
 #include <utility>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -102,6 +103,159 @@ void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// One problem of the table: its case (operands, reference) and its cells.
+struct ProblemRun {
+  GemmProblem problem;
+  std::unique_ptr<GemmCase> gcase;
+  std::vector<BenchCell> cells;  // in the table's order: implementation, then thread count
+
+  std::vector<BenchCell*> group(int threads) {
+    std::vector<BenchCell*> g;
+    for (BenchCell& c : cells)
+      if (c.row.threads == threads) g.push_back(&c);
+    return g;
+  }
+  bool has_cpu_cell(int threads) {
+    const auto g = group(threads);
+    return std::any_of(g.begin(), g.end(), [](const BenchCell* c) { return c->impl->device == Device::cpu; });
+  }
+};
+
+// Counts the table's steps for the progress lines.
+struct Progress {
+  std::size_t step = 0, steps = 0;
+};
+
+ProblemRun prepare_problem(const GemmProblem& p, const std::vector<const GemmImpl*>& impls, const BenchOptions& o,
+                           Progress& progress) {
+  if (o.progress)
+    std::fprintf(stderr, "[bench] %s %lldx%lldx%lld %s: computing the FP64 reference\n", dtype_name(p.dtype),
+                 static_cast<long long>(p.m), static_cast<long long>(p.k), static_cast<long long>(p.n),
+                 p.layouts().c_str());
+  ProblemRun run;
+  run.problem = p;
+  GemmProblem problem = p;
+  problem.reference_on_device =
+      std::all_of(impls.begin(), impls.end(), [](const GemmImpl* i) { return i->device == Device::gpu; });
+  run.gcase = std::make_unique<GemmCase>(problem);
+  for (const GemmImpl* impl : impls) {
+    for (int threads : o.threads) {
+      // Single-threaded and GPU implementations run once, not once per thread count.
+      if ((!impl->threaded || impl->device == Device::gpu) && threads != o.threads.front()) {
+        progress.step += static_cast<std::size_t>(o.rounds);
+        continue;
+      }
+      BenchCell cell;
+      cell.impl = impl;
+      BenchRow& row = cell.row;
+      row.impl = impl->name;
+      row.device = device_name(impl->device);
+      row.dtype = dtype_name(p.dtype);
+      row.layout = p.layouts();
+      row.m = p.m, row.n = p.n, row.k = p.k;
+      row.threads = impl->device == Device::cpu && impl->threaded ? threads : 1;
+      cell.timed = true;
+      if (std::string why = run.gcase->why_not(*impl); !why.empty()) {
+        row.note = "skipped: " + why;
+        cell.timed = false;
+      }
+      run.cells.push_back(std::move(cell));
+    }
+  }
+  return run;
+}
+
+// The thread counts of the cells, in the order they first appear.
+std::vector<int> thread_counts_of(const std::vector<BenchCell>& cells, std::vector<int> counts = {}) {
+  for (const BenchCell& c : cells)
+    if (std::find(counts.begin(), counts.end(), c.row.threads) == counts.end()) counts.push_back(c.row.threads);
+  return counts;
+}
+
+// One round of a problem at one thread count: every cell once, the order
+// reversed every other round, so that a slow spell of a shared machine falls
+// on all of them alike rather than on whichever ran then.
+void time_round(ProblemRun& run, int threads, int round, const BenchOptions& o, Progress& progress) {
+  std::vector<BenchCell*> group = run.group(threads);
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    BenchCell& cell = *group[round % 2 ? group.size() - 1 - i : i];
+    ++progress.step;
+    if (!cell.timed) continue;
+    if (o.progress)
+      std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s%s%s%s\n", progress.step, progress.steps,
+                   cell.impl->name.c_str(), threads, timed_in_child(*cell.impl, o) ? " (in a child process)" : "",
+                   cell.impl->device == Device::cpu && threads == 1 && o.single_thread_cpu >= 0
+                       ? fmt::format(" on CPU {}", o.single_thread_cpu).c_str()
+                       : "",
+                   o.interleave_problems ? fmt::format(", {} {}x{}x{} {}", dtype_name(run.problem.dtype), run.problem.m,
+                                                       run.problem.k, run.problem.n, run.problem.layouts())
+                                               .c_str()
+                                         : "",
+                   o.rounds > 1 ? fmt::format(", round {}/{}", round + 1, o.rounds).c_str() : "");
+    run_round(*run.gcase, cell, o);
+  }
+}
+
+// Each round's ratio to that round's best baseline on the same device.
+void round_ratios(ProblemRun& run, int threads, const BenchOptions& o) {
+  std::vector<BenchCell*> group = run.group(threads);
+  std::vector<std::map<std::string, double>> best_in_round(static_cast<std::size_t>(o.rounds));
+  for (BenchCell* c : group)
+    if (c->timed && c->impl->baseline)
+      for (std::size_t r = 0; r < c->round_ms.size(); ++r) {
+        double& b = best_in_round[r][c->row.device];
+        b = std::max(b, gflops_of(run.problem, c->round_ms[r]));
+      }
+  for (BenchCell* c : group) {
+    if (!c->timed) continue;
+    std::vector<double> pct;
+    for (std::size_t r = 0; r < c->round_ms.size(); ++r)
+      if (auto it = best_in_round[r].find(c->row.device); it != best_in_round[r].end() && it->second > 0)
+        pct.push_back(100.0 * gflops_of(run.problem, c->round_ms[r]) / it->second);
+    if (o.rounds > 1 && !pct.empty()) {
+      c->row.round_pct_min = *std::min_element(pct.begin(), pct.end());
+      c->row.round_pct_max = *std::max_element(pct.begin(), pct.end());
+      c->row.round_pct_median = timing_stats(pct).median_ms;
+    }
+  }
+}
+
+// The problem's rows, appended to the table.
+void finish_rows(ProblemRun& run, const BenchOptions& o, std::vector<BenchRow>& rows) {
+  const GemmProblem& p = run.problem;
+  const std::size_t first_row = rows.size();
+  for (BenchCell& c : run.cells) {
+    BenchRow& row = c.row;
+    if (c.timed) {
+      row.rounds = static_cast<int>(c.round_ms.size());
+      // Over the rounds, the same statistic as within one: the fastest
+      // (--stat min) or the median.
+      row.ms = reported_ms(timing_stats(c.round_ms), o);
+      row.gflops = gflops_of(p, row.ms);
+      const double peak = peak_gflops(*c.impl, p.dtype, row.threads);
+      row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;
+    }
+    rows.push_back(row);
+  }
+  // % of the best baseline on the same device and thread count, same shape.
+  std::map<std::pair<std::string, int>, double> best;
+  for (std::size_t r = first_row; r < rows.size(); ++r) {
+    const GemmImpl* impl = registry().find_or_null(rows[r].impl);
+    if (impl && impl->baseline && rows[r].ok) {
+      double& b = best[{rows[r].device, rows[r].threads}];
+      b = std::max(b, rows[r].gflops);
+    }
+  }
+  for (std::size_t r = first_row; r < rows.size(); ++r) {
+    auto it = best.find({rows[r].device, rows[r].threads});
+    if (it != best.end() && it->second > 0 && rows[r].ok) rows[r].pct_best_baseline = 100.0 * rows[r].gflops / it->second;
+  }
+}
+
+}  // namespace
+
 std::vector<BenchRow> run_gemm_bench(const BenchOptions& options) {
   if (options.rounds < 1) throw Error("bench: rounds must be at least 1");
   BenchOptions o = options;
@@ -117,124 +271,49 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& options) {
     for (const GemmImpl* impl : impls)
       if (impl->device == Device::cpu)
         for (int threads : o.threads) measured_cpu_peak_gflops(p.dtype, impl->threaded ? threads : 1);
-  std::size_t step = 0;
-  const std::size_t steps = o.problems.size() * impls.size() * o.threads.size() * static_cast<std::size_t>(o.rounds);
-  for (const GemmProblem& p : o.problems) {
-    if (o.progress)
-      std::fprintf(stderr, "[bench] %s %lldx%lldx%lld %s: computing the FP64 reference\n", dtype_name(p.dtype),
-                   static_cast<long long>(p.m), static_cast<long long>(p.k), static_cast<long long>(p.n),
-                   p.layouts().c_str());
-    GemmProblem problem = p;
-    problem.reference_on_device = std::all_of(impls.begin(), impls.end(),
-                                              [](const GemmImpl* i) { return i->device == Device::gpu; });
-    GemmCase gcase(problem);
-    // The cells in the table's order: implementation, then thread count.
-    std::vector<BenchCell> cells;
-    for (const GemmImpl* impl : impls) {
-      for (int threads : o.threads) {
-        // Single-threaded and GPU implementations run once, not once per thread count.
-        if ((!impl->threaded || impl->device == Device::gpu) && threads != o.threads.front()) {
-          step += static_cast<std::size_t>(o.rounds);
-          continue;
+  Progress progress;
+  progress.steps = o.problems.size() * impls.size() * o.threads.size() * static_cast<std::size_t>(o.rounds);
+  if (!o.interleave_problems) {
+    // One problem at a time: its rounds, then its rows; only one case in memory.
+    for (const GemmProblem& p : o.problems) {
+      ProblemRun run = prepare_problem(p, impls, o, progress);
+      for (int threads : thread_counts_of(run.cells)) {
+        for (int round = 0; round < o.rounds; ++round) {
+          time_round(run, threads, round, o, progress);
+          // The peak again, between rounds, in the same minutes as the GEMMs
+          // it divides; the highest seen counts.
+          if (o.rounds > 1 && run.has_cpu_cell(threads)) remeasured_cpu_peak_gflops(p.dtype, threads);
         }
-        BenchCell cell;
-        cell.impl = impl;
-        BenchRow& row = cell.row;
-        row.impl = impl->name;
-        row.device = device_name(impl->device);
-        row.dtype = dtype_name(p.dtype);
-        row.layout = p.layouts();
-        row.m = p.m, row.n = p.n, row.k = p.k;
-        row.threads = impl->device == Device::cpu && impl->threaded ? threads : 1;
-        cell.timed = true;
-        if (std::string why = gcase.why_not(*impl); !why.empty()) {
-          row.note = "skipped: " + why;
-          cell.timed = false;
-        }
-        cells.push_back(std::move(cell));
+        round_ratios(run, threads, o);
       }
+      finish_rows(run, o, rows);
     }
-    // Rounds: every cell of a thread count is timed once per round, the
-    // order reversed every other round, so that a slow spell of a shared
-    // machine falls on all of them alike rather than on whichever ran then.
-    std::vector<int> thread_counts;
-    for (const BenchCell& c : cells)
-      if (std::find(thread_counts.begin(), thread_counts.end(), c.row.threads) == thread_counts.end())
-        thread_counts.push_back(c.row.threads);
-    for (int threads : thread_counts) {
-      std::vector<BenchCell*> group;
-      for (BenchCell& c : cells)
-        if (c.row.threads == threads) group.push_back(&c);
-      for (int round = 0; round < o.rounds; ++round) {
-        for (std::size_t i = 0; i < group.size(); ++i) {
-          BenchCell& cell = *group[round % 2 ? group.size() - 1 - i : i];
-          ++step;
-          if (!cell.timed) continue;
-          if (o.progress)
-            std::fprintf(stderr, "[bench %zu/%zu] %s, %d thread(s)%s%s%s\n", step, steps, cell.impl->name.c_str(),
-                         threads, timed_in_child(*cell.impl, o) ? " (in a child process)" : "",
-                         cell.impl->device == Device::cpu && threads == 1 && o.single_thread_cpu >= 0
-                             ? fmt::format(" on CPU {}", o.single_thread_cpu).c_str()
-                             : "",
-                         o.rounds > 1 ? fmt::format(", round {}/{}", round + 1, o.rounds).c_str() : "");
-          run_round(gcase, cell, o);
-        }
-        // The peak again, between rounds, in the same minutes as the GEMMs
-        // it divides; the highest seen counts.
-        if (o.rounds > 1 && std::any_of(group.begin(), group.end(),
-                                        [](const BenchCell* c) { return c->impl->device == Device::cpu; }))
-          remeasured_cpu_peak_gflops(p.dtype, threads);
-      }
-      // Each round's ratio to that round's best baseline on the same device.
-      std::vector<std::map<std::string, double>> best_in_round(static_cast<std::size_t>(o.rounds));
-      for (BenchCell* c : group)
-        if (c->timed && c->impl->baseline)
-          for (std::size_t r = 0; r < c->round_ms.size(); ++r) {
-            double& b = best_in_round[r][c->row.device];
-            b = std::max(b, gflops_of(p, c->round_ms[r]));
-          }
-      for (BenchCell* c : group) {
-        if (!c->timed) continue;
-        std::vector<double> pct;
-        for (std::size_t r = 0; r < c->round_ms.size(); ++r)
-          if (auto it = best_in_round[r].find(c->row.device); it != best_in_round[r].end() && it->second > 0)
-            pct.push_back(100.0 * gflops_of(p, c->round_ms[r]) / it->second);
-        if (o.rounds > 1 && !pct.empty()) {
-          c->row.round_pct_min = *std::min_element(pct.begin(), pct.end());
-          c->row.round_pct_max = *std::max_element(pct.begin(), pct.end());
-          c->row.round_pct_median = timing_stats(pct).median_ms;
-        }
-      }
-    }
-    const std::size_t first_row = rows.size();
-    for (BenchCell& c : cells) {
-      BenchRow& row = c.row;
-      if (c.timed) {
-        row.rounds = static_cast<int>(c.round_ms.size());
-        // Over the rounds, the same statistic as within one: the fastest
-        // (--stat min) or the median.
-        row.ms = reported_ms(timing_stats(c.round_ms), o);
-        row.gflops = gflops_of(p, row.ms);
-        const double peak = peak_gflops(*c.impl, p.dtype, row.threads);
-        row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;
-      }
-      rows.push_back(row);
-    }
-    // % of the best baseline on the same device and thread count, same shape.
-    std::map<std::pair<std::string, int>, double> best;
-    for (std::size_t r = first_row; r < rows.size(); ++r) {
-      const GemmImpl* impl = registry().find_or_null(rows[r].impl);
-      if (impl && impl->baseline && rows[r].ok) {
-        double& b = best[{rows[r].device, rows[r].threads}];
-        b = std::max(b, rows[r].gflops);
-      }
-    }
-    for (std::size_t r = first_row; r < rows.size(); ++r) {
-      auto it = best.find({rows[r].device, rows[r].threads});
-      if (it != best.end() && it->second > 0 && rows[r].ok)
-        rows[r].pct_best_baseline = 100.0 * rows[r].gflops / it->second;
-    }
+    return rows;
   }
+  // Interleaved: every round goes over all the problems (the order reversed
+  // every other round), so that ratios between problems — one shape in several
+  // layouts — are measured in the same minutes. All cases stay in memory.
+  std::vector<ProblemRun> runs;
+  for (const GemmProblem& p : o.problems) runs.push_back(prepare_problem(p, impls, o, progress));
+  std::vector<int> thread_counts;
+  for (const ProblemRun& run : runs) thread_counts = thread_counts_of(run.cells, thread_counts);
+  for (int threads : thread_counts) {
+    for (int round = 0; round < o.rounds; ++round) {
+      for (std::size_t i = 0; i < runs.size(); ++i)
+        time_round(runs[round % 2 ? runs.size() - 1 - i : i], threads, round, o, progress);
+      if (o.rounds > 1) {
+        std::vector<Dtype> remeasured;
+        for (ProblemRun& run : runs)
+          if (run.has_cpu_cell(threads) &&
+              std::find(remeasured.begin(), remeasured.end(), run.problem.dtype) == remeasured.end()) {
+            remeasured_cpu_peak_gflops(run.problem.dtype, threads);
+            remeasured.push_back(run.problem.dtype);
+          }
+      }
+    }
+    for (ProblemRun& run : runs) round_ratios(run, threads, o);
+  }
+  for (ProblemRun& run : runs) finish_rows(run, o, rows);
   return rows;
 }
 
