@@ -129,24 +129,47 @@ void pack_b_panel(const T* b, RowAx row, ColAx col, index_t p0, index_t kc, inde
   }
 }
 
-// B(p0 .. p0+kc, j0 .. j0+cols) into NR-column panels as pack_b_panel does,
-// for columns that are one contiguous run (row-major B): row by row across all
-// the panels, so that each row of B is read as one sequential run. Panel by
-// panel, a wide row-major B is read NR elements per row, a row (a page at
+// A run of B's columns that is contiguous in B and lies within one packed
+// panel: src is its first column's offset in B's rows, dst its place in the
+// packed block's first row (panel * NR * KC + column within the panel).
+struct ColumnRun {
+  index_t src, dst, len;
+};
+
+// Columns j0 .. j0+cols of the block starting at column jc as such runs;
+// false (runs left incomplete) when they average fewer than 8 columns
+// (column-major B: one column each), where packing panel by panel is better.
+template <class ColAx>
+bool column_runs(ColAx col, index_t jc, index_t j0, index_t cols, int nr, index_t kc, std::vector<ColumnRun>& runs) {
+  runs.clear();
+  for (index_t j = j0; j < j0 + cols;) {
+    const index_t in_panel = (j - jc) % nr, panel = (j - jc) / nr;
+    ColumnRun run{col(j), panel * nr * kc + in_panel, 1};
+    while (j + run.len < j0 + cols && in_panel + run.len < nr && col(j + run.len) == run.src + run.len) ++run.len;
+    j += run.len;
+    runs.push_back(run);
+    if (static_cast<index_t>(runs.size()) * 8 > cols + 8 * nr) return false;
+  }
+  return true;
+}
+
+// B(p0 .. p0+kc, columns of the runs) into NR-column panels as pack_b_panel
+// does, row by row across all the runs, so that each row of B is read as one
+// sequential run per contiguous stretch of its columns (row-major B: the
+// thread's whole share; the figure-17/18 layouts: one per block). Panel by
+// panel, a wide row-major B was read NR elements per row, a row (a page at
 // 2048 floats) apart: no stream for the hardware prefetcher to follow. Row by
 // row took a quarter less time at 2048^3 (docs/perf-notes.md, CPU run 7).
+// pad: columns of the last panel past the block's end, zeroed (0: none).
 template <class T, class RowAx>
-void pack_b_rows(const T* b, RowAx row, index_t col0, index_t p0, index_t kc, index_t cols, int nr, T* dst) {
-  const index_t full = cols / nr, rest = cols % nr, panel = static_cast<index_t>(nr) * kc;
+void pack_b_runs(const T* b, RowAx row, index_t p0, index_t kc, const std::vector<ColumnRun>& runs, int nr, T* dst,
+                 index_t pad_at, index_t pad) {
   for (index_t p = 0; p < kc; ++p) {
-    const T* src = b + row(p0 + p) + col0;
+    const T* src = b + row(p0 + p);
     T* d = dst + p * nr;
-    for (index_t jp = 0; jp < full; ++jp, src += nr, d += panel)
-      for (int j = 0; j < nr; ++j) d[j] = src[j];
-    if (rest) {
-      for (index_t j = 0; j < rest; ++j) d[j] = src[j];
-      for (index_t j = rest; j < nr; ++j) d[j] = T(0);
-    }
+    for (const ColumnRun& r : runs)
+      for (index_t j = 0; j < r.len; ++j) d[r.dst + j] = src[r.src + j];
+    for (index_t j = 0; j < pad; ++j) d[pad_at + j] = T(0);
   }
 }
 
@@ -431,6 +454,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
     index_t edge_rows[16];
     // C's row offsets of the current row block, found once per block (not per tile).
     std::vector<index_t> block_rows_c(static_cast<std::size_t>(bs.mc));
+    std::vector<ColumnRun> b_runs;  // this thread's share of each B block, as runs of columns
     for (int i = 0; i < mr; ++i) edge_rows[i] = static_cast<index_t>(i) * nr;
     const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     int step = 0;
@@ -445,10 +469,12 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
         const index_t jp0 = panels * t / nt, jp1 = panels * (t + 1) / nt;
         with_axes(call.b.layout, b_rows, b_cols, [&](auto row, auto col) {
           const index_t j0 = jc + jp0 * nr, cols = std::min<index_t>(nc, jp1 * nr) - jp0 * nr;
-          bool unit_cols = cols > 0;
-          for (index_t j = 1; j < cols && unit_cols; ++j) unit_cols = col(j0 + j) - col(j0 + j - 1) == 1;
-          if (unit_cols) {
-            pack_b_rows(call.b.data, row, col(j0), pc, kc, cols, nr, b_packed + jp0 * nr * kc);
+          if (cols > 0 && column_runs(col, jc, j0, cols, nr, kc, b_runs)) {
+            // The block's last panel, when it is this thread's and partial: its columns past the end zeroed.
+            const index_t last_cols = nc - (panels - 1) * nr;
+            const bool pad_here = jp1 == panels && last_cols < nr;
+            pack_b_runs(call.b.data, row, pc, kc, b_runs, nr, b_packed, (panels - 1) * nr * kc + last_cols,
+                        pad_here ? nr - last_cols : 0);
           } else {
             for (index_t jp = jp0; jp < jp1; ++jp)
               pack_b_panel(call.b.data, row, col, pc, kc, jc + jp * nr, std::min<index_t>(nr, nc - jp * nr), nr,
