@@ -24,7 +24,6 @@ namespace {
 constexpr int kTileUnroll = 4;
 constexpr int kTilePrefetchSteps = 16;
 
-//
 // PREFETCH_NEXT: one line of b_next into L2 per unrolled iteration (k / 4 lines,
 // the contract in microkernel.hpp), as the AVX-512 assembly tile does; the
 // narrow tiles run the last panel of a row block, whose b_next is the first
