@@ -130,21 +130,22 @@ void pack_b_panel(const T* b, RowAx row, ColAx col, index_t p0, index_t kc, inde
 }
 
 // A run of B's columns that is contiguous in B and lies within one packed
-// panel: src is its first column's offset in B's rows, dst its place in the
-// packed block's first row (panel * NR * KC + column within the panel).
+// panel: src is its first column's offset in B's rows; it goes to column
+// in_panel of panel `panel` of the block.
 struct ColumnRun {
-  index_t src, dst, len;
+  index_t src, panel, in_panel, len;
 };
 
-// Columns j0 .. j0+cols of the block starting at column jc as such runs;
-// false (runs left incomplete) when they average fewer than 8 columns
-// (column-major B: one column each), where packing panel by panel is better.
+// Columns j0 .. j0+cols of the block starting at column jc as such runs (the
+// same for every K block of it); false (runs left incomplete) when they
+// average fewer than 8 columns (column-major B: one column each), where
+// packing panel by panel is better.
 template <class ColAx>
-bool column_runs(ColAx col, index_t jc, index_t j0, index_t cols, int nr, index_t kc, std::vector<ColumnRun>& runs) {
+bool column_runs(ColAx col, index_t jc, index_t j0, index_t cols, int nr, std::vector<ColumnRun>& runs) {
   runs.clear();
   for (index_t j = j0; j < j0 + cols;) {
-    const index_t in_panel = (j - jc) % nr, panel = (j - jc) / nr;
-    ColumnRun run{col(j), panel * nr * kc + in_panel, 1};
+    const index_t in_panel = (j - jc) % nr;
+    ColumnRun run{col(j), (j - jc) / nr, in_panel, 1};
     while (j + run.len < j0 + cols && in_panel + run.len < nr && col(j + run.len) == run.src + run.len) ++run.len;
     j += run.len;
     runs.push_back(run);
@@ -164,11 +165,12 @@ bool column_runs(ColAx col, index_t jc, index_t j0, index_t cols, int nr, index_
 template <class T, class RowAx>
 void pack_b_runs(const T* b, RowAx row, index_t p0, index_t kc, const std::vector<ColumnRun>& runs, int nr, T* dst,
                  index_t pad_at, index_t pad) {
+  const index_t panel_size = static_cast<index_t>(nr) * kc;
   for (index_t p = 0; p < kc; ++p) {
     const T* src = b + row(p0 + p);
     T* d = dst + p * nr;
     for (const ColumnRun& r : runs)
-      for (index_t j = 0; j < r.len; ++j) d[r.dst + j] = src[r.src + j];
+      for (index_t j = 0; j < r.len; ++j) d[r.panel * panel_size + r.in_panel + j] = src[r.src + j];
     for (index_t j = 0; j < pad; ++j) d[pad_at + j] = T(0);
   }
 }
@@ -462,14 +464,17 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
     for (index_t jc = 0; jc < n; jc += bs.nc) {
       const index_t nc = std::min<index_t>(bs.nc, n - jc);
       const index_t panels = (nc + nr - 1) / nr;
+      // All threads pack the shared B block, a contiguous range of NR panels each.
+      const index_t jp0 = panels * t / nt, jp1 = panels * (t + 1) / nt;
+      const index_t j0 = jc + jp0 * nr, cols = std::min<index_t>(nc, jp1 * nr) - jp0 * nr;
+      bool b_by_runs = false;
+      with_axes(call.b.layout, b_rows, b_cols,
+                [&](auto, auto col) { b_by_runs = cols > 0 && column_runs(col, jc, j0, cols, nr, b_runs); });
       for (index_t pc = 0, kc = 0; pc < k; pc += kc, ++step) {
         kc = k_block(k - pc, bs.kc);
         T* const b_packed = b_buffers[step & 1];
-        // All threads pack the shared B block, a contiguous range of NR panels each.
-        const index_t jp0 = panels * t / nt, jp1 = panels * (t + 1) / nt;
         with_axes(call.b.layout, b_rows, b_cols, [&](auto row, auto col) {
-          const index_t j0 = jc + jp0 * nr, cols = std::min<index_t>(nc, jp1 * nr) - jp0 * nr;
-          if (cols > 0 && column_runs(col, jc, j0, cols, nr, kc, b_runs)) {
+          if (b_by_runs) {
             // The block's last panel, when it is this thread's and partial: its columns past the end zeroed.
             const index_t last_cols = nc - (panels - 1) * nr;
             const bool pad_here = jp1 == panels && last_cols < nr;

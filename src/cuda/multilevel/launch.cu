@@ -118,11 +118,15 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
                                                                        group, pieces.pieces);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
-}  // namespace
 
-namespace {
-// PARRAY_ML_KSPLIT_WIDE: 0 never the wide tile, 1 wherever it fits, 2 (the
-// default) for parts of K > 512 only.
+// Parts of K <= 512 take the 128 x 128 tile even where the wide one fits:
+// two blocks per SM, so one block's epilogue of atomic additions overlaps
+// the other's k-loop, where the wide tile (one block per SM) waits through
+// it — a large share of a 512-long k-loop. H100, 3 alternating rounds
+// (docs/multilevel.md, tenth session): 4096^3 over 8 parts 106.8-107.4 % of
+// the single kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3
+// over 4, 8192^3 over 8) the wide tile stayed ahead. PARRAY_ML_KSPLIT_WIDE:
+// 0 never the wide tile, 1 wherever it fits, 2 (default) the rule above.
 bool part_takes_wide_tile(int m, int n, int k, int parts_in_flight) {
   static const int wide_rule = pipelined::env_int("PARRAY_ML_KSPLIT_WIDE", 2);
   const bool wide_allowed = wide_rule == 1 || (wide_rule == 2 && k > 512);
@@ -145,14 +149,6 @@ void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alp
                                                            part);
     return;
   }
-  // Parts of K <= 512 take the 128 x 128 tile even where the wide one fits:
-  // two blocks per SM, so one block's epilogue of atomic additions overlaps
-  // the other's k-loop, where the wide tile (one block per SM) waits through
-  // it — a large share of a 512-long k-loop. H100, 3 alternating rounds
-  // (docs/multilevel.md, tenth session): 4096^3 over 8 parts 106.8-107.4 % of
-  // the single kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3
-  // over 4, 8192^3 over 8) the wide tile stayed ahead. PARRAY_ML_KSPLIT_WIDE:
-  // 0 never the wide tile, 1 wherever it fits, 2 (default) the rule above.
   if (part_takes_wide_tile(m, n, k, parts_in_flight))
     add_part_on_stream<pipelined::BestWideShape>(stream, m, n, k, alpha, a, lda, b, ldb, oc, parts_in_flight, part);
   else
