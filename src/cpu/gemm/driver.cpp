@@ -86,14 +86,26 @@ bool consecutive(const index_t* offsets, index_t n) {
 
 // A(i0 .. i0+mc, p0 .. p0+kc) into MR-row panels, column by column, zero-padded
 // to a multiple of MR rows. Rows that are a contiguous run (column-major
-// A) copy straight; otherwise MR rows are read in step, one element each.
+// A) copy straight; full panels of rows whose columns are adjacent
+// (row-major A) go to the microkernel's transposing pack where it has one;
+// otherwise MR rows are read in step, one element each.
 template <class T, class RowAx, class ColAx>
-void pack_a(const T* a, RowAx row, ColAx col, index_t i0, index_t mc, index_t p0, index_t kc, int mr, T* dst) {
+void pack_a(const T* a, RowAx row, ColAx col, index_t i0, index_t mc, index_t p0, index_t kc, int mr,
+            typename MicroKernel<T>::PackRows pack_rows, T* dst) {
+  bool unit_cols = false;
+  if constexpr (std::is_same_v<ColAx, StridedAxis>) unit_cols = col.stride == 1;
   for (index_t ir = 0; ir < mc; ir += mr) {
     const index_t rows = std::min<index_t>(mr, mc - ir);
     index_t row_off[16];
     for (index_t i = 0; i < rows; ++i) row_off[i] = row(i0 + ir + i);
     const bool unit_rows = consecutive(row_off, rows);
+    if (pack_rows && unit_cols && rows == mr && !unit_rows) {
+      const T* row_start[16];
+      for (index_t i = 0; i < rows; ++i) row_start[i] = a + row_off[i] + p0;
+      pack_rows(row_start, kc, dst);
+      dst += mr * kc;
+      continue;
+    }
     for (index_t p = 0; p < kc; ++p) {
       const T* src = a + col(p0 + p);
       if (unit_rows) {
@@ -500,7 +512,7 @@ void blocked_gemm(const GemmCall<T>& call, const MicroKernel<T>& uk, BlockSizes 
           } while (!next_row.compare_exchange_weak(pos, pos + mc, std::memory_order_relaxed));
           if (ic >= m) break;
           with_axes(call.a.layout, a_rows, a_cols, [&](auto row, auto col) {
-            pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, a_packed);
+            pack_a(call.a.data, row, col, ic, mc, pc, kc, mr, uk.pack_rows, a_packed);
           });
           for (index_t r = 0; r < mc; ++r) block_rows_c[static_cast<std::size_t>(r)] = c_row(ic + r);
           // One NR-column panel of the B block: where its columns sit in C.

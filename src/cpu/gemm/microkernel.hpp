@@ -42,6 +42,11 @@ struct MicroKernel {
   // the same packed panels (rows nr apart). nullptr where there is none.
   int lanes = 0;
   Run narrow[2] = {nullptr, nullptr};
+  // Packs one full MR-row panel of A from MR rows whose k elements are
+  // adjacent (row-major A): dst[p * MR + r] = rows[r][p] for p < k. nullptr:
+  // the driver's portable loop, one element at a time.
+  using PackRows = void (*)(const T* const* rows, index_t k, T* dst);
+  PackRows pack_rows = nullptr;
 };
 
 // A direct kernel computes rows x cols (any rows, in tiles of at most mr; cols <= nr) of C

@@ -200,6 +200,72 @@ void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const
 #undef PARRAY_STEP
 #undef PARRAY_ROW
 
+// A's FP32 panel from eight rows of row-major A: 16 columns at a time, an 8 x
+// 16 transpose in registers — eight loads, 32 shuffles and 16 half-vector
+// stores where the driver's loop makes 128 single-element copies. Both
+// shuffle stages stay within 128-bit lanes (columns 4l .. 4l+3 in lane l)
+// until the last, which pairs the lanes of rows 0-3 with those of rows 4-7.
+// The driver's loop packed a 128 x 1024 block at ~16 GB/s, ~2 % of an FP32
+// 2048^3 product and ~3 % of 1024^3 on two threads (docs/perf-notes.md, CPU
+// session 16). FP64 has none: its rows came from L3 or memory at the same
+// ~17 GB/s either way (session 15).
+// GCC 12's unmasked forms of these shuffles (and its 512-to-256-bit casts) pass _mm512_undefined_ps() as the
+// masked-off source and then warn that it may be used uninitialized; the
+// masked forms with every lane selected are the same instructions.
+constexpr __mmask16 kAllLanes = 0xFFFF;
+inline __m512 unpack_lo(__m512 a, __m512 b) { return _mm512_mask_unpacklo_ps(a, kAllLanes, a, b); }
+inline __m512 unpack_hi(__m512 a, __m512 b) { return _mm512_mask_unpackhi_ps(a, kAllLanes, a, b); }
+template <int kImm>
+__m512 shuffle_in_lanes(__m512 a, __m512 b) {
+  return _mm512_mask_shuffle_ps(a, kAllLanes, a, b, kImm);
+}
+template <int kImm>
+__m512 shuffle_lanes(__m512 a, __m512 b) {
+  return _mm512_mask_shuffle_f32x4(a, kAllLanes, a, b, kImm);
+}
+template <int kHalf>
+__m256 half(__m512 a) {
+  return _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xFF, _mm512_castps_pd(a), kHalf));
+}
+
+void pack_rows_f32(const float* const* rows, index_t k, float* dst) {
+  index_t p = 0;
+  for (; p + 16 <= k; p += 16, dst += 8 * 16) {
+    __m512 r[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_ps(rows[i] + p);
+    // t: rows 2i and 2i+1 interleaved, columns 4l, 4l+1 (lo) or 4l+2, 4l+3 (hi) of lane l.
+    const __m512 t0 = unpack_lo(r[0], r[1]), t1 = unpack_hi(r[0], r[1]);
+    const __m512 t2 = unpack_lo(r[2], r[3]), t3 = unpack_hi(r[2], r[3]);
+    const __m512 t4 = unpack_lo(r[4], r[5]), t5 = unpack_hi(r[4], r[5]);
+    const __m512 t6 = unpack_lo(r[6], r[7]), t7 = unpack_hi(r[6], r[7]);
+    // u[j]: column 4l + j of rows 0-3 in lane l; u[j + 4]: the same of rows 4-7.
+    const __m512 u[8] = {shuffle_in_lanes<0x44>(t0, t2), shuffle_in_lanes<0xEE>(t0, t2),
+                         shuffle_in_lanes<0x44>(t1, t3), shuffle_in_lanes<0xEE>(t1, t3),
+                         shuffle_in_lanes<0x44>(t4, t6), shuffle_in_lanes<0xEE>(t4, t6),
+                         shuffle_in_lanes<0x44>(t5, t7), shuffle_in_lanes<0xEE>(t5, t7)};
+    for (int j = 0; j < 4; ++j) {
+      // Lanes 0-1 (then 2-3) of u[j] and u[j + 4], reordered so that each
+      // 256-bit half holds one column's eight rows: columns j and 4 + j (then 8 + j and 12 + j).
+      const __m512 low = shuffle_lanes<0x44>(u[j], u[j + 4]);
+      const __m512 high = shuffle_lanes<0xEE>(u[j], u[j + 4]);
+      const __m512 cols_j = shuffle_lanes<0xD8>(low, low);
+      const __m512 cols_8j = shuffle_lanes<0xD8>(high, high);
+      _mm256_storeu_ps(dst + j * 8, half<0>(cols_j));
+      _mm256_storeu_ps(dst + (4 + j) * 8, half<1>(cols_j));
+      _mm256_storeu_ps(dst + (8 + j) * 8, half<0>(cols_8j));
+      _mm256_storeu_ps(dst + (12 + j) * 8, half<1>(cols_8j));
+    }
+  }
+  for (; p < k; ++p, dst += 8)
+    for (int i = 0; i < 8; ++i) dst[i] = rows[i][p];
+}
+
+template <class T>
+constexpr typename MicroKernel<T>::PackRows pack_rows_for() {
+  if constexpr (sizeof(T) == 4) return &pack_rows_f32;
+  else return nullptr;
+}
+
 // The narrow tiles (8 x 1 and 8 x 2 vectors over the 3-vector panels) are the
 // shared intrinsics tile: with 8 or 16 accumulators GCC keeps them in registers.
 template <class T>
@@ -210,7 +276,8 @@ const MicroKernel<T>& avx512_kernel(const char* name) {
                                 &tile_kernel<T>,
                                 name,
                                 V::lanes,
-                                {&vector_tile_kernel<V, kMr, 1, 3, true, T>, &vector_tile_kernel<V, kMr, 2, 3, true, T>}};
+                                {&vector_tile_kernel<V, kMr, 1, 3, true, T>, &vector_tile_kernel<V, kMr, 2, 3, true, T>},
+                                pack_rows_for<T>()};
   return k;
 }
 
