@@ -27,6 +27,10 @@
 // more than L1, so it is read partly from L2 on every call; a prefetcht0 of it
 // a few steps ahead was 5-7 % slower (more load uops), and so was keeping it
 // in L1 with a smaller KC (C loaded and stored more often).
+//
+// The file also holds the AVX-512 packing of A's FP32 panels from row-major A
+// (pack_rows_f32: an 8 x 16 transpose in registers), BLIS's packing kernel
+// kept beside the microkernel of the same instruction set.
 #include <immintrin.h>
 
 #include "direct_avx512.hpp"
@@ -200,18 +204,10 @@ void tile_kernel(index_t k, const T* a, const T* b, T alpha, T beta, T* c, const
 #undef PARRAY_STEP
 #undef PARRAY_ROW
 
-// A's FP32 panel from eight rows of row-major A: 16 columns at a time, an 8 x
-// 16 transpose in registers — eight loads, 32 shuffles and 16 half-vector
-// stores where the driver's loop makes 128 single-element copies. Both
-// shuffle stages stay within 128-bit lanes (columns 4l .. 4l+3 in lane l)
-// until the last, which pairs the lanes of rows 0-3 with those of rows 4-7.
-// The driver's loop packed a 128 x 1024 block at ~16 GB/s, ~2 % of an FP32
-// 2048^3 product and ~3 % of 1024^3 on two threads (docs/perf-notes.md, CPU
-// session 16). FP64 has none: its rows came from L3 or memory at the same
-// ~17 GB/s either way (session 15).
-// GCC 12's unmasked forms of these shuffles (and its 512-to-256-bit casts) pass _mm512_undefined_ps() as the
-// masked-off source and then warn that it may be used uninitialized; the
-// masked forms with every lane selected are the same instructions.
+// GCC 12's unmasked forms of these shuffles (and its 512- to 256-bit casts)
+// pass _mm512_undefined_ps() as the masked-off source and then warn that it
+// may be used uninitialized; the masked forms with every lane selected
+// compile to the same instructions.
 constexpr __mmask16 kAllLanes = 0xFFFF;
 inline __m512 unpack_lo(__m512 a, __m512 b) { return _mm512_mask_unpacklo_ps(a, kAllLanes, a, b); }
 inline __m512 unpack_hi(__m512 a, __m512 b) { return _mm512_mask_unpackhi_ps(a, kAllLanes, a, b); }
@@ -228,6 +224,16 @@ __m256 half(__m512 a) {
   return _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xFF, _mm512_castps_pd(a), kHalf));
 }
 
+// A's FP32 panel from eight rows of row-major A: 16 columns at a time, an 8 x
+// 16 transpose in registers — eight loads, 32 shuffles and 16 half-vector
+// stores where the driver's loop makes 128 single-element copies. Both
+// shuffle stages stay within 128-bit lanes (columns 4l .. 4l+3 in lane l)
+// until the last, which pairs the lanes of rows 0-3 with those of rows 4-7.
+// A's packing took 3.0 % of FP32 1024^3 on two threads with the driver's loop
+// and 1.7 % with this; 2.3 and 2.0 % of 2048^3 on one, where A's rows come
+// from memory (docs/perf-notes.md, CPU session 16). FP64 has none: a probe
+// packed its rows at the same ~17 GB/s either way (session 15).
+static_assert(kMr == 8, "pack_rows_f32 transposes eight rows");
 void pack_rows_f32(const float* const* rows, index_t k, float* dst) {
   index_t p = 0;
   for (; p + 16 <= k; p += 16, dst += 8 * 16) {
