@@ -231,8 +231,9 @@ __m256 half(__m512 a) {
 // until the last, which pairs the lanes of rows 0-3 with those of rows 4-7.
 // A's packing took 3.0 % of FP32 1024^3 on two threads with the driver's loop
 // and 1.7 % with this; 2.3 and 2.0 % of 2048^3 on one, where A's rows come
-// from memory (docs/perf-notes.md, CPU session 16). FP64 has none: a probe
-// packed its rows at the same ~17 GB/s either way (session 15).
+// from memory (docs/perf-notes.md, CPU session 16). FP64 has none: its 8 x 8
+// transpose moved A's share of FP64 1024^3 only 3.1 -> 2.9 % and the product
+// 0.993-1.013 times (session 16; a probe in session 15: ~17 GB/s either way).
 static_assert(kMr == 8, "pack_rows_f32 transposes eight rows");
 void pack_rows_f32(const float* const* rows, index_t k, float* dst) {
   index_t p = 0;
