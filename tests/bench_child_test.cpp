@@ -301,3 +301,36 @@ TEST(BenchPin, OneThreadRowsSayWhereTheyRan) {
   ASSERT_EQ(off.status, 0) << off.err;
   EXPECT_EQ(off.err.find(" on CPU "), std::string::npos) << off.err;
 }
+
+// The rows so far are handed out after each problem (the CLI rewrites --csv
+// with them), so that a run stopped by a time limit keeps what it finished;
+// interleaved rounds hand them out once, at the end.
+TEST(Bench, RowsHandedOutAfterEachProblem) {
+  for (const bool interleave : {false, true}) {
+    BenchOptions o;
+    o.impls = {"gold", "tile-4x4"};
+    o.threads = {1};
+    o.min_reps = o.max_reps = 1;
+    o.warmup = 0;
+    o.progress = false;
+    o.interleave_problems = interleave;
+    for (const index_t m : {20, 12}) {
+      GemmProblem p;
+      p.m = m, p.k = 10, p.n = 15;
+      o.problems.push_back(p);
+    }
+    std::vector<std::vector<index_t>> calls;  // each call's rows, by M
+    o.on_rows = [&](const std::vector<BenchRow>& rows) {
+      std::vector<index_t> ms;
+      for (const BenchRow& r : rows) ms.push_back(r.m);
+      calls.push_back(ms);
+    };
+    const std::vector<BenchRow> rows = run_gemm_bench(o);
+    ASSERT_EQ(rows.size(), 4u);
+    for (const BenchRow& r : rows) EXPECT_TRUE(r.ok) << r.impl << " " << r.note;
+    const std::vector<std::vector<index_t>> want =
+        interleave ? std::vector<std::vector<index_t>>{{20, 20, 12, 12}}
+                   : std::vector<std::vector<index_t>>{{20, 20}, {20, 20, 12, 12}};
+    EXPECT_EQ(calls, want) << "interleave " << interleave;
+  }
+}

@@ -230,16 +230,19 @@ int cmd_bench_gemm(const BenchArgs& b) {
       }
     }
   }
-  const std::vector<BenchRow> rows = run_gemm_bench(o);
-  std::cout << bench_table(rows);
-  auto write = [](const std::string& path, const std::string& text) {
+  auto write = [](const std::string& path, const std::string& text, bool quiet) {
     std::ofstream f(path);
     if (!f) throw Error("cannot write " + path);
     f << text;
-    std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
+    if (!quiet) std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
   };
-  if (!b.csv.empty()) write(b.csv, bench_csv(rows));
-  if (!b.json.empty()) write(b.json, bench_json(rows));
+  // The CSV so far after each problem: a run stopped by a time limit keeps
+  // what it finished (rewritten whole at the end, as before).
+  if (!b.csv.empty()) o.on_rows = [&](const std::vector<BenchRow>& done) { write(b.csv, bench_csv(done), true); };
+  const std::vector<BenchRow> rows = run_gemm_bench(o);
+  std::cout << bench_table(rows);
+  if (!b.csv.empty()) write(b.csv, bench_csv(rows), false);
+  if (!b.json.empty()) write(b.json, bench_json(rows), false);
   for (const BenchRow& r : rows)
     if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
   return 0;
@@ -305,7 +308,7 @@ int main(int argc, char** argv) {
                          "the highest this process may use), off, or a CPU number");
   bench_gemm->add_option("--seed", b.seed);
   bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
-  bench_gemm->add_option("--csv", b.csv, "write the table as CSV");
+  bench_gemm->add_option("--csv", b.csv, "write the table as CSV (rewritten after each problem, so a run cut short keeps those it finished)");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
 
   std::vector<tools::CliCommand> extra;

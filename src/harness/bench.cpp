@@ -287,6 +287,7 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& options) {
         round_ratios(run, threads, o);
       }
       finish_rows(run, o, rows);
+      if (o.on_rows) o.on_rows(rows);
     }
     return rows;
   }
@@ -314,6 +315,7 @@ std::vector<BenchRow> run_gemm_bench(const BenchOptions& options) {
     for (ProblemRun& run : runs) round_ratios(run, threads, o);
   }
   for (ProblemRun& run : runs) finish_rows(run, o, rows);
+  if (o.on_rows) o.on_rows(rows);
   return rows;
 }
 
