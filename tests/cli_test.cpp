@@ -178,8 +178,10 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
       }
   }
   {
-    const ScopedEnv env("PARRAY_CPU_TUNING", "64x16,40x9");
-    for (const char* impl : {"parray-cpu-kc64-mc16", "parray-cpu-kc40-mc9"})
+    // NC 96 and 5 (raised to one micro-panel): several column blocks of B.
+    const ScopedEnv env("PARRAY_CPU_TUNING", "64x16,40x9,64x16x96,40x9x5");
+    for (const char* impl :
+         {"parray-cpu-kc64-mc16", "parray-cpu-kc40-mc9", "parray-cpu-kc64-mc16-nc96", "parray-cpu-kc40-mc9-nc5"})
       for (const char* k : {"300", "264"}) {
         const CliResult g = run_cli(std::string("gemm --impl ") + impl + " -m 97 -n 101 -k " + k +
                                     " --threads 2 --layout-a col --dtype f64 --reps 1");
@@ -190,6 +192,8 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
   {
     const ScopedEnv bad("PARRAY_CPU_TUNING", "1024");
     expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024' is not KCxMC");
+    const ScopedEnv bad_nc("PARRAY_CPU_TUNING", "1024x128x0");
+    expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024x128x0' is not KCxMC or KCxMCxNC");
   }
   {
     const ScopedEnv bad_order("PARRAY_CPU_ORDER", "diagonal");

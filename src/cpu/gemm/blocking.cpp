@@ -222,6 +222,7 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
   }
   if (block_override.kc > 0) b.kc = block_override.kc;
   if (block_override.mc > 0) b.mc = round_down(block_override.mc, mr);
+  if (block_override.nc > 0) b.nc = std::max<index_t>(nr, round_down(block_override.nc, nr));
   // The driver splits M among the threads itself (a contiguous share each,
   // walked in blocks of at most MC rows), so MC is only capped by M here.
   (void)threads;

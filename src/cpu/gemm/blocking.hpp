@@ -48,7 +48,7 @@ BlockSizes block_sizes(std::size_t element_bytes, int mr, int nr, index_t m, int
 // it is set (0: the rule's), so that block sizes can be timed against each
 // other in one process, in turn (`PARRAY_CPU_TUNING`, driver.cpp).
 struct BlockOverride {
-  index_t kc = 0, mc = 0;
+  index_t kc = 0, mc = 0, nc = 0;  // 0: the rule's size
 };
 class ScopedBlockOverride {
  public:

@@ -678,28 +678,32 @@ void register_cpu_gemm(Registry& r) {
     add(r, name, std::string("the ") + isa_name(isa) + " microkernel", fixed);
   }
   r.set_default(Device::cpu, "parray-cpu");
-  // PARRAY_CPU_TUNING=KCxMC,...: parray-cpu with those packed-path block sizes,
-  // one implementation each (parray-cpu-kc1024-mc128), to be timed against
-  // each other and the baselines in turn in one process (bench gemm --rounds)
-  // when tuning block sizes for a new CPU.
+  // PARRAY_CPU_TUNING=KCxMC[xNC],...: parray-cpu with those packed-path block
+  // sizes, one implementation each (parray-cpu-kc1024-mc128, with NC
+  // parray-cpu-kc1024-mc128-nc2048), to be timed against each other and the
+  // baselines in turn in one process (bench gemm --rounds) when tuning block
+  // sizes for a new CPU.
   if (const char* env = std::getenv("PARRAY_CPU_TUNING"); env && *env) {
     std::string list = env;
     for (std::size_t pos = 0; pos <= list.size();) {
       const std::size_t end = std::min(list.find(',', pos), list.size());
       const std::string item = list.substr(pos, end - pos);
       pos = end + 1;
-      long kc = 0, mc = 0;
+      long kc = 0, mc = 0, nc = 0;
       char tail = 0;
-      if (std::sscanf(item.c_str(), "%ldx%ld%c", &kc, &mc, &tail) != 2 || kc < 8 || mc < 1 || kc > 65536 || mc > 65536)
-        throw Error("PARRAY_CPU_TUNING: '" + item + "' is not KCxMC (e.g. 1024x128)");
+      const int fields = std::sscanf(item.c_str(), "%ldx%ldx%ld%c", &kc, &mc, &nc, &tail);
+      if ((fields != 2 && fields != 3) || kc < 8 || mc < 1 || kc > 65536 || mc > 65536 ||
+          (fields == 3 && (nc < 1 || nc > 1 << 20)))
+        throw Error("PARRAY_CPU_TUNING: '" + item + "' is not KCxMC or KCxMCxNC (e.g. 1024x128 or 1024x128x2048)");
       GemmImpl impl;
-      impl.name = "parray-cpu-kc" + std::to_string(kc) + "-mc" + std::to_string(mc);
-      impl.description = "parray-cpu with KC " + std::to_string(kc) + " and MC " + std::to_string(mc) +
-                         " on the packed path (PARRAY_CPU_TUNING)";
+      impl.name = "parray-cpu-kc" + std::to_string(kc) + "-mc" + std::to_string(mc) +
+                  (nc > 0 ? "-nc" + std::to_string(nc) : "");
+      impl.description = "parray-cpu with KC " + std::to_string(kc) + ", MC " + std::to_string(mc) +
+                         (nc > 0 ? " and NC " + std::to_string(nc) : "") + " on the packed path (PARRAY_CPU_TUNING)";
       impl.device = Device::cpu;
       impl.threaded = true;
       impl.preconditions = "any layout, any M, N, K";
-      const BlockOverride o{kc, mc};
+      const BlockOverride o{kc, mc, nc};
       impl.run_f32 = [o](const GemmCall<float>& c) {
         ScopedBlockOverride scope(o);
         cpu_gemm(c, selected_isa());
