@@ -194,6 +194,8 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
     expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024' is not KCxMC");
     const ScopedEnv bad_nc("PARRAY_CPU_TUNING", "1024x128x0");
     expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024x128x0' is not KCxMC or KCxMCxNC");
+    const ScopedEnv bad_tail("PARRAY_CPU_TUNING", "1024x128x");
+    expect_cli_bad_input("list", "PARRAY_CPU_TUNING: '1024x128x' is not KCxMC or KCxMCxNC");
   }
   {
     const ScopedEnv bad_order("PARRAY_CPU_ORDER", "diagonal");

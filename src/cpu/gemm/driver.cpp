@@ -692,7 +692,8 @@ void register_cpu_gemm(Registry& r) {
       long kc = 0, mc = 0, nc = 0;
       char tail = 0;
       const int fields = std::sscanf(item.c_str(), "%ldx%ldx%ld%c", &kc, &mc, &nc, &tail);
-      if ((fields != 2 && fields != 3) || kc < 8 || mc < 1 || kc > 65536 || mc > 65536 ||
+      const auto separators = std::count(item.begin(), item.end(), 'x');  // "1024x128x" is not 1024x128
+      if ((fields != 2 && fields != 3) || fields != separators + 1 || kc < 8 || mc < 1 || kc > 65536 || mc > 65536 ||
           (fields == 3 && (nc < 1 || nc > 1 << 20)))
         throw Error("PARRAY_CPU_TUNING: '" + item + "' is not KCxMC or KCxMCxNC (e.g. 1024x128 or 1024x128x2048)");
       GemmImpl impl;
