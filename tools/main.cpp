@@ -230,19 +230,19 @@ int cmd_bench_gemm(const BenchArgs& b) {
       }
     }
   }
-  auto write = [](const std::string& path, const std::string& text, bool quiet) {
+  auto write = [](const std::string& path, const std::string& text) {
     std::ofstream f(path);
     if (!f) throw Error("cannot write " + path);
     f << text;
-    if (!quiet) std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
   };
   // The CSV so far after each problem: a run stopped by a time limit keeps
-  // what it finished (rewritten whole at the end, as before).
-  if (!b.csv.empty()) o.on_rows = [&](const std::vector<BenchRow>& done) { write(b.csv, bench_csv(done), true); };
+  // what it finished. The last call has every row (run_gemm_bench).
+  if (!b.csv.empty()) o.on_rows = [&](const std::vector<BenchRow>& done) { write(b.csv, bench_csv(done)); };
   const std::vector<BenchRow> rows = run_gemm_bench(o);
   std::cout << bench_table(rows);
-  if (!b.csv.empty()) write(b.csv, bench_csv(rows), false);
-  if (!b.json.empty()) write(b.json, bench_json(rows), false);
+  if (!b.json.empty()) write(b.json, bench_json(rows));
+  for (const std::string* path : {&b.csv, &b.json})
+    if (!path->empty()) std::fprintf(stderr, "[bench] wrote %s\n", path->c_str());
   for (const BenchRow& r : rows)
     if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
   return 0;

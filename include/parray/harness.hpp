@@ -198,9 +198,9 @@ struct BenchOptions {
   // pinned to this CPU (ScopedCpuPin): -2 default_single_thread_cpu(), -1 not pinned.
   int single_thread_cpu = -2;
   // Called with every row finished so far, each time a problem's rows are
-  // (one problem at a time; interleaved, once at the end): the CLI rewrites
-  // --csv with them, so that a run cut short by a time limit keeps the
-  // problems it finished (a GPU machine's ten-minute calls).
+  // (one problem at a time; interleaved, once at the end; the last call has
+  // them all): the CLI rewrites --csv with them, so that a run cut short by a
+  // time limit keeps the problems it finished (a GPU machine's ten-minute calls).
   std::function<void(const std::vector<BenchRow>&)> on_rows;
 };
 
