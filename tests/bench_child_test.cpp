@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -131,9 +132,11 @@ TEST(BenchChild, NoOrMalformedResultIsAnError) {
 
 TEST(BenchChild, EnvironmentSetsEveryThreadCount) {
   setenv("OMP_NUM_THREADS", "7", 1);
+  setenv("MKL_NUM_THREADS", "5", 1);
   const std::vector<std::string> env = child_environment(1);
   unsetenv("OMP_NUM_THREADS");
-  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"}) {
+  unsetenv("MKL_NUM_THREADS");
+  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS"}) {
     int found = 0;
     for (const std::string& e : env)
       if (e.rfind(std::string(var) + "=", 0) == 0) {
@@ -160,7 +163,7 @@ TEST(BenchChild, ArgumentsCarryTheProblem) {
 }
 
 TEST(BenchChild, BaselinesRunVerifiedInAChild) {
-  for (const char* name : {"openblas", "blis"}) {
+  for (const char* name : {"openblas", "blis", "mkl"}) {
     if (!has_baseline(name)) continue;
     const CliResult r = run_cli(std::string("bench gemm --impl ") + name +
                                 " --dtype f32,f64 --shapes 33x17x29 --threads 1,2 --reps 1 --layout row,col");
@@ -234,10 +237,27 @@ TEST(BenchChild, AnUnloadableLibraryGivesAClearRow) {
 }
 
 TEST(BenchChild, AMissingLibraryIsListedAsMissing) {
-  ScopedEnv env("PARRAY_OPENBLAS_LIB", "/nonexistent/libopenblas.so");
-  const CliResult r = run_cli("list");
-  EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("missing: openblas: cannot read /nonexistent/libopenblas.so"), std::string::npos) << r.out;
+  for (const std::string name : {"openblas", "blis", "mkl"}) {
+    std::string var = "PARRAY_" + name + "_LIB";
+    std::transform(var.begin(), var.end(), var.begin(), [](unsigned char c) { return std::toupper(c); });
+    const std::string missing = "/nonexistent/lib" + name + ".so";
+    ScopedEnv env(var.c_str(), missing.c_str());
+    const CliResult r = run_cli("list");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("missing: " + name + ": cannot read " + missing), std::string::npos) << r.out;
+    // A missing library is never offered as an implementation.
+    EXPECT_NE(run_cli("bench gemm --impl " + name + " --sizes 16 --reps 1").status, 0) << name;
+  }
+}
+
+// MKL, where it is found (scripts/mkl-fetch, PARRAY_MKL_LIB), names its version
+// and follows the row's thread count through the GNU OpenMP layer parray picks.
+TEST(BenchChild, MklRowNamesItsVersion) {
+  if (!has_baseline("mkl")) GTEST_SKIP() << "MKL not found (scripts/mkl-fetch, then PARRAY_MKL_LIB)";
+  const CliResult r = run_cli("bench gemm --impl mkl --shapes 33x17x29 --threads 1,2 --reps 1");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("kernel MKL-20"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }
 
 TEST(BenchChild, AChildPastItsTimeLimitIsKilled) {

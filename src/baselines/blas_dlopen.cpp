@@ -1,10 +1,18 @@
-// OpenBLAS and BLIS as registered baselines.
+// OpenBLAS and BLIS as registered baselines, and Intel MKL as a reference.
 //
-// Both libraries export the same cblas_* symbols, so linking both would make
+// The libraries export the same cblas_* symbols, so linking them would make
 // one shadow the other. Each is instead opened with dlopen(RTLD_LOCAL) from
 // the exact file CMake found at configure time (or the file named by
-// PARRAY_OPENBLAS_LIB / PARRAY_BLIS_LIB), and its functions are looked up in
-// that handle.
+// PARRAY_OPENBLAS_LIB / PARRAY_BLIS_LIB / PARRAY_MKL_LIB), and its functions
+// are looked up in that handle.
+//
+// MKL is registered only where its file is found (it is in Debian's non-free
+// section, so no build requires it): it tells how far the vendor's own
+// library gets on an Intel host, the ceiling issue 4's fourth target is read
+// against (docs/cpu-gemm.md). Its single dynamic library (libmkl_rt) loads its
+// threading layer at first use; parray asks for the GNU OpenMP one, which
+// follows OMP_NUM_THREADS like BLIS, since Intel's libiomp5 is not packaged
+// with it.
 //
 // The dlopen is lazy: registering a baseline only checks that its file is
 // there, and the library is opened on the first call. `parray bench gemm`
@@ -37,7 +45,9 @@ using dgemm_fn = void (*)(int, int, int, int, int, int, double, const double*, i
 
 struct BlasLibrary {
   std::string name, path, description;
-  const char* set_threads_symbol;  // openblas_set_num_threads(int) / bli_thread_set_num_threads(long)
+  // openblas_set_num_threads(int) / bli_thread_set_num_threads(long) /
+  // MKL_Set_Num_Threads(int)
+  const char* set_threads_symbol;
   void* handle = nullptr;
   sgemm_fn sgemm = nullptr;
   dgemm_fn dgemm = nullptr;
@@ -54,6 +64,8 @@ struct BlasLibrary {
 
   // Why the library cannot be used, without loading it ("" when its file is there).
   std::string why_missing() const {
+    if (path.empty() && name == "mkl")
+      return "libmkl_rt not found (Debian non-free libmkl-rt; scripts/mkl-fetch, then PARRAY_MKL_LIB)";
     if (path.empty()) return "not found at configure time";
     if (access(path.c_str(), R_OK) != 0) return "cannot read " + path;
     return "";
@@ -79,7 +91,15 @@ struct BlasLibrary {
     dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
     if (!sgemm || !dgemm) return "no cblas_sgemm/cblas_dgemm in " + path;
     void* st = dlsym(handle, set_threads_symbol);
-    if (name == "openblas") {
+    if (name == "mkl") {
+      // Before any other MKL call, and unless the caller chose a layer: GNU
+      // OpenMP (MKL_THREADING_GNU = 3 in mkl_service.h).
+      auto layer = reinterpret_cast<int (*)(int)>(dlsym(handle, "MKL_Set_Threading_Layer"));
+      if (!layer) return "no MKL_Set_Threading_Layer in " + path;
+      const char* chosen = std::getenv("MKL_THREADING_LAYER");
+      if (!chosen || !*chosen) layer(3);
+    }
+    if (name == "openblas" || name == "mkl") {
       set_threads_int = reinterpret_cast<void (*)(int)>(st);
     } else {
       set_threads_long = reinterpret_cast<void (*)(long)>(st);
@@ -93,9 +113,22 @@ struct BlasLibrary {
   // The kernel the library picked for this CPU: OpenBLAS's core name
   // (openblas_get_corename; OPENBLAS_CORETYPE overrides its detection), BLIS's
   // configuration (bli_arch_string of bli_arch_query_id; BLIS_ARCH_TYPE
-  // overrides it). Empty when the library does not say.
+  // overrides it), MKL's version (it does not name its code path; MKL_VERBOSE=1
+  // prints it). Empty when the library does not say.
   std::string kernel() {
     ensure_open();
+    if (name == "mkl") {
+      auto version = reinterpret_cast<void (*)(char*, int)>(dlsym(handle, "MKL_Get_Version_String"));
+      if (!version) return "";
+      char text[256] = {};
+      version(text, sizeof text - 1);
+      // "Intel(R) Math Kernel Library Version 2020.0.4 Product Build ...": the number.
+      const std::string s = text;
+      const auto at = s.find("Version ");
+      if (at == std::string::npos) return "";
+      const auto end = s.find(' ', at + 8);
+      return "MKL-" + s.substr(at + 8, end == std::string::npos ? std::string::npos : end - at - 8);
+    }
     if (name == "openblas") {
       auto corename = reinterpret_cast<const char* (*)()>(dlsym(handle, "openblas_get_corename"));
       const char* s = corename ? corename() : nullptr;
@@ -180,13 +213,17 @@ BlasLibrary& library(const std::string& name) {
                               "PARRAY_OPENBLAS_LIB", "openblas_set_num_threads"};
   static BlasLibrary blis{"blis", PARRAY_BLIS_PATH, "BLIS cblas_?gemm (Debian's build, OpenMP)", "PARRAY_BLIS_LIB",
                           "bli_thread_set_num_threads"};
+  static BlasLibrary mkl{"mkl", PARRAY_MKL_PATH,
+                         "Intel MKL cblas_?gemm, a reference (Debian non-free libmkl-rt, GNU OpenMP threading)",
+                         "PARRAY_MKL_LIB", "MKL_Set_Num_Threads"};
+  if (name == "mkl") return mkl;
   return name == "openblas" ? openblas : blis;
 }
 
 }  // namespace
 
 void register_baselines(Registry& r) {
-  for (const char* name : {"openblas", "blis"}) {
+  for (const char* name : {"openblas", "blis", "mkl"}) {
     if (r.find_or_null(name)) continue;  // registered already
     BlasLibrary& lib = library(name);
     if (std::string why = lib.why_missing(); !why.empty()) {

@@ -4,8 +4,8 @@
 // the process with parray's threads while parray is timed, and Debian's
 // OpenMP BLIS takes its thread count only from the environment. So `parray
 // bench gemm` starts, for each baseline row, `EXE __bench-child key=value...`
-// with OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / BLIS_NUM_THREADS set to that
-// row's thread count. The child builds the same operands (same seed, same
+// with OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / BLIS_NUM_THREADS (and MKL's)
+// set to that row's thread count. The child builds the same operands (same seed, same
 // layouts) without the FP64 reference, runs the baseline once, writes C's
 // storage into a memfd the parent handed down, times the baseline and prints
 // one result line. The parent verifies that C against its own reference, so
@@ -216,7 +216,7 @@ std::vector<std::string> child_args(const std::string& impl, const GemmProblem& 
 
 std::vector<std::string> child_environment(int threads) {
   static const char* const kThreadVars[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
-                                            "GOTO_NUM_THREADS"};
+                                            "GOTO_NUM_THREADS", "MKL_NUM_THREADS"};
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string var = *e;
