@@ -176,14 +176,18 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // kernels, which read B's rows where they lie, stay ahead of packing up to
   // 768^3 FP32 (+6-15 % on one thread, +8-35 % on two) and 640^3 FP64 (+5-15 %),
   // level at 768^3 FP64, mixed at 1024^3 (docs/cpu-gemm.md, session 11). On
-  // the Sapphire-Rapids-class VM under the L2 rule: FP32 512^3 +7-12 % on two
-  // threads (level on one), level at 640^3; FP64 10-20 % slower from 384^3 up
-  // (session 12) — so 512^3 FP32 there, and FP64 keeps 256^3.
+  // the Sapphire-Rapids-class VM under the L2 rule, session 12 put FP32 at
+  // 512^3; session 18 measured again, after the packed path had gained (A's
+  // AVX-512 transposing pack, the column-run B pack), six alternating
+  // processes, packed / direct: FP32 384^3 0.95 / 0.86 (one / two threads),
+  // 448^3 0.98 / 1.00, 512^3 1.04 / 1.05; FP64 256^3 0.91 / 0.86, 320^3
+  // 0.97 / 0.82, 352^3 0.97 / 0.92, 384^3 1.05 / 0.89, 448^3 1.07 / 1.07 — so
+  // 448^3 FP32 and 352^3 FP64 there.
   b.l2_bytes = static_cast<double>(l2);
   b.direct_work = 256.0 * 256 * 256;
   if (blocking_rule() == BlockingRule::l2_panel) {
     if (amd_zen4_or_later()) b.direct_work = e == 4 ? 768.0 * 768 * 768 : 640.0 * 640 * 640;
-    else if (e == 4) b.direct_work = 512.0 * 512 * 512;
+    else b.direct_work = e == 4 ? 448.0 * 448 * 448 : 352.0 * 352 * 352;
   }
   return b;
 }

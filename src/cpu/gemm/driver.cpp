@@ -282,7 +282,7 @@ bool c_outlives_caches(index_t m, index_t n, std::size_t element_bytes) {
 // when each packed panel is reused enough and the B micro-panel, read straight
 // from strided rows, would miss the TLB (one page per row for wide B). Direct:
 // up to BlockSizes::direct_work multiply-adds (256^3; under the L2 rule 768^3
-// FP32 / 640^3 FP64 on AMD Zen 4/5, 512^3 FP32 on Intel), and any problem
+// FP32 / 640^3 FP64 on AMD Zen 4/5, 448^3 FP32 / 352^3 FP64 on Intel), and any problem
 // whose K fits one KC block (every
 // element of A and B is then read once per row/column block either way).
 // Measured: docs/perf-notes.md, CPU section. PARRAY_CPU_DIRECT=0/1 forces the
