@@ -165,9 +165,17 @@ BlockSizes unbounded_block_sizes(std::size_t element_bytes, int mr, int nr) {
   // no longer needs L1. MC 64 (FP64) was slower, 256 (FP32) no faster. On a
   // Sapphire-Rapids-class Xeon VM (2 MiB L2, 3 rounds) FP32 2048^3 / 4096^3
   // gained 7-11 % on one and two threads; FP64 within +-3 %.
+  // FP64 on those Intel hosts takes 12 row tiles (MC 96): its A block at 16
+  // tiles is 1 MiB, half of L2, and with the current and the next B
+  // micro-panel (2 x 192 KiB) and C's lines passing through it crowds L2; at
+  // 12 tiles it is 768 KiB, the bytes of FP32's block plus half. Session 18,
+  // in one process, medians of five rounds (two runs): FP64 4096^3 +4.8 / +4.8 %
+  // on one thread, +2.8 / +3.4 % on two, 2048^3 +0.8 to +3.4 %; 14 tiles level
+  // with 16, 10 level, 8 slower at 4096^3; up to 1037^3 within +-3 %.
   if (blocking_rule() == BlockingRule::l2_panel && !(kc_override && std::atol(kc_override) > 0)) {
     b.kc = std::clamp<index_t>(round_down(l2 * 3 / 16 / (nr * e), 8), 64, 1024);
-    b.mc = mc_override && std::atol(mc_override) > 0 ? round_down(std::atol(mc_override), mr) : 16 * index_t(mr);
+    const index_t row_tiles = e == 8 && !amd_zen4_or_later() ? 12 : 16;
+    b.mc = mc_override && std::atol(mc_override) > 0 ? round_down(std::atol(mc_override), mr) : row_tiles * index_t(mr);
   }
   b.mc_direct = mc_for(b.kc_direct, l2 / 8);
   b.nc = std::clamp<index_t>(round_down(l3 / 4 / (b.kc * e), nr), nr, 8192);
