@@ -43,11 +43,21 @@ using sgemm_fn = void (*)(int, int, int, int, int, int, float, const float*, int
 using dgemm_fn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
                           double*, int);
 
+// What differs between the libraries: how the thread count is set, what must
+// happen right after loading, how the kernel is named.
+enum class Vendor { openblas, blis, mkl };
+
+// MKL_THREADING_GNU in mkl_service.h.
+constexpr int kMklThreadingGnu = 3;
+
 struct BlasLibrary {
+  Vendor vendor;
   std::string name, path, description;
   // openblas_set_num_threads(int) / bli_thread_set_num_threads(long) /
   // MKL_Set_Num_Threads(int)
   const char* set_threads_symbol;
+  // Why no file was configured: where to get the library.
+  const char* not_found;
   void* handle = nullptr;
   sgemm_fn sgemm = nullptr;
   dgemm_fn dgemm = nullptr;
@@ -56,17 +66,17 @@ struct BlasLibrary {
   std::once_flag opened;
   std::string open_error;
 
-  BlasLibrary(std::string n, const char* configured_path, std::string desc, const char* env, const char* st)
-      : name(std::move(n)), description(std::move(desc)), set_threads_symbol(st) {
+  BlasLibrary(Vendor v, std::string n, const char* configured_path, std::string desc, const char* env, const char* st,
+              const char* why_not_found)
+      : vendor(v), name(std::move(n)), description(std::move(desc)), set_threads_symbol(st),
+        not_found(why_not_found) {
     const char* e = std::getenv(env);
     path = e && *e ? e : configured_path;
   }
 
   // Why the library cannot be used, without loading it ("" when its file is there).
   std::string why_missing() const {
-    if (path.empty() && name == "mkl")
-      return "libmkl_rt not found (Debian non-free libmkl-rt; scripts/mkl-fetch, then PARRAY_MKL_LIB)";
-    if (path.empty()) return "not found at configure time";
+    if (path.empty()) return not_found;
     if (access(path.c_str(), R_OK) != 0) return "cannot read " + path;
     return "";
   }
@@ -91,22 +101,26 @@ struct BlasLibrary {
     dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
     if (!sgemm || !dgemm) return "no cblas_sgemm/cblas_dgemm in " + path;
     void* st = dlsym(handle, set_threads_symbol);
-    if (name == "mkl") {
-      // Before any other MKL call, and unless the caller chose a layer: GNU
-      // OpenMP (MKL_THREADING_GNU = 3 in mkl_service.h).
-      auto layer = reinterpret_cast<int (*)(int)>(dlsym(handle, "MKL_Set_Threading_Layer"));
-      if (!layer) return "no MKL_Set_Threading_Layer in " + path;
-      const char* chosen = std::getenv("MKL_THREADING_LAYER");
-      if (!chosen || !*chosen) layer(3);
-    }
-    if (name == "openblas" || name == "mkl") {
-      set_threads_int = reinterpret_cast<void (*)(int)>(st);
-    } else {
-      set_threads_long = reinterpret_cast<void (*)(long)>(st);
-      // BLIS initialises itself lazily on its first call and then reads the
-      // thread count from the environment, overwriting one set before: so
-      // initialise it now, and the count set before each call sticks.
-      if (auto init = reinterpret_cast<void (*)()>(dlsym(handle, "bli_init"))) init();
+    switch (vendor) {
+      case Vendor::mkl: {
+        // Before any other MKL call, and unless the caller chose a layer: GNU OpenMP.
+        auto layer = reinterpret_cast<int (*)(int)>(dlsym(handle, "MKL_Set_Threading_Layer"));
+        if (!layer) return "no MKL_Set_Threading_Layer in " + path;
+        const char* chosen = std::getenv("MKL_THREADING_LAYER");
+        if (!chosen || !*chosen) layer(kMklThreadingGnu);
+        set_threads_int = reinterpret_cast<void (*)(int)>(st);
+        break;
+      }
+      case Vendor::openblas:
+        set_threads_int = reinterpret_cast<void (*)(int)>(st);
+        break;
+      case Vendor::blis:
+        set_threads_long = reinterpret_cast<void (*)(long)>(st);
+        // BLIS initialises itself lazily on its first call and then reads the
+        // thread count from the environment, overwriting one set before: so
+        // initialise it now, and the count set before each call sticks.
+        if (auto init = reinterpret_cast<void (*)()>(dlsym(handle, "bli_init"))) init();
+        break;
     }
     return "";
   }
@@ -117,7 +131,7 @@ struct BlasLibrary {
   // prints it). Empty when the library does not say.
   std::string kernel() {
     ensure_open();
-    if (name == "mkl") {
+    if (vendor == Vendor::mkl) {
       auto version = reinterpret_cast<void (*)(char*, int)>(dlsym(handle, "MKL_Get_Version_String"));
       if (!version) return "";
       char text[256] = {};
@@ -129,7 +143,7 @@ struct BlasLibrary {
       const auto end = s.find(' ', at + 8);
       return "MKL-" + s.substr(at + 8, end == std::string::npos ? std::string::npos : end - at - 8);
     }
-    if (name == "openblas") {
+    if (vendor == Vendor::openblas) {
       auto corename = reinterpret_cast<const char* (*)()>(dlsym(handle, "openblas_get_corename"));
       const char* s = corename ? corename() : nullptr;
       return s ? s : "";
@@ -209,13 +223,15 @@ void call_cblas(BlasLibrary& lib, const GemmCall<T>& call) {
 }
 
 BlasLibrary& library(const std::string& name) {
-  static BlasLibrary openblas{"openblas", PARRAY_OPENBLAS_PATH, "OpenBLAS cblas_?gemm (Debian's build, pthreads)",
-                              "PARRAY_OPENBLAS_LIB", "openblas_set_num_threads"};
-  static BlasLibrary blis{"blis", PARRAY_BLIS_PATH, "BLIS cblas_?gemm (Debian's build, OpenMP)", "PARRAY_BLIS_LIB",
-                          "bli_thread_set_num_threads"};
-  static BlasLibrary mkl{"mkl", PARRAY_MKL_PATH,
+  static BlasLibrary openblas{Vendor::openblas, "openblas", PARRAY_OPENBLAS_PATH,
+                              "OpenBLAS cblas_?gemm (Debian's build, pthreads)", "PARRAY_OPENBLAS_LIB",
+                              "openblas_set_num_threads", "not found at configure time"};
+  static BlasLibrary blis{Vendor::blis, "blis", PARRAY_BLIS_PATH, "BLIS cblas_?gemm (Debian's build, OpenMP)",
+                          "PARRAY_BLIS_LIB", "bli_thread_set_num_threads", "not found at configure time"};
+  static BlasLibrary mkl{Vendor::mkl, "mkl", PARRAY_MKL_PATH,
                          "Intel MKL cblas_?gemm, a reference (Debian non-free libmkl-rt, GNU OpenMP threading)",
-                         "PARRAY_MKL_LIB", "MKL_Set_Num_Threads"};
+                         "PARRAY_MKL_LIB", "MKL_Set_Num_Threads",
+                         "libmkl_rt not found (Debian non-free libmkl-rt; scripts/mkl-fetch, then PARRAY_MKL_LIB)"};
   if (name == "mkl") return mkl;
   return name == "openblas" ? openblas : blis;
 }
