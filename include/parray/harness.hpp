@@ -151,6 +151,16 @@ std::string cpu_vector_isa();  // "avx512", "avx2" or "scalar"
 // at configure time and loadable now, and records the missing ones.
 void register_baselines(Registry& r);
 
+// A baseline library's own cblas_?gemm ("openblas", "blis" or "mkl"), opened
+// as register_baselines() opens it and called with raw CBLAS arguments: for
+// tests that hold a CBLAS interface against it. baseline_missing() says why
+// the library cannot be used, without loading it ("" when it can);
+// baseline_cblas_gemm() throws Error when it cannot.
+std::string baseline_missing(const std::string& library);
+template <class T>
+void baseline_cblas_gemm(const std::string& library, int order, int trans_a, int trans_b, int m, int n, int k,
+                         T alpha, const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc);
+
 // One row of a benchmark table.
 struct BenchRow {
   std::string impl, device, dtype, layout;

@@ -207,15 +207,19 @@ std::string plan(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayou
   return "a matrix without a unit stride";
 }
 
+// The library's cblas_sgemm or cblas_dgemm, opening it first.
+template <class T>
+auto cblas_gemm_of(BlasLibrary& lib) {
+  lib.ensure_open();
+  if constexpr (std::is_same_v<T, float>) return lib.sgemm;
+  else return lib.dgemm;
+}
+
 template <class T>
 void call_cblas(BlasLibrary& lib, const GemmCall<T>& call) {
   CblasPlan p;
   if (std::string why = plan(call.a.layout, call.b.layout, call.c.layout, p); !why.empty()) throw Error(why);
-  lib.ensure_open();
-  const auto fn = [&] {
-    if constexpr (std::is_same_v<T, float>) return lib.sgemm;
-    else return lib.dgemm;
-  }();
+  const auto fn = cblas_gemm_of<T>(lib);
   lib.set_threads(call.threads);
   fn(p.order, p.a.trans, p.b.trans, static_cast<int>(call.c.rows()), static_cast<int>(call.c.cols()),
      static_cast<int>(call.a.cols()), call.alpha, call.a.data, static_cast<int>(p.a.ld), call.b.data,
@@ -237,6 +241,18 @@ BlasLibrary& library(const std::string& name) {
 }
 
 }  // namespace
+
+std::string baseline_missing(const std::string& name) { return library(name).why_missing(); }
+
+template <class T>
+void baseline_cblas_gemm(const std::string& name, int order, int trans_a, int trans_b, int m, int n, int k, T alpha,
+                         const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {
+  cblas_gemm_of<T>(library(name))(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+template void baseline_cblas_gemm<float>(const std::string&, int, int, int, int, int, int, float, const float*, int,
+                                         const float*, int, float, float*, int);
+template void baseline_cblas_gemm<double>(const std::string&, int, int, int, int, int, int, double, const double*,
+                                          int, const double*, int, double, double*, int);
 
 void register_baselines(Registry& r) {
   for (const char* name : {"openblas", "blis", "mkl"}) {
