@@ -63,6 +63,7 @@ struct KnnCli {
   bool write_gt = false;
   int threads = 0, reps = 0;
   std::uint64_t seed = 42;
+  double offset = 0;
   // dist
   std::string query, dist_synthetic;
   std::string query_index = "0", top = "10", dist_csv, time_csv;
@@ -89,11 +90,12 @@ Data load_knn_data(const KnnCli& c) {
     const std::vector<index_t> v = whole_list(c.synthetic, "--synthetic", 1, index_t(1) << 31);
     if (v.size() != 3) throw Error("--synthetic '" + c.synthetic + "' is not N,d,Q");
     x.n = v[0], x.d = v[1], x.q = v[2];
-    x.base = synthetic_vectors(x.n, x.d, c.seed);
-    x.queries = synthetic_vectors(x.q, x.d, c.seed + 1);
+    x.base = synthetic_vectors(x.n, x.d, c.seed, c.offset);
+    x.queries = synthetic_vectors(x.q, x.d, c.seed + 1, c.offset);
     x.synthetic = true;
     return x;
   }
+  if (c.offset != 0) throw Error("--offset applies to --synthetic data only");
   if (c.base.empty() || c.queries.empty()) throw Error("give --base and --queries (.fvecs or .bvecs), or --synthetic N,d,Q");
   Vectors<float> b = read_vectors_as_float(c.base), q = read_vectors_as_float(c.queries);
   if (b.d != q.d)
@@ -373,6 +375,7 @@ int cmd_bench_knn(const KnnCli& c) {
   o.threads.clear();
   for (index_t t : whole_list(c.b_threads, "--threads", 1, 1024)) o.threads.push_back(int(t));
   o.seed = c.seed;
+  o.offset = c.offset;
   if (c.reps > 0) o.min_reps = o.max_reps = c.reps;
   if (!c.tiles.empty()) {
     const std::vector<index_t> t = whole_list(c.tiles, "--tiles", 1, index_t(1) << 30);
@@ -456,6 +459,7 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->knn->add_option("--threads", c->threads, "CPU threads (default: all)");
   c->knn->add_option("--reps", c->reps, "timed repeats");
   c->knn->add_option("--seed", c->seed, "seed of --synthetic");
+  c->knn->add_option("--offset", c->offset, "--synthetic data uniform in [C-1, C+1) instead of [-1, 1)");
   c->knn->add_option("--storage", c->storage, "base storage (CPU and GPU search): f32, f16 or bf16");
   c->knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
   c->knn->add_option("--save-data", c->save_data, "write the data as PREFIX_base.fvecs / PREFIX_queries.fvecs and exit");
@@ -485,6 +489,7 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->bench_knn->add_option("--csv", c->b_csv, "write the table as CSV");
   c->bench_knn->add_option("--reps", c->reps, "timed repeats");
   c->bench_knn->add_option("--seed", c->seed);
+  c->bench_knn->add_option("--offset", c->offset, "synthetic data uniform in [C-1, C+1) instead of [-1, 1)");
 
   c->bench_gemv = bench.add_subcommand("gemv", "Verify and time GEMV implementations (GB/s, % of copy bandwidth)");
   c->bench_gemv->add_option("--impl", c->g_impl, "comma list of names, or all, cpu, gpu");

@@ -1,12 +1,14 @@
 // Exact k-nearest-neighbour search and seed 002's sorted distances.
 //
-// Distances come from parray's own GEMM (GEMV for one query):
-//   L2:  ||q - x||^2 = ||q||^2 + ||x||^2 - 2 q.x, negative results clamped to 0;
-//   IP:  q.x, the largest first.
-// Results are ordered by (distance, index): equal distances keep the smaller
-// base index first, on every device, so results are deterministic and
-// comparable. The k best per query are kept while the distance tiles are
-// produced (never the full Q x N matrix): memory stays bounded whatever Q and N.
+// Exact: the result equals an FP64 brute force on any finite data, ties by
+// base index (knn_exact.hpp defines the FP64 key and how the search proves it
+// found the k best). Candidates come from parray's own GEMM (the FP32
+// expansion ||q||^2 + ||x||^2 - 2 q.x, or q.x for IP) with a rigorous bound on
+// its rounding error; every candidate that the bound cannot rule out is
+// decided on its exact key. Distances returned are the exact keys rounded
+// once: L2 squared distances, ascending; IP inner products, descending.
+// The k best per query are kept while the distance tiles are produced (never
+// the full Q x N matrix): memory stays bounded whatever Q and N.
 // Inputs must be finite (the .fvecs reader and the CLI check it).
 #pragma once
 
@@ -44,8 +46,8 @@ void knn_cpu(const T* base, index_t n, const T* queries, index_t q, index_t d, c
 
 // Optional 16-bit storage of the base (half the memory and bandwidth): IEEE
 // binary16 or bfloat16 bit patterns. Each base tile is widened to FP32 just
-// before its GEMM; norms come from the widened values, so the search is exact
-// for the stored (rounded) base.
+// before its GEMM and every exact key reads the widened values: the search is
+// exact for the stored (rounded) base.
 enum class Storage { f32, f16, bf16 };
 Storage parse_storage(const std::string& s);  // "f32", "f16" or "bf16"
 inline const char* storage_name(Storage s) { return s == Storage::f32 ? "f32" : s == Storage::f16 ? "f16" : "bf16"; }
@@ -63,14 +65,15 @@ void distances_sorted_cpu(const T* base, index_t n, index_t d, const T* query, M
 
 // recall@k of `found` (q x k_found, the first k used) against exact ground
 // truth `truth` (q x k_truth, k_truth >= k), as ann-benchmarks counts it: a
-// returned neighbour counts when its exact (FP64) distance is no worse than
-// the k-th true distance, up to a relative 1e-5 (FP32 rounding of the GEMM
-// expansion is ~1e-6 relative), so ties at the k-th distance count.
+// returned neighbour counts when its exact FP64 key (exact_key) is no worse
+// than that of the k-th true neighbour, so ties at the k-th distance count.
 double knn_recall(const float* base, index_t n, const float* queries, index_t q, index_t d, Metric metric,
                   const index_t* found, index_t k_found, const std::int32_t* truth, index_t k_truth, index_t k);
 
-// Uniform [-1, 1) synthetic vectors (n x d), seeded.
-std::vector<float> synthetic_vectors(index_t n, index_t d, std::uint64_t seed);
+// Uniform [offset - 1, offset + 1) synthetic vectors (n x d), seeded. A large
+// offset puts the data far from the origin relative to its spread, where the
+// FP32 expansion alone cannot rank it.
+std::vector<float> synthetic_vectors(index_t n, index_t d, std::uint64_t seed, double offset = 0);
 
 namespace cuda {
 

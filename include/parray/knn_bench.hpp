@@ -79,6 +79,7 @@ struct KnnBenchOptions {
   index_t query_tile = 0, base_tile = 0;  // KnnOptions's tiles (0: automatic)
   std::vector<int> threads = {1};
   std::uint64_t seed = 42;
+  double offset = 0;  // synthetic data uniform in [offset - 1, offset + 1)
   int min_reps = 3, max_reps = 10;
   double target_seconds = 1.0;
   bool progress = true;

@@ -36,8 +36,8 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
   KnnOptions check;
   check.k = kmax;
   check_knn_problem(o.n, o.q, o.d, check);
-  const std::vector<float> base = synthetic_vectors(o.n, o.d, o.seed);
-  const std::vector<float> queries = synthetic_vectors(o.q, o.d, o.seed + 1);
+  const std::vector<float> base = synthetic_vectors(o.n, o.d, o.seed, o.offset);
+  const std::vector<float> queries = synthetic_vectors(o.q, o.d, o.seed + 1, o.offset);
   if (o.progress) std::fprintf(stderr, "[knn] exact FP64 ground truth, k = %lld\n", (long long)kmax);
   const int gt_threads = *std::max_element(o.threads.begin(), o.threads.end());
   const std::vector<std::int32_t> gt =

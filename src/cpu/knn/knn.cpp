@@ -1,29 +1,41 @@
 // Exact k-NN on the CPU with parray's GEMM, and seed 002's sorted distances.
 //
-// Each thread takes query tiles (QT queries) in turn; for a tile it walks the
-// base in tiles of NT vectors: one call of parray's CPU GEMM (single-threaded,
-// the thread is already one of the team) computes the QT x NT inner products
-// into a block that stays in the core's L2, and the selection pass reads it
-// straight back: key = max(||q||^2 + ||x||^2 - 2 q.x, 0) (or -q.x for IP),
-// compared 16 at a time against the worst of the k kept so far (a max-heap
-// ordered by (key, index)). Base indices arrive in increasing order, so a key
-// equal to the worst never displaces it: ties keep the smaller index, and the
-// 16-wide "anything below the threshold?" test is exact.
-// Memory: threads x (QT x NT block + QT x k heap) whatever Q and N are.
+// Exact means equal to an FP64 brute force, ties by index (knn_exact.hpp).
+// A search is two steps, repeated for the queries whose proof fails:
+//
+// Filter. Each thread takes query tiles (QT queries) in turn; for a tile it
+// walks the base in tiles of NT vectors: one call of parray's CPU GEMM
+// (single-threaded, the thread is already one of the team) computes the
+// QT x NT inner products into a block that stays in the core's L2, and the
+// selection pass reads it straight back: key = a rigorous lower bound of the
+// exact key (filter_lower), compared 16 at a time against the worst of the kc
+// kept so far (a max-heap ordered by (key, index)). Base indices arrive in
+// increasing order, so a key equal to the worst never displaces it.
+//
+// Decision. The kc candidates of each query get their exact FP64 keys (eight
+// independent FMA chains at a time), are ordered by (key, index), and the
+// proof is checked: the largest lower bound kept must exceed the k-th exact
+// key. A query that fails goes again with 4x the candidates, up to all N.
+//
+// Centering (L2): when the base's mean dominates its spread, the filter sees
+// q - mu and x - mu (the distances are unchanged, the bound shrinks with the
+// norms); the decision always reads the original vectors.
+// Memory: threads x (QT x NT block + QT x kc heap) + the candidates of one
+// chunk of queries (at most 2^22), whatever Q and N are.
 #include <omp.h>
-
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "parray/gemm.hpp"
 #include "parray/gemv.hpp"
 #include "parray/knn.hpp"
+#include "parray/knn_exact.hpp"
 
 namespace parray {
 
@@ -47,56 +59,60 @@ namespace {
 
 #define PARRAY_KNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// keys[j] = max(qn + bn[j] - 2 c[j], 0) (or -c[j] for IP) for one row of the
-// block, and bmin[b] = the smallest key of 16-block b, in one pass: the
-// selection then tests 1 value per 16 against its threshold.
-#define PARRAY_KNN_KERNELS(T)                                                                       \
-  PARRAY_KNN_CLONES void keys_l2(const T* c, const T* bn, T qn, index_t n, T* keys, T* bmin) {      \
-    index_t j = 0;                                                                                  \
-    for (; j + 16 <= n; j += 16) {                                                                  \
-      T m = std::numeric_limits<T>::infinity();                                                     \
-      _Pragma("omp simd reduction(min : m)") for (int t = 0; t < 16; ++t) {                         \
-        T v = qn + bn[j + t] - T(2) * c[j + t];                                                     \
-        v = v > T(0) ? v : T(0);                                                                    \
-        keys[j + t] = v;                                                                            \
-        m = std::min(m, v);                                                                         \
-      }                                                                                             \
-      bmin[j / 16] = m;                                                                             \
-    }                                                                                               \
-    if (j < n) {                                                                                    \
-      T m = std::numeric_limits<T>::infinity();                                                     \
-      for (; j < n; ++j) {                                                                          \
-        const T v = std::max(qn + bn[j] - T(2) * c[j], T(0));                                       \
-        keys[j] = v;                                                                                \
-        m = std::min(m, v);                                                                         \
-      }                                                                                             \
-      bmin[(n - 1) / 16] = m;                                                                       \
-    }                                                                                               \
-  }                                                                                                 \
-  PARRAY_KNN_CLONES void keys_ip(const T* c, index_t n, T* keys, T* bmin) {                         \
-    for (index_t j = 0; j < n; j += 16) {                                                           \
-      const int len = int(std::min<index_t>(16, n - j));                                            \
-      T m = std::numeric_limits<T>::infinity();                                                     \
-      _Pragma("omp simd reduction(min : m)") for (int t = 0; t < len; ++t) {                        \
-        keys[j + t] = -c[j + t];                                                                    \
-        m = std::min(m, -c[j + t]);                                                                 \
-      }                                                                                             \
-      bmin[j / 16] = m;                                                                             \
-    }                                                                                               \
-  }                                                                                                 \
-  /* bit t set when keys[t] < thr, t < 16 */                                                         \
-  PARRAY_KNN_CLONES unsigned below16(const T* keys, T thr) {                                        \
-    unsigned m = 0;                                                                                 \
-    _Pragma("omp simd reduction(| : m)") for (int t = 0; t < 16; ++t) m |= unsigned(keys[t] < thr) << t; \
-    return m;                                                                                       \
-  }                                                                                                 \
-  PARRAY_KNN_CLONES void sq_norms(const T* x, index_t n, index_t d, T* out) {                       \
-    for (index_t i = 0; i < n; ++i) {                                                               \
-      const T* r = x + i * d;                                                                       \
-      T s = 0;                                                                                      \
-      _Pragma("omp simd reduction(+ : s)") for (index_t t = 0; t < d; ++t) s += r[t] * r[t];        \
-      out[i] = s;                                                                                   \
-    }                                                                                               \
+// keys[j] = the lower bound of base vector j's exact key, and bmin[b] = the
+// smallest key of 16-block b, in one pass: the selection then tests one value
+// per 16 against its threshold. xn, xr: the base's squared norms and norms.
+#define PARRAY_KNN_KERNELS(T)                                                                              \
+  PARRAY_KNN_CLONES void lower_keys(bool l2, const T* c, const T* xn, const T* xr, T qn, T qr, FilterBound fb, \
+                                    index_t n, T* keys, T* bmin) {                                         \
+    const T beta = T(fb.beta), eta = T(fb.eta);                                                            \
+    for (index_t j = 0; j < n; j += 16) {                                                                  \
+      const int len = int(std::min<index_t>(16, n - j));                                                   \
+      T m = std::numeric_limits<T>::infinity();                                                            \
+      if (l2) {                                                                                            \
+        _Pragma("omp simd reduction(min : m)") for (int t = 0; t < len; ++t) {                             \
+          const T v = filter_lower<T>(true, c[j + t], qn, xn[j + t], qr, xr[j + t], beta, eta);            \
+          keys[j + t] = v;                                                                                 \
+          m = std::min(m, v);                                                                              \
+        }                                                                                                  \
+      } else {                                                                                             \
+        _Pragma("omp simd reduction(min : m)") for (int t = 0; t < len; ++t) {                             \
+          const T v = filter_lower<T>(false, c[j + t], qn, xn[j + t], qr, xr[j + t], beta, eta);           \
+          keys[j + t] = v;                                                                                 \
+          m = std::min(m, v);                                                                              \
+        }                                                                                                  \
+      }                                                                                                    \
+      bmin[j / 16] = m;                                                                                    \
+    }                                                                                                      \
+  }                                                                                                        \
+  /* bit t set when keys[t] < thr, t < 16 */                                                                \
+  PARRAY_KNN_CLONES unsigned below16(const T* keys, T thr) {                                               \
+    unsigned m = 0;                                                                                        \
+    _Pragma("omp simd reduction(| : m)") for (int t = 0; t < 16; ++t) m |= unsigned(keys[t] < thr) << t;   \
+    return m;                                                                                              \
+  }                                                                                                        \
+  PARRAY_KNN_CLONES void sq_norms(const T* x, index_t n, index_t d, T* out) {                              \
+    for (index_t i = 0; i < n; ++i) {                                                                      \
+      const T* r = x + i * d;                                                                              \
+      T s = 0;                                                                                             \
+      _Pragma("omp simd reduction(+ : s)") for (index_t t = 0; t < d; ++t) s += r[t] * r[t];               \
+      out[i] = s;                                                                                          \
+    }                                                                                                      \
+  }                                                                                                        \
+  /* out[c] = exact_key(q, x[c], d) for c < 8: eight independent FMA chains, each in component order, */   \
+  /* so every key is bit-identical to exact_key's. */                                                       \
+  __attribute__((target_clones("fma", "default"))) void exact_keys8(const T* q, const T* const* x, index_t d, \
+                                                                     bool l2, double* out) {               \
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                                \
+    for (index_t t = 0; t < d; ++t) {                                                                      \
+      const double qt = double(q[t]);                                                                      \
+      for (int c = 0; c < 8; ++c) {                                                                        \
+        const double a = l2 ? qt - double(x[c][t]) : qt;                                                   \
+        const double b = l2 ? a : double(x[c][t]);                                                         \
+        s[c] = std::fma(a, b, s[c]);                                                                       \
+      }                                                                                                    \
+    }                                                                                                      \
+    for (int c = 0; c < 8; ++c) out[c] = l2 ? s[c] : -s[c];                                                \
   }
 
 PARRAY_KNN_KERNELS(float)
@@ -115,7 +131,6 @@ struct TopK {
   Entry<T>* h = nullptr;
   index_t size = 0, k = 0;
 
-  T threshold() const { return size < k ? std::numeric_limits<T>::infinity() : h[0].key; }
   void push(T key, index_t idx) {  // heap not full yet
     h[size++] = {key, idx};
     std::push_heap(h, h + size);
@@ -157,20 +172,235 @@ struct TopK {
   }
 };
 
+// The base as the two steps read it: FP32/FP64 rows, or 16-bit patterns
+// widened on the fly (T = float); mu, when not empty, is subtracted from
+// every row the filter sees.
 template <class T>
-void write_sorted(TopK<T>& t, Metric metric, T* dist, index_t* idx) {
-  std::sort_heap(t.h, t.h + t.size);
-  for (index_t r = 0; r < t.size; ++r) {
-    dist[r] = metric == Metric::l2 ? t.h[r].key : -t.h[r].key;
-    idx[r] = t.h[r].idx;
+struct BaseSource {
+  const T* rows = nullptr;
+  const std::uint16_t* rows16 = nullptr;
+  Storage storage = Storage::f32;
+  index_t n = 0, d = 0;
+  std::vector<T> mu;
+
+  // Rows j0 .. j0 + nb as stored (widened): the base itself or `scratch`.
+  const T* plain(index_t j0, index_t nb, std::vector<T>& scratch) const {
+    if (rows) return rows + j0 * d;
+    scratch.resize(static_cast<std::size_t>(nb * d));
+    if constexpr (std::is_same_v<T, float>) from_16bit(rows16 + j0 * d, nb * d, storage, scratch.data());
+    return scratch.data();
+  }
+  // The same rows as the filter sees them (centered when mu is set).
+  const T* filtered(index_t j0, index_t nb, std::vector<T>& scratch) const {
+    const T* p = plain(j0, nb, scratch);
+    if (mu.empty()) return p;
+    scratch.resize(static_cast<std::size_t>(nb * d));
+    T* out = scratch.data();
+    for (index_t i = 0; i < nb; ++i)
+#pragma omp simd
+      for (index_t t = 0; t < d; ++t) out[i * d + t] = p[i * d + t] - mu[static_cast<std::size_t>(t)];
+    return out;
+  }
+};
+
+// Everything the filter needs besides the queries.
+template <class T>
+struct Filter {
+  BaseSource<T> base;
+  std::vector<T> xn, xr;  // squared norms and norms of the rows the filter sees
+  FilterBound bound;
+  bool l2 = true;
+  int threads = 1;
+  index_t query_tile = 0, base_tile = 0;
+};
+
+constexpr index_t kNormChunk = 4096;
+
+// For L2: the base's mean in FP64, kept (rounded to T) when centering pays.
+template <class T>
+void choose_centering(BaseSource<T>& b, int threads) {
+  std::vector<double> sum(static_cast<std::size_t>(b.d), 0.0);
+  double sq = 0;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<T> scratch;
+    std::vector<double> part(static_cast<std::size_t>(b.d), 0.0);
+    double part_sq = 0;
+#pragma omp for schedule(static)
+    for (index_t i0 = 0; i0 < b.n; i0 += kNormChunk) {
+      const index_t nb = std::min(kNormChunk, b.n - i0);
+      const T* r = b.plain(i0, nb, scratch);
+      for (index_t i = 0; i < nb * b.d; ++i) {
+        part[static_cast<std::size_t>(i % b.d)] += double(r[i]);
+        part_sq += double(r[i]) * double(r[i]);
+      }
+    }
+#pragma omp critical
+    {
+      for (index_t t = 0; t < b.d; ++t) sum[static_cast<std::size_t>(t)] += part[static_cast<std::size_t>(t)];
+      sq += part_sq;
+    }
+  }
+  double mu_sq = 0;
+  for (double& s : sum) s /= double(b.n), mu_sq += s * s;
+  if (centering_pays(sq / double(b.n), mu_sq)) b.mu.assign(sum.begin(), sum.end());
+}
+
+template <class T>
+Filter<T> make_filter(BaseSource<T> base, const KnnOptions& o, int threads) {
+  Filter<T> f;
+  f.l2 = o.metric == Metric::l2;
+  if (f.l2) choose_centering(base, threads);
+  f.base = std::move(base);
+  f.bound = filter_bound<T>(f.base.d);
+  f.threads = threads, f.query_tile = o.query_tile, f.base_tile = o.base_tile;
+  const index_t n = f.base.n;
+  f.xn.resize(static_cast<std::size_t>(n));
+  f.xr.resize(static_cast<std::size_t>(n));
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<T> scratch;
+#pragma omp for schedule(static)
+    for (index_t i0 = 0; i0 < n; i0 += kNormChunk) {
+      const index_t nb = std::min(kNormChunk, n - i0);
+      sq_norms(f.base.filtered(i0, nb, scratch), nb, f.base.d, f.xn.data() + i0);
+      for (index_t i = i0; i < i0 + nb; ++i) f.xr[static_cast<std::size_t>(i)] = std::sqrt(f.xn[static_cast<std::size_t>(i)]);
+    }
+  }
+  return f;
+}
+
+// The filter over q queries (rows of qf, as the filter sees them): the kc
+// smallest lower bounds of each, ascending by (bound, index), into key/idx
+// (q x kc).
+template <class T>
+void filter_tiles(const Filter<T>& f, const T* qf, index_t q, index_t kc, T* key, index_t* idx) {
+  const index_t n = f.base.n, d = f.base.d;
+  // Tiles: up to 512 queries (a thread's share when Q is small) x 1024 base
+  // vectors (512 in FP64): the 2 MiB block of inner products is written by the
+  // GEMM and read back at once by the selection (L2/L3). The GEMM packs the
+  // query tile again for every base tile and the base tile once per query
+  // tile, so both tiles want to be large; the block wants to stay in cache.
+  // 1024 was ahead of 512 by ~5-10 % on a 2-core Zen 4; 128..1000 x 256..4096
+  // were otherwise within that machine's noise.
+  const index_t nt = std::min(n, f.base_tile > 0 ? f.base_tile : index_t(4096 / sizeof(T)));
+  // ... and at most 2^22 heap entries per thread when kc is large.
+  const index_t qt_auto = std::max<index_t>(
+      1, std::min<index_t>({512, (q + f.threads - 1) / f.threads, std::max<index_t>(1, (index_t(1) << 22) / kc)}));
+  const index_t qt = std::min(q, f.query_tile > 0 ? f.query_tile : qt_auto);
+  const index_t tiles = (q + qt - 1) / qt;
+  std::vector<T> qn(static_cast<std::size_t>(q)), qr(static_cast<std::size_t>(q));
+  sq_norms(qf, q, d, qn.data());
+  for (index_t i = 0; i < q; ++i) qr[static_cast<std::size_t>(i)] = std::sqrt(qn[static_cast<std::size_t>(i)]);
+  const int team = static_cast<int>(std::min<index_t>(f.threads, tiles));
+#pragma omp parallel num_threads(team) if (team > 1)
+  {
+    std::vector<T> block(static_cast<std::size_t>(qt * nt)), keys(static_cast<std::size_t>(nt)), scratch,
+        bmin(static_cast<std::size_t>(nt / 16 + 1));
+    std::vector<Entry<T>> heaps(static_cast<std::size_t>(qt * kc));
+    std::vector<TopK<T>> tops(static_cast<std::size_t>(qt));
+#pragma omp for schedule(dynamic, 1)
+    for (index_t t = 0; t < tiles; ++t) {
+      const index_t q0 = t * qt, qb = std::min(qt, q - q0);
+      for (index_t r = 0; r < qb; ++r) tops[static_cast<std::size_t>(r)] = {heaps.data() + r * kc, 0, kc};
+      MatrixView<const T> a{qf + q0 * d, MatrixLayout::row_major(qb, d, d)};  // (QT, d) queries
+      for (index_t j0 = 0; j0 < n; j0 += nt) {
+        const index_t nb = std::min(nt, n - j0);
+        MatrixView<const T> b{f.base.filtered(j0, nb, scratch), MatrixLayout::col_major(d, nb, d)};  // (d, NT)
+        MatrixView<T> c{block.data(), MatrixLayout::row_major(qb, nb, nb)};  // (QT, NT) inner products
+        gemm<T>(T(1), a, b, T(0), c, GemmOptions{"cpu", 1});
+        for (index_t r = 0; r < qb; ++r) {
+          const std::size_t qi = static_cast<std::size_t>(q0 + r);
+          lower_keys(f.l2, block.data() + r * nb, f.xn.data() + j0, f.xr.data() + j0, qn[qi], qr[qi], f.bound, nb,
+                     keys.data(), bmin.data());
+          tops[static_cast<std::size_t>(r)].offer(keys.data(), bmin.data(), nb, j0);
+        }
+      }
+      for (index_t r = 0; r < qb; ++r) {
+        TopK<T>& top = tops[static_cast<std::size_t>(r)];
+        std::sort_heap(top.h, top.h + top.size);
+        for (index_t i = 0; i < kc; ++i) key[(q0 + r) * kc + i] = top.h[i].key, idx[(q0 + r) * kc + i] = top.h[i].idx;
+      }
+    }
   }
 }
 
-// The search over base tiles given by load(j0, nb, scratch) -> pointer to the
-// nb x d FP32/FP64 rows of base vectors j0.. (the base itself, or a widened copy).
-template <class T, class Load>
-void knn_tiles(index_t n, const T* queries, index_t q, index_t d, const KnnOptions& o, T* distances,
-               index_t* indices, const std::vector<T>& bn, Load&& load);
+// Decides one query from its kc candidates (ascending lower bounds): their
+// exact keys, the k best by (key, index) written out, and the proof. False
+// when the proof fails (nothing is written then).
+template <class T>
+bool decide(const BaseSource<T>& b, const T* query, const T* key, const index_t* idx, index_t kc, index_t k,
+            bool l2, T* out_dist, index_t* out_idx, std::vector<T>& scratch) {
+  std::vector<Entry<double>> e(static_cast<std::size_t>(kc));
+  std::vector<const T*> rows(8);
+  std::vector<T> own(static_cast<std::size_t>(8 * b.d));
+  for (index_t c0 = 0; c0 < kc; c0 += 8) {
+    for (index_t c = 0; c < 8; ++c) {
+      const index_t j = idx[std::min(c0 + c, kc - 1)];
+      const T* r = b.plain(j, 1, scratch);
+      if (r == scratch.data()) r = static_cast<const T*>(std::memcpy(own.data() + c * b.d, r, sizeof(T) * b.d));
+      rows[static_cast<std::size_t>(c)] = r;
+    }
+    double out[8];
+    exact_keys8(query, rows.data(), b.d, l2, out);
+    for (index_t c = 0; c < 8 && c0 + c < kc; ++c) e[static_cast<std::size_t>(c0 + c)] = {out[c], idx[c0 + c]};
+  }
+  std::partial_sort(e.begin(), e.begin() + k, e.end());
+  // Proven complete when every vector left out (lower bound >= key[kc - 1])
+  // has an exact key above the k-th: all N were candidates, or key[kc - 1] > it.
+  if (kc < b.n && !(double(key[kc - 1]) > e[static_cast<std::size_t>(k - 1)].key)) return false;
+  for (index_t r = 0; r < k; ++r) {
+    const double v = e[static_cast<std::size_t>(r)].key;
+    out_dist[r] = T(l2 ? v : -v);
+    out_idx[r] = e[static_cast<std::size_t>(r)].idx;
+  }
+  return true;
+}
+
+// Filter and decision for the queries `ids` with kc candidates each; the ids
+// whose proof failed are returned (ascending).
+template <class T>
+std::vector<index_t> search_round(const Filter<T>& f, const T* queries, const std::vector<index_t>& ids, index_t kc,
+                                  index_t k, T* distances, index_t* indices) {
+  const index_t d = f.base.d;
+  const index_t chunk = std::max<index_t>(1, (index_t(1) << 22) / kc);
+  std::vector<index_t> failed;
+  for (std::size_t c0 = 0; c0 < ids.size(); c0 += static_cast<std::size_t>(chunk)) {
+    const index_t m = std::min<index_t>(chunk, index_t(ids.size() - c0));
+    std::vector<T> qf(static_cast<std::size_t>(m * d)), key(static_cast<std::size_t>(m * kc));
+    std::vector<index_t> idx(static_cast<std::size_t>(m * kc));
+    for (index_t i = 0; i < m; ++i)
+      for (index_t t = 0; t < d; ++t)
+        qf[static_cast<std::size_t>(i * d + t)] =
+            queries[ids[c0 + i] * d + t] - (f.base.mu.empty() ? T(0) : f.base.mu[static_cast<std::size_t>(t)]);
+    filter_tiles(f, qf.data(), m, kc, key.data(), idx.data());
+    std::vector<char> ok(static_cast<std::size_t>(m));
+#pragma omp parallel num_threads(f.threads) if (f.threads > 1 && m > 16)
+    {
+      std::vector<T> scratch;
+#pragma omp for schedule(dynamic, 16)
+      for (index_t i = 0; i < m; ++i) {
+        const index_t qi = ids[c0 + i];
+        ok[static_cast<std::size_t>(i)] = decide(f.base, queries + qi * d, key.data() + i * kc, idx.data() + i * kc, kc,
+                                                 k, f.l2, distances + qi * k, indices + qi * k, scratch);
+      }
+    }
+    for (index_t i = 0; i < m; ++i)
+      if (!ok[static_cast<std::size_t>(i)]) failed.push_back(ids[c0 + i]);
+  }
+  return failed;
+}
+
+// The whole search: rounds of 4x more candidates until every query is proven.
+template <class T>
+void search(const Filter<T>& f, const T* queries, index_t q, index_t k, T* distances, index_t* indices) {
+  std::vector<index_t> ids(static_cast<std::size_t>(q));
+  for (index_t i = 0; i < q; ++i) ids[static_cast<std::size_t>(i)] = i;
+  for (index_t kc = first_candidates(k, f.base.n); !ids.empty(); kc = std::min(f.base.n, 4 * kc))
+    ids = search_round(f, queries, ids, kc, k, distances, indices);
+}
+
+int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 
 }  // namespace
 
@@ -180,72 +410,23 @@ void knn_cpu(const T* base, index_t n, const T* queries, index_t q, index_t d, c
   check_knn_problem(n, q, d, o);
   if (q == 0) return;
   if (!base || !queries || !distances || !indices) throw Error("knn: a null pointer");
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
-  std::vector<T> bn(static_cast<std::size_t>(n));
-  if (o.metric == Metric::l2) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (index_t i0 = 0; i0 < n; i0 += 4096) sq_norms(base + i0 * d, std::min<index_t>(4096, n - i0), d, bn.data() + i0);
-  }
-  knn_tiles<T>(n, queries, q, d, o, distances, indices, bn,
-               [&](index_t j0, index_t, std::vector<T>&) -> const T* { return base + j0 * d; });
+  BaseSource<T> b;
+  b.rows = base, b.n = n, b.d = d;
+  const int threads = resolve_threads(o.threads);
+  search(make_filter(std::move(b), o, threads), queries, q, o.k, distances, indices);
 }
 
-namespace {
-
-template <class T, class Load>
-void knn_tiles(index_t n, const T* queries, index_t q, index_t d, const KnnOptions& o, T* distances,
-               index_t* indices, const std::vector<T>& bn, Load&& load) {
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
-  const index_t k = o.k;
-  // Tiles: up to 512 queries (a thread's share when Q is small) x 1024 base
-  // vectors (512 in FP64): the 2 MiB block of inner products is written by the
-  // GEMM and read back at once by the selection (L2/L3). The GEMM packs the
-  // query tile again for every base tile and the base tile once per query
-  // tile, so both tiles want to be large; the block wants to stay in cache.
-  // Tried 128..1000 x 256..4096 on the 2-core Zen 4: 1024 was ahead of 512 by
-  // ~5-10 %, the rest within the +-15 % noise of that shared machine.
-  const index_t nt = std::min(n, o.base_tile > 0 ? o.base_tile : index_t(4096 / sizeof(T)));
-  // ... and at most 2^22 heap entries (64 MiB in FP64) per thread when k is large.
-  const index_t qt_auto = std::max<index_t>(
-      1, std::min<index_t>({512, (q + threads - 1) / threads, std::max<index_t>(1, (index_t(1) << 22) / k)}));
-  const index_t qt = std::min(q, o.query_tile > 0 ? o.query_tile : qt_auto);
-  const index_t tiles = (q + qt - 1) / qt;
-
-  std::vector<T> qn(static_cast<std::size_t>(q));
-  if (o.metric == Metric::l2) sq_norms(queries, q, d, qn.data());
-  const int team = static_cast<int>(std::min<index_t>(threads, tiles));
-#pragma omp parallel num_threads(team) if (team > 1)
-  {
-    std::vector<T> block(static_cast<std::size_t>(qt * nt)), keys(static_cast<std::size_t>(nt)), scratch,
-        bmin(static_cast<std::size_t>(nt / 16 + 1));
-    std::vector<Entry<T>> heaps(static_cast<std::size_t>(qt * k));
-    std::vector<TopK<T>> tops(static_cast<std::size_t>(qt));
-#pragma omp for schedule(dynamic, 1)
-    for (index_t t = 0; t < tiles; ++t) {
-      const index_t q0 = t * qt, qb = std::min(qt, q - q0);
-      for (index_t r = 0; r < qb; ++r) tops[static_cast<std::size_t>(r)] = {heaps.data() + r * k, 0, k};
-      MatrixView<const T> a{queries + q0 * d, MatrixLayout::row_major(qb, d, d)};  // (QT, d) queries
-      for (index_t j0 = 0; j0 < n; j0 += nt) {
-        const index_t nb = std::min(nt, n - j0);
-        const T* tile = load(j0, nb, scratch);
-        MatrixView<const T> b{tile, MatrixLayout::col_major(d, nb, d)};  // (d, NT): base tile^T
-        MatrixView<T> c{block.data(), MatrixLayout::row_major(qb, nb, nb)};      // (QT, NT) inner products
-        gemm<T>(T(1), a, b, T(0), c, GemmOptions{"cpu", 1});
-        for (index_t r = 0; r < qb; ++r) {
-          const T* row = block.data() + r * nb;
-          if (o.metric == Metric::l2)
-            keys_l2(row, bn.data() + j0, qn[static_cast<std::size_t>(q0 + r)], nb, keys.data(), bmin.data());
-          else keys_ip(row, nb, keys.data(), bmin.data());
-          tops[static_cast<std::size_t>(r)].offer(keys.data(), bmin.data(), nb, j0);
-        }
-      }
-      for (index_t r = 0; r < qb; ++r)
-        write_sorted(tops[static_cast<std::size_t>(r)], o.metric, distances + (q0 + r) * k, indices + (q0 + r) * k);
-    }
-  }
+void knn_cpu_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
+                   const KnnOptions& o, float* distances, index_t* indices) {
+  check_knn_problem(n, q, d, o);
+  if (storage == Storage::f32) throw Error("knn_cpu_16bit: storage f32 (use knn_cpu)");
+  if (q == 0) return;
+  if (!base || !queries || !distances || !indices) throw Error("knn: a null pointer");
+  BaseSource<float> b;
+  b.rows16 = base, b.storage = storage, b.n = n, b.d = d;
+  const int threads = resolve_threads(o.threads);
+  search(make_filter(std::move(b), o, threads), queries, q, o.k, distances, indices);
 }
-
-}  // namespace
 
 template <class T>
 void distances_sorted_cpu(const T* base, index_t n, index_t d, const T* query, Metric metric, int threads,
@@ -282,137 +463,19 @@ template void distances_sorted_cpu<float>(const float*, index_t, index_t, const 
 template void distances_sorted_cpu<double>(const double*, index_t, index_t, const double*, Metric, int, double*,
                                            index_t*);
 
-// ---- 16-bit base storage ---------------------------------------------------------
-
-Storage parse_storage(const std::string& s) {
-  if (s == "f32") return Storage::f32;
-  if (s == "f16") return Storage::f16;
-  if (s == "bf16") return Storage::bf16;
-  throw Error("unknown storage '" + s + "' (use f32, f16 or bf16)");
-}
-
-namespace {
-
-std::uint16_t f32_to_f16(float f) {  // round to nearest even
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  const std::uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);           // NaN
-  if (ax >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);          // rounds to >= 65520: inf
-  if (ax < 0x38800000u) {                                               // subnormal half (or zero)
-    const float v = std::abs(f) * 16777216.0f;                          // 2^24: units of the smallest subnormal
-    return std::uint16_t(sign | std::uint32_t(std::nearbyint(v)));
-  }
-  const std::uint32_t mant = ax + 0xfffu + ((ax >> 13) & 1u);           // RNE on the 13 dropped bits
-  return std::uint16_t(sign | ((mant - 0x38000000u) >> 13));
-}
-
-float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  float v;
-  if (e == 0) v = std::ldexp(float(m), -24);
-  else if (e == 31) v = m ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else v = std::ldexp(float(m | 0x400u), int(e) - 25);
-  std::uint32_t x;
-  std::memcpy(&x, &v, 4);
-  x |= sign;
-  std::memcpy(&v, &x, 4);
-  return v;
-}
-
-std::uint16_t f32_to_bf16(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((x >> 16) | 0x40u);  // NaN stays NaN
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return std::uint16_t(x >> 16);
-}
-
-__attribute__((target("f16c,avx"))) void f16_to_f32_f16c(const std::uint16_t* in, index_t n, float* out) {
-  index_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-  for (; i < n; ++i) out[i] = f16_to_f32(in[i]);
-}
-
-}  // namespace
-
-std::vector<std::uint16_t> to_16bit(const float* x, index_t count, Storage storage) {
-  if (storage == Storage::f32) throw Error("to_16bit: f32 is not a 16-bit storage");
-  std::vector<std::uint16_t> out(static_cast<std::size_t>(count));
-  for (index_t i = 0; i < count; ++i) out[std::size_t(i)] = storage == Storage::f16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
-  return out;
-}
-
-void from_16bit(const std::uint16_t* x, index_t count, Storage storage, float* out) {
-  if (storage == Storage::bf16) {
-#pragma omp simd
-    for (index_t i = 0; i < count; ++i) {
-      const std::uint32_t b = std::uint32_t(x[i]) << 16;
-      std::memcpy(out + i, &b, 4);
-    }
-  } else if (storage == Storage::f16) {
-    static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-    if (f16c) f16_to_f32_f16c(x, count, out);
-    else
-      for (index_t i = 0; i < count; ++i) out[i] = f16_to_f32(x[i]);
-  } else {
-    throw Error("from_16bit: f32 is not a 16-bit storage");
-  }
-}
-
-void knn_cpu_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
-                   const KnnOptions& o, float* distances, index_t* indices) {
-  check_knn_problem(n, q, d, o);
-  if (storage == Storage::f32) throw Error("knn_cpu_16bit: storage f32 (use knn_cpu)");
-  if (q == 0) return;
-  if (!base || !queries || !distances || !indices) throw Error("knn: a null pointer");
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
-  std::vector<float> bn(static_cast<std::size_t>(n));
-  if (o.metric == Metric::l2) {
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-      std::vector<float> w(static_cast<std::size_t>(4096 * d));
-#pragma omp for schedule(static)
-      for (index_t i0 = 0; i0 < n; i0 += 4096) {
-        const index_t nb = std::min<index_t>(4096, n - i0);
-        from_16bit(base + i0 * d, nb * d, storage, w.data());
-        sq_norms(w.data(), nb, d, bn.data() + i0);
-      }
-    }
-  }
-  knn_tiles<float>(n, queries, q, d, o, distances, indices, bn,
-                   [&](index_t j0, index_t nb, std::vector<float>& scratch) -> const float* {
-                     scratch.resize(static_cast<std::size_t>(nb * d));
-                     from_16bit(base + j0 * d, nb * d, storage, scratch.data());
-                     return scratch.data();
-                   });
-}
-
 double knn_recall(const float* base, index_t n, const float* queries, index_t q, index_t d, Metric metric,
                   const index_t* found, index_t k_found, const std::int32_t* truth, index_t k_truth, index_t k) {
   if (k < 1 || k > k_found || k > k_truth)
     throw Error("recall@" + std::to_string(k) + ": results hold " + std::to_string(k_found) +
                 " and the ground truth " + std::to_string(k_truth) + " neighbours per query");
-  auto exact = [&](index_t qi, index_t j) {  // FP64 key, smaller is better
-    const float* a = queries + qi * d;
-    const float* b = base + j * d;
-    double s = 0;
-    for (index_t t = 0; t < d; ++t) {
-      const double x = double(a[t]), y = double(b[t]);
-      s += metric == Metric::l2 ? (x - y) * (x - y) : x * y;
-    }
-    return metric == Metric::l2 ? s : -s;
-  };
+  auto exact = [&](index_t qi, index_t j) { return exact_key(queries + qi * d, base + j * d, d, metric == Metric::l2); };
   index_t hits = 0;
   for (index_t qi = 0; qi < q; ++qi) {
     const std::int32_t g = truth[qi * k_truth + k - 1];
     if (g < 0 || g >= n)
       throw Error("ground truth: query " + std::to_string(qi) + " names base vector " + std::to_string(g) +
                   " of only " + std::to_string(n) + " (wrong --gt file?)");
-    const double kth = exact(qi, g);
-    const double limit = kth + 1e-5 * std::max(std::abs(kth), 1e-30);
+    const double limit = exact(qi, g);
     std::vector<index_t> seen;
     for (index_t r = 0; r < k; ++r) {
       const index_t j = found[qi * k_found + r];
@@ -424,11 +487,12 @@ double knn_recall(const float* base, index_t n, const float* queries, index_t q,
   return q == 0 ? 1.0 : double(hits) / double(q * k);
 }
 
-std::vector<float> synthetic_vectors(index_t n, index_t d, std::uint64_t seed) {
+std::vector<float> synthetic_vectors(index_t n, index_t d, std::uint64_t seed, double offset) {
+  if (!std::isfinite(offset) || std::abs(offset) > 1e30) throw Error("synthetic data: offset " + std::to_string(offset) + " is not a finite float");
   std::vector<float> v(static_cast<std::size_t>(n * d));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& x : v) x = u(rng);
+  for (float& x : v) x = offset == 0 ? u(rng) : float(offset + double(u(rng)));
   return v;
 }
 

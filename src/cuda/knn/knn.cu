@@ -1,17 +1,22 @@
-// GPU exact k-NN: parray's GPU GEMM for the inner products, tile by tile,
-// and a k-selection after each tile.
+// GPU exact k-NN: parray's GPU GEMM for the inner products, tile by tile, a
+// k-selection of lower bounds after each tile (the filter), then the exact
+// FP64 decision (knn_exact.hpp, decide.cuh).
 //
-//   for each query tile (QT queries, 1024 by default):
-//     for each base tile (NT = 16384 vectors by default; at least k when k <= 2048):
-//       [16-bit base: widen the tile to FP32]
-//       C (QT x NT) = Q_tile . B_tile^T          parray::gemm(..., "gpu"), device views
-//       k <= 2048: select_tile<<<QT>>>           one pass, fused top-k (select_topk.cuh)
-//       k >  2048: keys, CUB segmented stable sort of each row of C, then
-//                  merge_rows: the sorted row merged with the query's sorted
-//                  k best so far (merged passes)
-// Memory: one QT x NT tile (64 MiB) + QT x k state; for k > 2048, QT shrinks
-// so that the sorted copy of the tile and the two state buffers stay within
-// the same budget.
+//   [L2, offset base: the base's mean mu; the filter sees q - mu, x - mu]
+//   round (kc candidates per query, 4x more each round, up to N):
+//     for each query tile (QT queries, 1024 by default):
+//       for each base tile (NT = 16384 vectors by default; at least kc when kc <= 2048):
+//         [16-bit or centered base: the tile widened / centered in FP32]
+//         C (QT x NT) = Q_tile . B_tile^T          parray::gemm(..., "gpu"), device views
+//         kc <= 2048: select_tile<<<QT>>>           one pass, fused top-kc (select_topk.cuh)
+//         kc >  2048: keys, CUB segmented stable sort of each row of C, then
+//                     merge_rows: the sorted row merged with the query's sorted
+//                     kc best so far (merged passes)
+//     exact keys of the candidates, ordered by (key, index), the proof per
+//     query: proven queries written out, the others go to the next round
+// Memory: one QT x NT tile (64 MiB) + QT x kc state + the candidates of one
+// chunk of queries; for kc > 2048, QT shrinks so that the sorted copy of the
+// tile and the two state buffers stay within the same budget.
 #include <cub/device/device_segmented_sort.cuh>
 
 #include <algorithm>
@@ -21,6 +26,7 @@
 #include "parray/cuda/check.hpp"
 #include "parray/gemm.hpp"
 #include "parray/knn.hpp"
+#include "decide.cuh"
 #include "select_topk.cuh"
 
 namespace parray::cuda {
@@ -46,26 +52,27 @@ struct Workspace {
 };
 
 template <int CAP>
-void launch_select(int rows, const float* c, index_t nb, index_t j0, const float* bn, const float* qn, bool l2, int k,
-                   float* sk, int* si, bool last, index_t q0, float* od, index_t* oi) {
-  select_tile<CAP, 256><<<rows, 256>>>(c, nb, j0, bn, qn, l2, k, sk, si, last, q0, od, oi);
+void launch_select(int rows, const float* c, index_t nb, index_t j0, const float* bn, const float* qn, KeyArgs ka,
+                   int k, float* sk, int* si, bool last, index_t q0, float* od, index_t* oi) {
+  select_tile<CAP, 256><<<rows, 256>>>(c, nb, j0, bn, qn, ka, k, sk, si, last, q0, od, oi);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 // ---- k > 2048: merged passes ----------------------------------------------------
 
-// In place: C's inner products become keys (ascending = better); idx[r, j] =
+// In place: C's inner products become lower-bound keys (ascending = better); idx[r, j] =
 // j0 + j; offsets[r] = r * nb. +0.0f turns -0.0 into +0.0, so that the sort and
 // the merge's compares see one zero.
 __global__ void __launch_bounds__(256) tile_keys(float* __restrict__ c, int* __restrict__ idx, int rows, index_t nb,
                                                  index_t j0, const float* __restrict__ base_norms,
-                                                 const float* __restrict__ query_norms, index_t q0, bool l2,
+                                                 const float* __restrict__ query_norms, index_t q0, KeyArgs ka,
                                                  int* __restrict__ offsets) {
   const index_t total = index_t(rows) * nb;
   for (index_t i = index_t(blockIdx.x) * 256 + threadIdx.x; i < total; i += index_t(gridDim.x) * 256) {
     const index_t r = i / nb, j = i - r * nb;
     const float dot = c[i];
-    c[i] = (l2 ? fmaxf(query_norms[q0 + r] + base_norms[j0 + j] - 2.0f * dot, 0.0f) : -dot) + 0.0f;
+    const float qn = query_norms[q0 + r];
+    c[i] = lower_key(ka, dot, qn, sqrtf(qn), base_norms[j0 + j]) + 0.0f;
     idx[i] = int(j0 + j);
     if (j == 0) offsets[r] = int(i);
   }
@@ -80,7 +87,7 @@ __global__ void __launch_bounds__(256) merge_rows(const float* __restrict__ old_
                                                   index_t old_len, const float* __restrict__ tile_key,
                                                   const int* __restrict__ tile_idx, index_t nb, index_t keep,
                                                   float* __restrict__ new_key, int* __restrict__ new_idx, index_t ld,
-                                                  bool last, bool l2, index_t q0, float* __restrict__ out_dist,
+                                                  bool last, index_t q0, float* __restrict__ out_key,
                                                   index_t* __restrict__ out_idx) {
   const index_t r = blockIdx.y;
   const index_t t = index_t(blockIdx.x) * 256 + threadIdx.x;
@@ -105,7 +112,7 @@ __global__ void __launch_bounds__(256) merge_rows(const float* __restrict__ old_
   const index_t pos = own + lo;
   if (pos >= keep) return;
   if (last) {
-    out_dist[(q0 + r) * keep + pos] = l2 ? x.key : -x.key;
+    out_key[(q0 + r) * keep + pos] = x.key;
     out_idx[(q0 + r) * keep + pos] = x.idx;
   } else {
     new_key[r * ld + pos] = x.key;
@@ -115,23 +122,27 @@ __global__ void __launch_bounds__(256) merge_rows(const float* __restrict__ old_
 
 // Grow-only device buffers, shared by every search of the process.
 Workspace ws_c, ws_state, ws_state2, ws_sorted_key, ws_idx, ws_sorted_idx, ws_offsets, ws_temp, ws_qn, ws_norms,
-    ws_wide;
+    ws_wide, ws_qf, ws_mu, ws_stats, ws_ids, ws_cand_key, ws_cand_idx, ws_exact, ws_exact2, ws_exact_idx,
+    ws_exact_idx2, ws_seg, ws_flag;
 
-struct Problem {
-  index_t n, q, d;
+// One filter pass: q queries (rows of `queries`, already as the filter sees
+// them) against the whole base; the kc smallest lower bounds of each query,
+// ascending by (bound, index), to cand_key / cand_idx (q x kc).
+struct FilterPass {
+  index_t n, q, d, kc;
   const float* queries;
   const KnnOptions* o;
-  float* distances;
-  index_t* indices;
+  KeyArgs keys;
+  float* cand_key;
+  index_t* cand_idx;
 };
 
-// The base, as the GEMM sees it: tile(j0, nb) returns FP32 rows j0 .. j0 + nb
-// (the base itself, or a widened copy of a 16-bit base).
+// tile(j0, nb) returns FP32 rows j0 .. j0 + nb as the filter sees them (the
+// base itself, or a widened / centered copy); base_norms are their squared norms.
 template <class BaseTile>
-void search(const Problem& p, const float* base_norms, BaseTile&& tile) {
+void filter(const FilterPass& p, const float* base_norms, BaseTile&& tile) {
   const KnnOptions& o = *p.o;
-  const index_t n = p.n, q = p.q, d = p.d, k = o.k;
-  const bool l2 = o.metric == Metric::l2;
+  const index_t n = p.n, q = p.q, d = p.d, k = p.kc;
   const bool one_pass = k <= 2048;
   // Tile budget: 2^24 floats (64 MiB) for C, and, for merged passes, for the
   // state (QT x k) too.
@@ -147,10 +158,8 @@ void search(const Problem& p, const float* base_norms, BaseTile&& tile) {
                                                  std::to_string(nt) + " has 2^31 or more entries; give smaller --tiles");
   float* c = ws_c.get<float>(std::size_t(qt * nt));
   float* qn = ws_qn.get<float>(std::size_t(q));
-  if (l2) {
-    row_norms<float><<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, qn);
-    PARRAY_CUDA_CHECK_LAUNCH();
-  }
+  row_norms<float><<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, qn);
+  PARRAY_CUDA_CHECK_LAUNCH();
   // The GEMM: KnnOptions::gemm, else $PARRAY_KNN_GEMM, else the GPU default.
   std::string gemm_impl = o.gemm;
   if (gemm_impl.empty())
@@ -185,13 +194,14 @@ void search(const Problem& p, const float* base_norms, BaseTile&& tile) {
       if (one_pass) {
         const int ki = int(k);
         // CAP >= k + 4 * 256: one step may append 4 candidates per thread.
-        if (k <= 1024) launch_select<2048>(rows, c, nb, j0, base_norms, qn, l2, ki, sk, si, last, q0, p.distances, p.indices);
-        else launch_select<4096>(rows, c, nb, j0, base_norms, qn, l2, ki, sk, si, last, q0, p.distances, p.indices);
+        if (k <= 1024)
+          launch_select<2048>(rows, c, nb, j0, base_norms, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
+        else launch_select<4096>(rows, c, nb, j0, base_norms, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
         continue;
       }
       const index_t items = qb * nb;
       const unsigned key_blocks = unsigned(std::min<index_t>((items + 255) / 256, 65535));
-      tile_keys<<<key_blocks, 256>>>(c, tile_idx, rows, nb, j0, base_norms, qn, q0, l2, offsets);
+      tile_keys<<<key_blocks, 256>>>(c, tile_idx, rows, nb, j0, base_norms, qn, q0, p.keys, offsets);
       PARRAY_CUDA_CHECK_LAUNCH();
       std::size_t temp_bytes = 0;
       PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp_bytes, c, sorted_key, tile_idx,
@@ -201,13 +211,181 @@ void search(const Problem& p, const float* base_norms, BaseTile&& tile) {
                                                                   items, qb, offsets, offsets + 1));
       const index_t keep = std::min(k, have + nb);
       const dim3 grid{unsigned((have + nb + 255) / 256), unsigned(rows), 1u};
-      merge_rows<<<grid, 256>>>(sk, si, have, sorted_key, sorted_idx, nb, keep, sk2, si2, k, last, l2, q0, p.distances,
-                                p.indices);
+      merge_rows<<<grid, 256>>>(sk, si, have, sorted_key, sorted_idx, nb, keep, sk2, si2, k, last, q0, p.cand_key,
+                                p.cand_idx);
       PARRAY_CUDA_CHECK_LAUNCH();
       std::swap(sk, sk2);
       std::swap(si, si2);
       have = keep;
     }
+  }
+}
+
+__global__ void segment_offsets(int* off, index_t rows, index_t width) {
+  const index_t r = index_t(blockIdx.x) * 256 + threadIdx.x;
+  if (r <= rows) off[r] = int(r * width);
+}
+
+// Each row of (key, idx) (rows x kc) ordered by (key, index): stable by index
+// first, then stable by key. Results in key2 / idx2.
+void sort_by_key_then_index(double* key, int* idx, double* key2, int* idx2, index_t rows, index_t kc) {
+  int* off = ws_seg.get<int>(std::size_t(rows + 1));
+  segment_offsets<<<unsigned((rows + 256) / 256), 256>>>(off, rows, kc);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  const index_t items = rows * kc;
+  std::size_t a = 0, b = 0;
+  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, a, idx, idx2, key, key2, items, rows, off, off + 1));
+  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, b, key2, key, idx2, idx, items, rows, off, off + 1));
+  void* temp = ws_temp.get<char>(std::max(a, b));
+  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(temp, a, idx, idx2, key, key2, items, rows, off, off + 1));
+  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(temp, b, key2, key, idx2, idx, items, rows, off, off + 1));
+  // the (key, index) order is now in key / idx
+}
+
+// The base for the two steps: FP32 rows or 16-bit patterns, and, when
+// centering pays (L2), the mean subtracted from what the filter sees.
+struct DeviceBase {
+  const float* f32 = nullptr;
+  const unsigned short* b16 = nullptr;
+  bool bf16 = false;
+  index_t n = 0, d = 0;
+  const float* mu = nullptr;  // device, d floats; null: not centered
+  float* wide = nullptr;      // a tile as the filter sees it, when it is not the base itself
+  index_t wide_rows = 0;
+
+  template <class F>
+  void dispatch(F&& f) const {  // f(RowReader<...>) for the stored type
+    if (f32) f(RowReader<float, false>{f32});
+    else if (bf16) f(RowReader<unsigned short, true>{b16});
+    else f(RowReader<unsigned short, false>{b16});
+  }
+  const float* tile(index_t j0, index_t nb) const {
+    if (f32 && !mu) return f32 + j0 * d;
+    dispatch([&](auto in) {
+      in.base += j0 * d;
+      const unsigned blocks = unsigned(std::min<index_t>((nb * d + 255) / 256, 4096));
+      filter_rows<<<blocks, 256>>>(in, nullptr, nb, d, mu, wide);
+      PARRAY_CUDA_CHECK_LAUNCH();
+    });
+    return wide;
+  }
+};
+
+// L2: the base's mean in FP64; mu set (and uploaded) when centering pays.
+void choose_centering(DeviceBase& b) {
+  double* stats = ws_stats.get<double>(std::size_t(b.d + 1));
+  PARRAY_CUDA_CHECK(cudaMemset(stats, 0, sizeof(double) * std::size_t(b.d + 1)));
+  const index_t per_block = std::max<index_t>(64, (b.n + 1023) / 1024);
+  b.dispatch([&](auto in) {
+    column_sums<<<unsigned((b.n + per_block - 1) / per_block), 256>>>(in, b.n, b.d, per_block, stats, stats + b.d);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  });
+  std::vector<double> h(static_cast<std::size_t>(b.d + 1));
+  PARRAY_CUDA_CHECK(cudaMemcpy(h.data(), stats, sizeof(double) * h.size(), cudaMemcpyDeviceToHost));
+  double mu_sq = 0;
+  std::vector<float> mu(static_cast<std::size_t>(b.d));
+  for (index_t t = 0; t < b.d; ++t) {
+    const double m = h[std::size_t(t)] / double(b.n);
+    mu_sq += m * m;
+    mu[std::size_t(t)] = float(m);
+  }
+  if (!centering_pays(h[std::size_t(b.d)] / double(b.n), mu_sq)) return;
+  float* dmu = ws_mu.get<float>(std::size_t(b.d));
+  PARRAY_CUDA_CHECK(cudaMemcpy(dmu, mu.data(), sizeof(float) * mu.size(), cudaMemcpyHostToDevice));
+  b.mu = dmu;
+}
+
+// Squared norms of every base row as the filter sees it.
+const float* base_norms(DeviceBase& b) {
+  float* bn = ws_norms.get<float>(std::size_t(b.n));
+  if (b.f32 && !b.mu) {
+    row_norms<float><<<unsigned((b.n + 7) / 8), 256>>>(b.f32, b.n, b.d, bn);
+    PARRAY_CUDA_CHECK_LAUNCH();
+    return bn;
+  }
+  for (index_t i0 = 0; i0 < b.n; i0 += b.wide_rows) {
+    const index_t nb = std::min(b.wide_rows, b.n - i0);
+    const float* rows = b.tile(i0, nb);
+    row_norms<float><<<unsigned((nb + 7) / 8), 256>>>(rows, nb, b.d, bn + i0);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+  return bn;
+}
+
+struct Search {
+  DeviceBase base;
+  const float* base_norms = nullptr;
+  const float* queries = nullptr;  // device, original
+  index_t q = 0;
+  const KnnOptions* o = nullptr;
+  float* distances = nullptr;
+  index_t* indices = nullptr;
+};
+
+// One chunk of one round: queries ids[0, m) (device ids; null: the first m)
+// with kc candidates each; returns the flags (1: not proven).
+std::vector<unsigned char> search_chunk(const Search& s, const index_t* ids, index_t m, index_t kc) {
+  const DeviceBase& b = s.base;
+  const bool l2 = s.o->metric == Metric::l2;
+  const index_t d = b.d;
+  // the queries as the filter sees them
+  const float* qf = s.queries;
+  if (ids || b.mu) {
+    float* buf = ws_qf.get<float>(std::size_t(m * d));
+    filter_rows<<<unsigned(std::min<index_t>((m * d + 255) / 256, 4096)), 256>>>(RowReader<float, false>{s.queries},
+                                                                                  ids, m, d, b.mu, buf);
+    PARRAY_CUDA_CHECK_LAUNCH();
+    qf = buf;
+  }
+  const FilterBound fb = filter_bound<float>(d);
+  float* cand_key = ws_cand_key.get<float>(std::size_t(m * kc));
+  index_t* cand_idx = ws_cand_idx.get<index_t>(std::size_t(m * kc));
+  filter(FilterPass{b.n, m, d, kc, qf, s.o, KeyArgs{l2, float(fb.beta), float(fb.eta)}, cand_key, cand_idx},
+         s.base_norms, [&](index_t j0, index_t nb) { return b.tile(j0, nb); });
+  double* key = ws_exact.get<double>(std::size_t(m * kc));
+  double* key2 = ws_exact2.get<double>(std::size_t(m * kc));
+  int* idx = ws_exact_idx.get<int>(std::size_t(m * kc));
+  int* idx2 = ws_exact_idx2.get<int>(std::size_t(m * kc));
+  b.dispatch([&](auto in) {
+    exact_keys<<<dim3{unsigned((kc + 127) / 128), unsigned(m), 1u}, 128>>>(s.queries, ids, in, d, l2, cand_idx, kc,
+                                                                           key, idx);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  });
+  sort_by_key_then_index(key, idx, key2, idx2, m, kc);
+  unsigned char* flag = ws_flag.get<unsigned char>(std::size_t(m));
+  finish<<<unsigned((m + 127) / 128), 128>>>(cand_key, key, idx, m, kc, s.o->k, b.n, l2, ids, s.distances, s.indices,
+                                             flag);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  std::vector<unsigned char> h(static_cast<std::size_t>(m));
+  PARRAY_CUDA_CHECK(cudaMemcpy(h.data(), flag, h.size(), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// Rounds of 4x more candidates until every query is proven.
+void run_search(const Search& s) {
+  const index_t n = s.base.n;
+  std::vector<index_t> pending;  // host ids of the queries still open; empty in round one: all
+  bool first = true;
+  for (index_t kc = first_candidates(s.o->k, n); first || !pending.empty(); kc = std::min(n, 4 * kc)) {
+    const index_t total = first ? s.q : index_t(pending.size());
+    const index_t chunk = std::max<index_t>(1, (index_t(1) << 23) / kc);
+    std::vector<index_t> failed;
+    for (index_t c0 = 0; c0 < total; c0 += chunk) {
+      const index_t m = std::min(chunk, total - c0);
+      index_t* ids = nullptr;
+      std::vector<index_t> hid(static_cast<std::size_t>(m));
+      for (index_t i = 0; i < m; ++i) hid[std::size_t(i)] = first ? c0 + i : pending[std::size_t(c0 + i)];
+      if (!first || c0 > 0) {
+        ids = ws_ids.get<index_t>(std::size_t(m));
+        PARRAY_CUDA_CHECK(cudaMemcpy(ids, hid.data(), sizeof(index_t) * std::size_t(m), cudaMemcpyHostToDevice));
+      }
+      const std::vector<unsigned char> flag = search_chunk(s, ids, m, kc);
+      for (index_t i = 0; i < m; ++i)
+        if (flag[std::size_t(i)]) failed.push_back(hid[std::size_t(i)]);
+    }
+    pending = std::move(failed);
+    first = false;
+    if (kc >= n && !pending.empty()) throw Error("GPU k-NN: a query was not proven with all N candidates");
   }
   PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -218,19 +396,31 @@ void check_device_problem(index_t n, index_t q, index_t d, const KnnOptions& o) 
   if (o.k >= (index_t(1) << 31) / 2) throw Error("GPU k-NN: k = " + std::to_string(o.k) + " is too large");
 }
 
+void run(DeviceBase b, const float* queries, index_t q, const KnnOptions& o, float* distances, index_t* indices) {
+  if (o.metric == Metric::l2) choose_centering(b);
+  if (b.b16 || b.mu) {
+    // One base tile at a time as the filter sees it (NT x d floats, NT >= kc
+    // when kc <= 2048); made again for each query tile: 6-8 bytes moved per
+    // element against the GEMM's 2 QT d flops.
+    b.wide_rows = std::min(b.n, std::max<index_t>(o.base_tile > 0 ? o.base_tile : 16384, 2048));
+    b.wide = ws_wide.get<float>(std::size_t(b.wide_rows * b.d));
+  }
+  Search s;
+  s.base = b;
+  s.base_norms = base_norms(b);
+  s.queries = queries, s.q = q, s.o = &o, s.distances = distances, s.indices = indices;
+  run_search(s);
+}
+
 }  // namespace
 
 void knn_device(const float* base, index_t n, const float* queries, index_t q, index_t d, const KnnOptions& o,
                 float* distances, index_t* indices) {
   check_device_problem(n, q, d, o);
   if (q == 0) return;
-  float* bn = ws_norms.get<float>(std::size_t(n));
-  if (o.metric == Metric::l2) {
-    row_norms<float><<<unsigned((n + 7) / 8), 256>>>(base, n, d, bn);
-    PARRAY_CUDA_CHECK_LAUNCH();
-  }
-  search(Problem{n, q, d, queries, &o, distances, indices}, bn,
-         [&](index_t j0, index_t) -> const float* { return base + j0 * d; });
+  DeviceBase b;
+  b.f32 = base, b.n = n, b.d = d;
+  run(b, queries, q, o, distances, indices);
 }
 
 void knn_device_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
@@ -238,26 +428,9 @@ void knn_device_16bit(const std::uint16_t* base, Storage storage, index_t n, con
   if (storage == Storage::f32) throw Error("GPU k-NN: knn_device_16bit needs --storage f16 or bf16");
   check_device_problem(n, q, d, o);
   if (q == 0) return;
-  const bool bf16 = storage == Storage::bf16;
-  const auto* b16 = reinterpret_cast<const unsigned short*>(base);
-  float* bn = ws_norms.get<float>(std::size_t(n));
-  if (o.metric == Metric::l2) {
-    if (bf16) row_norms<unsigned short, true><<<unsigned((n + 7) / 8), 256>>>(b16, n, d, bn);
-    else row_norms<unsigned short, false><<<unsigned((n + 7) / 8), 256>>>(b16, n, d, bn);
-    PARRAY_CUDA_CHECK_LAUNCH();
-  }
-  // One widened base tile at a time (NT x d floats); widened again for each
-  // query tile: 6 bytes moved per element against the GEMM's 2 QT d flops.
-  const index_t nt_max = std::min(n, std::max(o.base_tile > 0 ? o.base_tile : 16384, o.k <= 2048 ? o.k : 0));
-  float* wide = ws_wide.get<float>(std::size_t(nt_max * d));
-  search(Problem{n, q, d, queries, &o, distances, indices}, bn, [&](index_t j0, index_t nb) -> const float* {
-    const index_t count = nb * d;
-    const unsigned blocks = unsigned(std::min<index_t>((count + 255) / 256, 4096));
-    if (bf16) widen_rows<true><<<blocks, 256>>>(b16 + j0 * d, count, wide);
-    else widen_rows<false><<<blocks, 256>>>(b16 + j0 * d, count, wide);
-    PARRAY_CUDA_CHECK_LAUNCH();
-    return wide;
-  });
+  DeviceBase b;
+  b.b16 = reinterpret_cast<const unsigned short*>(base), b.bf16 = storage == Storage::bf16, b.n = n, b.d = d;
+  run(b, queries, q, o, distances, indices);
 }
 
 }  // namespace parray::cuda

@@ -6,7 +6,10 @@
 // is rejected by ONE compare against it in registers. So the common path of a
 // step is: each thread loads 4 inner products and 4 base norms (128-bit loads,
 // the next step's loads already in flight), computes 4 keys
-//     L2: max(||q||^2 + ||x||^2 - 2 q.x, 0)      IP: -q.x
+//     L2: ||q||^2 + ||x||^2 - 2 q.x      IP: -q.x
+// each lowered by the rounding-error bound of knn_exact.hpp (filter_lower):
+// the keys are lower bounds of the exact FP64 keys, and the kc smallest are
+// the candidates that the decision step (decide.cuh) settles exactly.
 // compares them with the threshold held in a register, and the block meets
 // once (__syncthreads_count) to learn whether any thread has a candidate.
 // Only then (rarely, about k ln(N/k) times per query over the whole search)
@@ -28,8 +31,19 @@
 #include <climits>
 
 #include "parray/core.hpp"
+#include "parray/knn_exact.hpp"
 
 namespace parray::cuda::knn_kernels {
+
+// How a tile's inner products become keys (filter_lower's arguments).
+struct KeyArgs {
+  bool l2;
+  float beta, eta;
+};
+
+__device__ __forceinline__ float lower_key(const KeyArgs& a, float dot, float qn, float qr, float xn) {
+  return filter_lower<float>(a.l2, dot, qn, xn, qr, sqrtf(xn), a.beta, a.eta);
+}
 
 struct Cand {
   float key;
@@ -86,16 +100,14 @@ struct Step4 {
 
 template <int BLOCK>
 __device__ __forceinline__ void load_step(const float* __restrict__ row, const float* __restrict__ bn, index_t nb,
-                                          index_t s, bool vec, bool l2, Step4& v) {
+                                          index_t s, bool vec, Step4& v) {
   if (vec) {
     const index_t j = s + 4 * threadIdx.x;
     if (j < nb) {  // nb % 4 == 0 on this path: all four are in range
       const float4 c4 = __ldcs(reinterpret_cast<const float4*>(row + j));  // read once: evict first
       v.dot[0] = c4.x, v.dot[1] = c4.y, v.dot[2] = c4.z, v.dot[3] = c4.w;
-      if (l2) {
-        const float4 n4 = __ldg(reinterpret_cast<const float4*>(bn + j));
-        v.norm[0] = n4.x, v.norm[1] = n4.y, v.norm[2] = n4.z, v.norm[3] = n4.w;
-      }
+      const float4 n4 = __ldg(reinterpret_cast<const float4*>(bn + j));
+      v.norm[0] = n4.x, v.norm[1] = n4.y, v.norm[2] = n4.z, v.norm[3] = n4.w;
     }
     return;
   }
@@ -104,7 +116,7 @@ __device__ __forceinline__ void load_step(const float* __restrict__ row, const f
     const index_t j = s + threadIdx.x + index_t(e) * BLOCK;
     if (j < nb) {
       v.dot[e] = __ldcs(row + j);
-      if (l2) v.norm[e] = __ldg(bn + j);
+      v.norm[e] = __ldg(bn + j);
     }
   }
 }
@@ -112,14 +124,15 @@ __device__ __forceinline__ void load_step(const float* __restrict__ row, const f
 // grid.x = rows of the tile (queries q0 .. q0 + qb). c: (qb, nb) row-major tile
 // of inner products for base vectors j0 .. j0 + nb, nb >= k on the first tile.
 // State per query: k keys and int32 indices, sorted, valid when j0 > 0. On the
-// last tile the result goes to out_dist/out_idx (row q0 + r, k wide) instead.
+// last tile the result (keys, ascending) goes to out_key/out_idx (row q0 + r,
+// k wide) instead.
 // CAP: a power of two >= k + 4 * BLOCK (one step can append 4 * BLOCK).
 template <int CAP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c, index_t nb, index_t j0,
                                                      const float* __restrict__ base_norms,
-                                                     const float* __restrict__ query_norms, bool l2, int k,
+                                                     const float* __restrict__ query_norms, KeyArgs ka, int k,
                                                      float* __restrict__ state_key, int* __restrict__ state_idx,
-                                                     bool last, index_t q0, float* __restrict__ out_dist,
+                                                     bool last, index_t q0, float* __restrict__ out_key,
                                                      index_t* __restrict__ out_idx) {
   __shared__ Cand buf[CAP];  // [0, sorted): sorted k best so far; [sorted, count): new candidates
   __shared__ int count_s;
@@ -128,7 +141,7 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
   const float* bn = base_norms + j0;
   float* sk = state_key + index_t(r) * k;
   int* si = state_idx + index_t(r) * k;
-  const float qn = l2 ? query_norms[q0 + r] : 0.0f;
+  const float qn = query_norms[q0 + r], qr = sqrtf(qn);
   int sorted = j0 > 0 ? k : 0;  // block-uniform
   float thr = FLT_MAX;          // the k-th best key so far, in a register
   if (j0 > 0) {
@@ -141,11 +154,11 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
   const int lane = threadIdx.x & 31;
   constexpr index_t kStep = 4 * BLOCK;
   Step4 next = {};
-  load_step<BLOCK>(row, bn, nb, 0, vec, l2, next);
+  load_step<BLOCK>(row, bn, nb, 0, vec, next);
   __syncthreads();
   for (index_t s = 0; s < nb; s += kStep) {
     const Step4 cur = next;
-    if (s + kStep < nb) load_step<BLOCK>(row, bn, nb, s + kStep, vec, l2, next);  // in flight while we filter
+    if (s + kStep < nb) load_step<BLOCK>(row, bn, nb, s + kStep, vec, next);  // in flight while we filter
     float key[4];
     int col[4];
     int pass = 0;
@@ -153,7 +166,7 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
     for (int e = 0; e < 4; ++e) {
       const index_t j = vec ? s + 4 * threadIdx.x + e : s + threadIdx.x + index_t(e) * BLOCK;
       col[e] = int(j0 + j);
-      key[e] = j >= nb ? FLT_MAX : l2 ? fmaxf(qn + cur.norm[e] - 2.0f * cur.dot[e], 0.0f) : -cur.dot[e];
+      key[e] = j >= nb ? FLT_MAX : lower_key(ka, cur.dot[e], qn, qr, cur.norm[e]);
       pass |= (j < nb && key[e] < thr) << e;
     }
     const int active = __syncthreads_count(pass != 0);  // the only barrier of the common path
@@ -208,7 +221,7 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
   auto put = [&](int pos, const Cand& x) {
     if (pos >= k) return;
     if (last) {
-      out_dist[(q0 + r) * index_t(k) + pos] = l2 ? x.key : -x.key;
+      out_key[(q0 + r) * index_t(k) + pos] = x.key;
       out_idx[(q0 + r) * index_t(k) + pos] = x.idx;
     } else {
       dst_key[pos] = x.key;
@@ -246,15 +259,6 @@ __global__ void __launch_bounds__(256) row_norms(const T* __restrict__ x, index_
   }
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
   if ((threadIdx.x & 31) == 0) out[i] = s;
-}
-
-// out[0, count) = the widened 16-bit values in[0, count): a base tile in FP32
-// for the GEMM.
-template <bool kBf16>
-__global__ void __launch_bounds__(256) widen_rows(const unsigned short* __restrict__ in, index_t count,
-                                                  float* __restrict__ out) {
-  for (index_t i = index_t(blockIdx.x) * 256 + threadIdx.x; i < count; i += index_t(gridDim.x) * 256)
-    out[i] = widen<unsigned short, kBf16>(in[i]);
 }
 
 }  // namespace parray::cuda::knn_kernels

@@ -1,0 +1,95 @@
+// What "exact" means for parray's k-NN, and the two pieces that keep it on
+// every device (docs/knn.md, "The exactness guarantee").
+//
+// The answer is defined by the FP64 key of each (query, base vector) pair,
+//   L2:  sum over t of (q_t - x_t)^2      IP:  -(sum over t of q_t x_t),
+// accumulated in component order with one fused multiply-add per component
+// (exact_key below); results are the k smallest keys, ties by base index. The
+// fused multiply-add makes the key the same bit pattern on every CPU and GPU.
+//
+// The search finds candidates with the fast FP32 expansion ||q||^2 + ||x||^2
+// - 2 q.x (or -q.x), lowered by a rigorous bound on its distance from the
+// FP64 key (filter_lower), keeps the kc smallest lower bounds per query, and
+// decides them with exact_key. The answer is proven complete when the largest
+// lower bound kept is above the k-th exact key: every vector left out has a
+// lower bound, hence a key, at least that large. A query that fails the proof
+// is searched again with more candidates, up to all N.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "parray/core.hpp"
+
+namespace parray {
+
+// The FP64 key that defines the answer (smaller is better). X is float, double,
+// or anything that converts exactly to double.
+template <class Q, class X>
+PARRAY_HD inline double exact_key(const Q* q, const X* x, index_t d, bool l2) {
+  double s = 0;
+  if (l2) {
+    for (index_t t = 0; t < d; ++t) {
+      const double diff = double(q[t]) - double(x[t]);
+      s = fma(diff, diff, s);
+    }
+    return s;
+  }
+  for (index_t t = 0; t < d; ++t) s = fma(double(q[t]), double(x[t]), s);
+  return -s;
+}
+
+// The bound |expansion - exact key| <= beta (|q| + |x|)^2 + eta for L2 and
+// beta |q| |x| + eta for IP, where |.| are the (approximate) norms of the
+// vectors the expansion saw (centered ones when the base was centered).
+// u is the unit roundoff of the filter's arithmetic (2^-24 in FP32). The
+// terms, each bounded by a multiple of u (|q| + |x|)^2:
+//   the inner product in any summation order   d u / (1 - d u)   (gamma_d)
+//   ||q||^2 and ||x||^2, each gamma_d of itself
+//   forming the key and the bound, ~6 roundings
+//   centering (q - mu and x - mu rounded)        2 u
+//   the FP64 key's own error                     (d + 1) 2^-53
+// 2d + 16 units cover them; the factor 1.25 covers the second-order terms and
+// the norms inside the bound being approximate themselves. eta covers
+// underflow: up to 2d + 16 roundings of absolute error at most 2^-126 each
+// (flush-to-zero included).
+struct FilterBound {
+  double beta = 0, eta = 0;
+};
+
+template <class T>
+inline FilterBound filter_bound(index_t d) {
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double units = 2.0 * double(d) + 16.0;
+  return {1.25 * units * u / (1.0 - units * u), 2.0 * units * std::ldexp(1.0, -126)};
+}
+
+// A lower bound of the exact key from the FP32/FP64 expansion. `dot` is the
+// GEMM's q.x, qn/xn the squared norms, qr/xr their square roots. Anything not
+// finite (FP32 overflow of huge data) becomes -infinity: always a candidate.
+template <class T>
+PARRAY_HD inline T filter_lower(bool l2, T dot, T qn, T xn, T qr, T xr, T beta, T eta) {
+  T v;
+  if (l2) {
+    const T r = qr + xr;
+    v = (qn + xn - T(2) * dot) - (beta * r * r + eta);
+  } else {
+    v = -dot - (beta * qr * xr + eta);
+  }
+  return v - v == T(0) ? v : T(-INFINITY);
+}
+
+// Candidates kept per query in the first round: a few more than k, so that the
+// proof holds on ordinary data (the bound is ~1e-5 relative in FP32).
+inline index_t first_candidates(index_t k, index_t n) {
+  const index_t kc = k + (k / 4 > 16 ? k / 4 : 16);
+  return kc < n ? kc : n;
+}
+
+// Centering by the base's mean pays when the offset dominates the spread:
+// ||mu||^2 > mean ||x - mu||^2 halves (or better) the bound's (|q| + |x|)^2.
+inline bool centering_pays(double mean_sq_norm, double mu_sq_norm) {
+  return mu_sq_norm > mean_sq_norm - mu_sq_norm;
+}
+
+}  // namespace parray
