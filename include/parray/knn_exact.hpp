@@ -43,15 +43,15 @@ PARRAY_HD inline double exact_key(const Q* q, const X* x, index_t d, bool l2) {
 // beta |q| |x| + eta for IP, where |.| are the (approximate) norms of the
 // vectors the expansion saw (centered ones when the base was centered).
 // u is the unit roundoff of the filter's arithmetic (2^-24 in FP32). The
-// terms, each bounded by a multiple of u (|q| + |x|)^2:
-//   the inner product in any summation order   d u / (1 - d u)   (gamma_d)
-//   ||q||^2 and ||x||^2, each gamma_d of itself
-//   forming the key and the bound, ~6 roundings
-//   centering (q - mu and x - mu rounded)        2 u
-//   the FP64 key's own error                     (d + 1) 2^-53
-// 2d + 16 units cover them; the factor 1.25 covers the second-order terms and
+// terms, in units of u (|q| + |x|)^2:
+//   the inner product 2 q.x in any summation order      d / 2   (gamma_d)
+//   ||q||^2, and ||x||^2 as the square of its rounded root  d + 3
+//   forming the key and its bound, 10 roundings             <= 20
+//   centering (q - mu and x - mu rounded)                   2
+//   the FP64 key's own error                                (d + 1) 2^-29
+// 2d + 24 units cover them; the factor 1.25 covers the second-order terms and
 // the norms inside the bound being approximate themselves. eta covers
-// underflow: up to 2d + 16 roundings of absolute error at most 2^-126 each
+// underflow: up to 2d + 24 roundings of absolute error at most 2^-126 each
 // (flush-to-zero included).
 struct FilterBound {
   double beta = 0, eta = 0;
@@ -60,29 +60,42 @@ struct FilterBound {
 template <class T>
 inline FilterBound filter_bound(index_t d) {
   const double u = std::numeric_limits<T>::epsilon() / 2;
-  const double units = 2.0 * double(d) + 16.0;
+  const double units = 2.0 * double(d) + 24.0;
   return {1.25 * units * u / (1.0 - units * u), 2.0 * units * std::ldexp(1.0, -126)};
 }
 
-// A lower bound of the exact key from the FP32/FP64 expansion. `dot` is the
-// GEMM's q.x, qn/xn the squared norms, qr/xr their square roots. Anything not
-// finite (FP32 overflow of huge data) becomes -infinity: always a candidate.
+// The per-query half of the lower bound below, computed once per query from
+// its squared norm qn and norm qr:
+//   L2:  key >= (1 - beta)(qn + xr^2) - 2 beta qr xr - 2 q.x - eta
+//        (the expansion minus beta (qr + xr)^2 - eta, regrouped)
+//   IP:  key >= -q.x - beta qr xr - eta
+// so that a base vector costs one norm xr and four operations.
 template <class T>
-PARRAY_HD inline T filter_lower(bool l2, T dot, T qn, T xn, T qr, T xr, T beta, T eta) {
-  T v;
-  if (l2) {
-    const T r = qr + xr;
-    v = (qn + xn - T(2) * dot) - (beta * r * r + eta);
-  } else {
-    v = -dot - (beta * qr * xr + eta);
-  }
+struct QueryTerms {
+  T a, b, c;  // lower = c xr^2 + b xr + a - 2 dot (IP: b xr + a - dot)
+};
+
+template <class T>
+PARRAY_HD inline QueryTerms<T> query_terms(bool l2, T qn, T qr, T beta, T eta) {
+  if (l2) return {(T(1) - beta) * qn - eta, T(-2) * beta * qr, T(1) - beta};
+  return {-eta, -beta * qr, T(0)};
+}
+
+// A lower bound of the exact key from the GEMM's q.x and the base vector's
+// norm xr. Anything not finite (FP32 overflow of huge data) becomes
+// -infinity: always a candidate.
+template <class T>
+PARRAY_HD inline T filter_lower(bool l2, T dot, const QueryTerms<T>& t, T xr) {
+  // Whether the compiler fuses these multiply-adds or not, each step is one
+  // or two roundings: within the bound's allowance either way.
+  const T v = l2 ? ((t.c * (xr * xr) + t.a) + t.b * xr) - T(2) * dot : (t.b * xr + t.a) - dot;
   return v - v == T(0) ? v : T(-INFINITY);
 }
 
 // Candidates kept per query in the first round: a few more than k, so that the
 // proof holds on ordinary data (the bound is ~1e-5 relative in FP32).
 inline index_t first_candidates(index_t k, index_t n) {
-  const index_t kc = k + (k / 4 > 16 ? k / 4 : 16);
+  const index_t kc = k + (k / 8 > 8 ? k / 8 : 8);
   return kc < n ? kc : n;
 }
 

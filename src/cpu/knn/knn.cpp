@@ -61,23 +61,22 @@ namespace {
 
 // keys[j] = the lower bound of base vector j's exact key, and bmin[b] = the
 // smallest key of 16-block b, in one pass: the selection then tests one value
-// per 16 against its threshold. xn, xr: the base's squared norms and norms.
+// per 16 against its threshold. xr: the base's norms; qt: the query's terms.
 #define PARRAY_KNN_KERNELS(T)                                                                              \
-  PARRAY_KNN_CLONES void lower_keys(bool l2, const T* c, const T* xn, const T* xr, T qn, T qr, FilterBound fb, \
-                                    index_t n, T* keys, T* bmin) {                                         \
-    const T beta = T(fb.beta), eta = T(fb.eta);                                                            \
+  PARRAY_KNN_CLONES void lower_keys(bool l2, const T* c, const T* xr, QueryTerms<T> qt, index_t n, T* keys, \
+                                    T* bmin) {                                                             \
     for (index_t j = 0; j < n; j += 16) {                                                                  \
       const int len = int(std::min<index_t>(16, n - j));                                                   \
       T m = std::numeric_limits<T>::infinity();                                                            \
       if (l2) {                                                                                            \
         _Pragma("omp simd reduction(min : m)") for (int t = 0; t < len; ++t) {                             \
-          const T v = filter_lower<T>(true, c[j + t], qn, xn[j + t], qr, xr[j + t], beta, eta);            \
+          const T v = filter_lower<T>(true, c[j + t], qt, xr[j + t]);                                      \
           keys[j + t] = v;                                                                                 \
           m = std::min(m, v);                                                                              \
         }                                                                                                  \
       } else {                                                                                             \
         _Pragma("omp simd reduction(min : m)") for (int t = 0; t < len; ++t) {                             \
-          const T v = filter_lower<T>(false, c[j + t], qn, xn[j + t], qr, xr[j + t], beta, eta);           \
+          const T v = filter_lower<T>(false, c[j + t], qt, xr[j + t]);                                     \
           keys[j + t] = v;                                                                                 \
           m = std::min(m, v);                                                                              \
         }                                                                                                  \
@@ -207,7 +206,7 @@ struct BaseSource {
 template <class T>
 struct Filter {
   BaseSource<T> base;
-  std::vector<T> xn, xr;  // squared norms and norms of the rows the filter sees
+  std::vector<T> xr;  // norms of the rows the filter sees
   FilterBound bound;
   bool l2 = true;
   int threads = 1;
@@ -255,7 +254,6 @@ Filter<T> make_filter(BaseSource<T> base, const KnnOptions& o, int threads) {
   f.bound = filter_bound<T>(f.base.d);
   f.threads = threads, f.query_tile = o.query_tile, f.base_tile = o.base_tile;
   const index_t n = f.base.n;
-  f.xn.resize(static_cast<std::size_t>(n));
   f.xr.resize(static_cast<std::size_t>(n));
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -263,8 +261,9 @@ Filter<T> make_filter(BaseSource<T> base, const KnnOptions& o, int threads) {
 #pragma omp for schedule(static)
     for (index_t i0 = 0; i0 < n; i0 += kNormChunk) {
       const index_t nb = std::min(kNormChunk, n - i0);
-      sq_norms(f.base.filtered(i0, nb, scratch), nb, f.base.d, f.xn.data() + i0);
-      for (index_t i = i0; i < i0 + nb; ++i) f.xr[static_cast<std::size_t>(i)] = std::sqrt(f.xn[static_cast<std::size_t>(i)]);
+      T* xr = f.xr.data() + i0;
+      sq_norms(f.base.filtered(i0, nb, scratch), nb, f.base.d, xr);
+      for (index_t i = 0; i < nb; ++i) xr[i] = std::sqrt(xr[i]);
     }
   }
   return f;
@@ -289,9 +288,11 @@ void filter_tiles(const Filter<T>& f, const T* qf, index_t q, index_t kc, T* key
       1, std::min<index_t>({512, (q + f.threads - 1) / f.threads, std::max<index_t>(1, (index_t(1) << 22) / kc)}));
   const index_t qt = std::min(q, f.query_tile > 0 ? f.query_tile : qt_auto);
   const index_t tiles = (q + qt - 1) / qt;
-  std::vector<T> qn(static_cast<std::size_t>(q)), qr(static_cast<std::size_t>(q));
+  std::vector<T> qn(static_cast<std::size_t>(q));
   sq_norms(qf, q, d, qn.data());
-  for (index_t i = 0; i < q; ++i) qr[static_cast<std::size_t>(i)] = std::sqrt(qn[static_cast<std::size_t>(i)]);
+  std::vector<QueryTerms<T>> terms(static_cast<std::size_t>(q));
+  for (std::size_t i = 0; i < terms.size(); ++i)
+    terms[i] = query_terms<T>(f.l2, qn[i], std::sqrt(qn[i]), T(f.bound.beta), T(f.bound.eta));
   const int team = static_cast<int>(std::min<index_t>(f.threads, tiles));
 #pragma omp parallel num_threads(team) if (team > 1)
   {
@@ -311,8 +312,7 @@ void filter_tiles(const Filter<T>& f, const T* qf, index_t q, index_t kc, T* key
         gemm<T>(T(1), a, b, T(0), c, GemmOptions{"cpu", 1});
         for (index_t r = 0; r < qb; ++r) {
           const std::size_t qi = static_cast<std::size_t>(q0 + r);
-          lower_keys(f.l2, block.data() + r * nb, f.xn.data() + j0, f.xr.data() + j0, qn[qi], qr[qi], f.bound, nb,
-                     keys.data(), bmin.data());
+          lower_keys(f.l2, block.data() + r * nb, f.xr.data() + j0, terms[qi], nb, keys.data(), bmin.data());
           tops[static_cast<std::size_t>(r)].offer(keys.data(), bmin.data(), nb, j0);
         }
       }

@@ -64,15 +64,14 @@ void launch_select(int rows, const float* c, index_t nb, index_t j0, const float
 // j0 + j; offsets[r] = r * nb. +0.0f turns -0.0 into +0.0, so that the sort and
 // the merge's compares see one zero.
 __global__ void __launch_bounds__(256) tile_keys(float* __restrict__ c, int* __restrict__ idx, int rows, index_t nb,
-                                                 index_t j0, const float* __restrict__ base_norms,
+                                                 index_t j0, const float* __restrict__ base_roots,
                                                  const float* __restrict__ query_norms, index_t q0, KeyArgs ka,
                                                  int* __restrict__ offsets) {
   const index_t total = index_t(rows) * nb;
   for (index_t i = index_t(blockIdx.x) * 256 + threadIdx.x; i < total; i += index_t(gridDim.x) * 256) {
     const index_t r = i / nb, j = i - r * nb;
     const float dot = c[i];
-    const float qn = query_norms[q0 + r];
-    c[i] = lower_key(ka, dot, qn, sqrtf(qn), base_norms[j0 + j]) + 0.0f;
+    c[i] = filter_lower<float>(ka.l2, dot, terms_of(ka, query_norms[q0 + r]), base_roots[j0 + j]) + 0.0f;
     idx[i] = int(j0 + j);
     if (j == 0) offsets[r] = int(i);
   }
@@ -138,9 +137,9 @@ struct FilterPass {
 };
 
 // tile(j0, nb) returns FP32 rows j0 .. j0 + nb as the filter sees them (the
-// base itself, or a widened / centered copy); base_norms are their squared norms.
+// base itself, or a widened / centered copy); base_roots are their norms.
 template <class BaseTile>
-void filter(const FilterPass& p, const float* base_norms, BaseTile&& tile) {
+void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
   const KnnOptions& o = *p.o;
   const index_t n = p.n, q = p.q, d = p.d, k = p.kc;
   const bool one_pass = k <= 2048;
@@ -158,7 +157,7 @@ void filter(const FilterPass& p, const float* base_norms, BaseTile&& tile) {
                                                  std::to_string(nt) + " has 2^31 or more entries; give smaller --tiles");
   float* c = ws_c.get<float>(std::size_t(qt * nt));
   float* qn = ws_qn.get<float>(std::size_t(q));
-  row_norms<float><<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, qn);
+  row_norms<<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, false, qn);
   PARRAY_CUDA_CHECK_LAUNCH();
   // The GEMM: KnnOptions::gemm, else $PARRAY_KNN_GEMM, else the GPU default.
   std::string gemm_impl = o.gemm;
@@ -195,13 +194,13 @@ void filter(const FilterPass& p, const float* base_norms, BaseTile&& tile) {
         const int ki = int(k);
         // CAP >= k + 4 * 256: one step may append 4 candidates per thread.
         if (k <= 1024)
-          launch_select<2048>(rows, c, nb, j0, base_norms, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
-        else launch_select<4096>(rows, c, nb, j0, base_norms, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
+          launch_select<2048>(rows, c, nb, j0, base_roots, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
+        else launch_select<4096>(rows, c, nb, j0, base_roots, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
         continue;
       }
       const index_t items = qb * nb;
       const unsigned key_blocks = unsigned(std::min<index_t>((items + 255) / 256, 65535));
-      tile_keys<<<key_blocks, 256>>>(c, tile_idx, rows, nb, j0, base_norms, qn, q0, p.keys, offsets);
+      tile_keys<<<key_blocks, 256>>>(c, tile_idx, rows, nb, j0, base_roots, qn, q0, p.keys, offsets);
       PARRAY_CUDA_CHECK_LAUNCH();
       std::size_t temp_bytes = 0;
       PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp_bytes, c, sorted_key, tile_idx,
@@ -295,18 +294,18 @@ void choose_centering(DeviceBase& b) {
   b.mu = dmu;
 }
 
-// Squared norms of every base row as the filter sees it.
-const float* base_norms(DeviceBase& b) {
+// The norm of every base row as the filter sees it.
+const float* base_roots(DeviceBase& b) {
   float* bn = ws_norms.get<float>(std::size_t(b.n));
   if (b.f32 && !b.mu) {
-    row_norms<float><<<unsigned((b.n + 7) / 8), 256>>>(b.f32, b.n, b.d, bn);
+    row_norms<<<unsigned((b.n + 7) / 8), 256>>>(b.f32, b.n, b.d, true, bn);
     PARRAY_CUDA_CHECK_LAUNCH();
     return bn;
   }
   for (index_t i0 = 0; i0 < b.n; i0 += b.wide_rows) {
     const index_t nb = std::min(b.wide_rows, b.n - i0);
     const float* rows = b.tile(i0, nb);
-    row_norms<float><<<unsigned((nb + 7) / 8), 256>>>(rows, nb, b.d, bn + i0);
+    row_norms<<<unsigned((nb + 7) / 8), 256>>>(rows, nb, b.d, true, bn + i0);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
   return bn;
@@ -314,7 +313,7 @@ const float* base_norms(DeviceBase& b) {
 
 struct Search {
   DeviceBase base;
-  const float* base_norms = nullptr;
+  const float* base_roots = nullptr;
   const float* queries = nullptr;  // device, original
   index_t q = 0;
   const KnnOptions* o = nullptr;
@@ -341,14 +340,16 @@ std::vector<unsigned char> search_chunk(const Search& s, const index_t* ids, ind
   float* cand_key = ws_cand_key.get<float>(std::size_t(m * kc));
   index_t* cand_idx = ws_cand_idx.get<index_t>(std::size_t(m * kc));
   filter(FilterPass{b.n, m, d, kc, qf, s.o, KeyArgs{l2, float(fb.beta), float(fb.eta)}, cand_key, cand_idx},
-         s.base_norms, [&](index_t j0, index_t nb) { return b.tile(j0, nb); });
+         s.base_roots, [&](index_t j0, index_t nb) { return b.tile(j0, nb); });
   double* key = ws_exact.get<double>(std::size_t(m * kc));
   double* key2 = ws_exact2.get<double>(std::size_t(m * kc));
   int* idx = ws_exact_idx.get<int>(std::size_t(m * kc));
   int* idx2 = ws_exact_idx2.get<int>(std::size_t(m * kc));
   b.dispatch([&](auto in) {
-    exact_keys<<<dim3{unsigned((kc + 127) / 128), unsigned(m), 1u}, 128>>>(s.queries, ids, in, d, l2, cand_idx, kc,
-                                                                           key, idx);
+    const bool vec4 = b.f32 && d % 4 == 0 && reinterpret_cast<std::uintptr_t>(b.f32) % 16 == 0 &&
+                      reinterpret_cast<std::uintptr_t>(s.queries) % 16 == 0;
+    exact_keys<<<dim3{unsigned((kc + 127) / 128), unsigned(m), 1u}, 128>>>(s.queries, ids, in, d, l2, vec4, cand_idx,
+                                                                           kc, key, idx);
     PARRAY_CUDA_CHECK_LAUNCH();
   });
   sort_by_key_then_index(key, idx, key2, idx2, m, kc);
@@ -407,7 +408,7 @@ void run(DeviceBase b, const float* queries, index_t q, const KnnOptions& o, flo
   }
   Search s;
   s.base = b;
-  s.base_norms = base_norms(b);
+  s.base_roots = base_roots(b);
   s.queries = queries, s.q = q, s.o = &o, s.distances = distances, s.indices = indices;
   run_search(s);
 }

@@ -41,8 +41,8 @@ struct KeyArgs {
   float beta, eta;
 };
 
-__device__ __forceinline__ float lower_key(const KeyArgs& a, float dot, float qn, float qr, float xn) {
-  return filter_lower<float>(a.l2, dot, qn, xn, qr, sqrtf(xn), a.beta, a.eta);
+__device__ __forceinline__ QueryTerms<float> terms_of(const KeyArgs& a, float qn) {
+  return query_terms<float>(a.l2, qn, sqrtf(qn), a.beta, a.eta);
 }
 
 struct Cand {
@@ -95,7 +95,7 @@ __device__ __forceinline__ int rank_in(const Cand* x, int len, const Cand& c) {
 // Keys of one step: 4 consecutive columns per thread (vec) or 4 columns BLOCK
 // apart (scalar fallback when the row or j0 is not 16-byte aligned).
 struct Step4 {
-  float dot[4], norm[4];
+  float dot[4], root[4];
 };
 
 template <int BLOCK>
@@ -107,7 +107,7 @@ __device__ __forceinline__ void load_step(const float* __restrict__ row, const f
       const float4 c4 = __ldcs(reinterpret_cast<const float4*>(row + j));  // read once: evict first
       v.dot[0] = c4.x, v.dot[1] = c4.y, v.dot[2] = c4.z, v.dot[3] = c4.w;
       const float4 n4 = __ldg(reinterpret_cast<const float4*>(bn + j));
-      v.norm[0] = n4.x, v.norm[1] = n4.y, v.norm[2] = n4.z, v.norm[3] = n4.w;
+      v.root[0] = n4.x, v.root[1] = n4.y, v.root[2] = n4.z, v.root[3] = n4.w;
     }
     return;
   }
@@ -116,7 +116,7 @@ __device__ __forceinline__ void load_step(const float* __restrict__ row, const f
     const index_t j = s + threadIdx.x + index_t(e) * BLOCK;
     if (j < nb) {
       v.dot[e] = __ldcs(row + j);
-      v.norm[e] = __ldg(bn + j);
+      v.root[e] = __ldg(bn + j);
     }
   }
 }
@@ -129,7 +129,7 @@ __device__ __forceinline__ void load_step(const float* __restrict__ row, const f
 // CAP: a power of two >= k + 4 * BLOCK (one step can append 4 * BLOCK).
 template <int CAP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c, index_t nb, index_t j0,
-                                                     const float* __restrict__ base_norms,
+                                                     const float* __restrict__ base_roots,
                                                      const float* __restrict__ query_norms, KeyArgs ka, int k,
                                                      float* __restrict__ state_key, int* __restrict__ state_idx,
                                                      bool last, index_t q0, float* __restrict__ out_key,
@@ -138,10 +138,10 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
   __shared__ int count_s;
   const int r = blockIdx.x;
   const float* row = c + index_t(r) * nb;
-  const float* bn = base_norms + j0;
+  const float* bn = base_roots + j0;
   float* sk = state_key + index_t(r) * k;
   int* si = state_idx + index_t(r) * k;
-  const float qn = query_norms[q0 + r], qr = sqrtf(qn);
+  const QueryTerms<float> qt = terms_of(ka, query_norms[q0 + r]);
   int sorted = j0 > 0 ? k : 0;  // block-uniform
   float thr = FLT_MAX;          // the k-th best key so far, in a register
   if (j0 > 0) {
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
     for (int e = 0; e < 4; ++e) {
       const index_t j = vec ? s + 4 * threadIdx.x + e : s + threadIdx.x + index_t(e) * BLOCK;
       col[e] = int(j0 + j);
-      key[e] = j >= nb ? FLT_MAX : lower_key(ka, cur.dot[e], qn, qr, cur.norm[e]);
+      key[e] = j >= nb ? FLT_MAX : filter_lower<float>(ka.l2, cur.dot[e], qt, cur.root[e]);
       pass |= (j < nb && key[e] < thr) << e;
     }
     const int active = __syncthreads_count(pass != 0);  // the only barrier of the common path
@@ -232,33 +232,17 @@ __global__ void __launch_bounds__(BLOCK) select_tile(const float* __restrict__ c
   for (int t = threadIdx.x; t < n_new && t < k; t += BLOCK) put(t + rank_in(old_part, sorted, new_part[t]), new_part[t]);
 }
 
-// ||x||^2 of n rows of length d (row-major), one warp per row. T: float, or
-// uint16_t holding FP16 (kBf16 = false) / BF16 (kBf16 = true) bit patterns,
-// widened exactly as widen_rows does, so the norms are those of the widened
-// values the GEMM sees.
-template <class T, bool kBf16 = false>
-__device__ __forceinline__ float widen(T v) {
-  if constexpr (sizeof(T) == 4) {
-    return v;
-  } else if constexpr (kBf16) {
-    return __uint_as_float(unsigned(v) << 16);
-  } else {
-    return __half2float(__ushort_as_half(v));
-  }
-}
-
-template <class T, bool kBf16 = false>
-__global__ void __launch_bounds__(256) row_norms(const T* __restrict__ x, index_t n, index_t d,
+// ||x||^2 (root: ||x||) of n FP32 rows of length d (row-major), one warp per row.
+// (A template so that every file including this header shares one definition.)
+template <class T>
+__global__ void __launch_bounds__(256) row_norms(const T* __restrict__ x, index_t n, index_t d, bool root,
                                                  float* __restrict__ out) {
   const index_t i = index_t(blockIdx.x) * 8 + threadIdx.x / 32;
   if (i >= n) return;
   float s = 0;
-  for (index_t t = threadIdx.x & 31; t < d; t += 32) {
-    const float v = widen<T, kBf16>(x[i * d + t]);
-    s += v * v;
-  }
+  for (index_t t = threadIdx.x & 31; t < d; t += 32) s += float(x[i * d + t]) * float(x[i * d + t]);
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) out[i] = s;
+  if ((threadIdx.x & 31) == 0) out[i] = root ? sqrtf(s) : s;
 }
 
 }  // namespace parray::cuda::knn_kernels
