@@ -1,11 +1,12 @@
 # The two commands of the README. Everything else is CMake.
 #   make run    install missing Debian packages, build, run the main job
 #   make test   install missing Debian packages, build, run every test
+#   make docs   the measured tables and plots of README.md and docs/, from bench/results
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 RESULTS ?= $(BUILD_DIR)/results
 
-.PHONY: run test build bootstrap clean
+.PHONY: run test build bootstrap clean docs tables plots
 
 bootstrap:
 	@scripts/bootstrap
@@ -25,3 +26,14 @@ test: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# The tables of measured figures in README.md and docs/ (between <!-- table: ... -->
+# markers) and the plots in docs/img/, regenerated from bench/results. The plots need
+# Debian's python3-matplotlib.
+tables:
+	scripts/doc-tables
+
+plots:
+	scripts/plots
+
+docs: tables plots
