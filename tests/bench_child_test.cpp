@@ -347,7 +347,7 @@ TEST(Bench, RowsHandedOutAfterEachProblem) {
     };
     const std::vector<BenchRow> rows = run_gemm_bench(o);
     ASSERT_EQ(rows.size(), 4u);
-    for (const BenchRow& r : rows) EXPECT_TRUE(r.ok) << r.impl << " " << r.note;
+    for (const BenchRow& r : rows) EXPECT_TRUE(r.ok()) << r.impl << " " << r.note;
     const std::vector<std::vector<index_t>> want =
         interleave ? std::vector<std::vector<index_t>>{{20, 20, 12, 12}}
                    : std::vector<std::vector<index_t>>{{20, 20}, {20, 20, 12, 12}};

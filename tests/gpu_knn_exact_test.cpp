@@ -78,7 +78,7 @@ TEST_P(GpuKnnExact, EqualsFp64BruteForce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Grid, GpuKnnExact, testing::ValuesIn(exact_cases()));
+INSTANTIATE_TEST_SUITE_P(Grid, GpuKnnExact, testing::ValuesIn(exact_cases()), exact_case_name);
 
 // Merged passes (kc > 2048) and small base tiles on offset and tied data.
 TEST(GpuKnnExactCases, MergedPassesAndSmallTiles) {

@@ -4,6 +4,10 @@
 // before any test runs by the environment below.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <ostream>
+#include <string>
+
 #include "parray/config.hpp"
 #include "parray/harness.hpp"
 #include "parray/multilevel.hpp"
@@ -17,6 +21,20 @@ struct Shape {
   const char* layout;
   double beta;
 };
+
+// gtest prints a parameter through this instead of dumping its bytes (a
+// pointer among them, so the name changed from run to run).
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << s.m << "x" << s.k << "x" << s.n << " " << s.layout << " beta " << s.beta;
+}
+
+std::string shape_name(const testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  std::string b = std::to_string(s.beta);
+  for (char& c : b)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + "_" + s.layout + "_beta" + b;
+}
 
 class GpuMultilevel : public testing::TestWithParam<Shape> {};
 
@@ -55,6 +73,7 @@ INSTANTIATE_TEST_SUITE_P(Splits, GpuMultilevel,
                                          Shape{512, 2048, 384, "row", 0.25},
                                          Shape{300, 517, 263, "col", 0.0},
                                          Shape{129, 77, 200, "col", -1.5},
-                                         Shape{640, 640, 640, "fig17", 0.0}));
+                                         Shape{640, 640, 640, "fig17", 0.0}),
+                         shape_name);
 
 }  // namespace

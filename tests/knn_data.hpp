@@ -4,7 +4,10 @@
 // GPU property tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cctype>
 #include <ostream>
 #include <cmath>
 #include <random>
@@ -146,6 +149,17 @@ struct ExactCase {
 inline void PrintTo(const ExactCase& c, std::ostream* os) {
   *os << kind_name(c.kind) << " n " << c.n << " q " << c.q << " d " << c.d << " k " << c.k;
   if (c.kind == KnnKind::offset) *os << " offset " << c.offset;
+}
+
+// A test name carrying the case: offset_n2000_d16_k10_off6_6.
+inline std::string exact_case_name(const testing::TestParamInfo<ExactCase>& p) {
+  const ExactCase& c = p.param;
+  std::string s = std::string(kind_name(c.kind)) + "_n" + std::to_string(c.n) + "_d" + std::to_string(c.d) + "_k" +
+                  std::to_string(c.k);
+  if (c.kind == KnnKind::offset) s += "_off" + std::to_string(int(std::log10(c.offset)));
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s + "_" + std::to_string(p.index);
 }
 
 inline std::vector<ExactCase> exact_cases() {

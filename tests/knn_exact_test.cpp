@@ -35,16 +35,6 @@ void expect_exact(const KnnData& x, index_t k, Metric m, const Result& r) {
   for (std::size_t i = 0; i < r.dist.size(); ++i) ASSERT_EQ(r.dist[i], ref_d[i]) << "entry " << i;
 }
 
-std::string case_name(const testing::TestParamInfo<ExactCase>& p) {
-  const ExactCase& c = p.param;
-  std::string s = std::string(kind_name(c.kind)) + "_n" + std::to_string(c.n) + "_d" + std::to_string(c.d) + "_k" +
-                  std::to_string(c.k);
-  if (c.kind == KnnKind::offset) s += "_off" + std::to_string(int(std::log10(c.offset)));
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s + "_" + std::to_string(p.index);
-}
-
 class KnnExact : public testing::TestWithParam<ExactCase> {};
 
 }  // namespace
@@ -58,7 +48,7 @@ TEST_P(KnnExact, EqualsFp64BruteForce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Grid, KnnExact, testing::ValuesIn(exact_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Grid, KnnExact, testing::ValuesIn(exact_cases()), exact_case_name);
 
 // The FP64 search (the ground truth of --write-gt) meets the same definition.
 TEST(KnnExactCases, Fp64SearchEqualsBruteForce) {

@@ -71,16 +71,16 @@ int table(const Args& a, const std::string& split) {
         line += fmt::format(" {:>17}", "-");
         continue;
       }
-      if (!r->ok) status = 1;
-      const double pct = single && single->ok && r->ms > 0 ? 100.0 * r->ms / single->ms : 0.0;
-      if (!r->ok) line += fmt::format(" {:>17}", "FAILED");
+      if (!r->ok()) status = 1;
+      const double pct = single && single->ok() && r->ms > 0 ? 100.0 * r->ms / single->ms : 0.0;
+      if (!r->ok()) line += fmt::format(" {:>17}", "FAILED");
       else if (name.rfind("ml-dev", 0) == 0) line += fmt::format(" {:>9.3f} ({:>4.0f}%)", r->ms, pct);
       else line += fmt::format(" {:>17.3f}", r->ms);
       const auto tpos = name.rfind("-t");
       const std::string t = tpos == std::string::npos || name == "cuda-12-best" ? "1" : name.substr(tpos + 2);
       csv += fmt::format("{},{},{},{},{:.4f},{:.2f},{:.1f},{:.3e},{}\n", name, split, t, n, r->ms, r->gflops, pct,
-                         r->rel_err, r->ok ? 1 : 0);
-      if (!r->ok) std::cerr << "multilevel: " << name << " " << n << " failed: " << r->note << "\n";
+                         r->rel_err, r->ok() ? 1 : 0);
+      if (!r->ok()) std::cerr << "multilevel: " << name << " " << n << " failed: " << r->note << "\n";
     }
     std::cout << line << "\n";
   }

@@ -69,7 +69,7 @@ GemmProblem square(index_t n) {
 // Fails the command when a benchmarked result did not verify.
 int status_of(const std::vector<BenchRow>& rows) {
   for (const BenchRow& r : rows)
-    if (!r.ok) {
+    if (!r.ok()) {
       std::fprintf(stderr, "seeds: %s %lldx%lldx%lld failed: %s\n", r.impl.c_str(), (long long)r.m, (long long)r.k,
                    (long long)r.n, r.note.c_str());
       return 1;
@@ -107,8 +107,8 @@ int table1(const SeedArgs& a) {
     for (index_t n : sizes)
       for (const BenchRow& r : rows)
         if (r.impl == name && r.m == n) {
-          line += r.ok ? fmt::format(" {:>10.3f}", r.ms) : fmt::format(" {:>10}", "FAILED");
-          csv += fmt::format("{},{},{:.4f},{:.2f},{:.3e},{}\n", bs, n, r.ms, r.gflops, r.rel_err, r.ok ? 1 : 0);
+          line += r.ok() ? fmt::format(" {:>10.3f}", r.ms) : fmt::format(" {:>10}", "FAILED");
+          csv += fmt::format("{},{},{:.4f},{:.2f},{:.3e},{}\n", bs, n, r.ms, r.gflops, r.rel_err, r.ok() ? 1 : 0);
         }
     std::cout << line << "\n";
   }
@@ -133,10 +133,10 @@ int table4(const SeedArgs& a) {
     for (index_t n : sizes)
       for (const BenchRow& r : rows)
         if (r.impl == name && r.m == n) {
-          line += r.ok ? fmt::format(" {:>10.3f} ({:>3.0f}%)", r.ms, r.pct_best_baseline)
+          line += r.ok() ? fmt::format(" {:>10.3f} ({:>3.0f}%)", r.ms, r.pct_best_baseline)
                        : fmt::format(" {:>18}", "FAILED");
           csv += fmt::format("{},{},{:.4f},{:.2f},{:.1f},{:.3e},{}\n", name, n, r.ms, r.gflops, r.pct_best_baseline,
-                             r.rel_err, r.ok ? 1 : 0);
+                             r.rel_err, r.ok() ? 1 : 0);
         }
     std::cout << line << "\n";
   }

@@ -27,6 +27,19 @@ class Error : public std::invalid_argument {
 
 enum class Dtype { f32, f64 };
 
+// What happened to one row of a benchmark table: verified (and then timed),
+// failed its check, or not run, with the reason in the row's note.
+enum class Outcome { passed, failed, skipped };
+
+inline const char* outcome_name(Outcome o) {
+  return o == Outcome::passed ? "passed" : o == Outcome::failed ? "failed" : "skipped";
+}
+
+// A row's note as tables and CSV files show it: "skipped: why" for a row not run.
+inline std::string shown_note(Outcome o, const std::string& note) {
+  return o == Outcome::skipped ? "skipped: " + note : note;
+}
+
 inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : "f64"; }
 
 template <class T>

@@ -172,7 +172,8 @@ struct BenchRow {
   int rounds = 0;
   double round_pct_min = 0, round_pct_median = 0, round_pct_max = 0;
   double rel_err = 0, max_abs_err = 0;
-  bool ok = false;
+  Outcome outcome = Outcome::failed;
+  bool ok() const { return outcome == Outcome::passed; }
   std::string note;  // why skipped or failed
 };
 
@@ -212,6 +213,10 @@ struct BenchOptions {
   // them all): the CLI rewrites --csv with them, so that a run cut short by a
   // time limit keeps the problems it finished (a GPU machine's ten-minute calls).
   std::function<void(const std::vector<BenchRow>&)> on_rows;
+  // Called once per problem with its case (operands, FP64 reference) before
+  // any row is timed: the CLI's --print shows a verified product from the
+  // case the table then times, instead of building the problem twice.
+  std::function<void(GemmCase&)> on_case;
 };
 
 std::vector<BenchRow> run_gemm_bench(const BenchOptions& options);

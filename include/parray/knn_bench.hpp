@@ -20,7 +20,8 @@ struct GemvBenchRow {
   index_t m = 0, n = 0;
   int threads = 1;
   double ms = 0, gbps = 0, copy_gbps = 0, pct_copy = 0, pct_best_baseline = 0, rel_err = 0;
-  bool ok = false;
+  Outcome outcome = Outcome::failed;
+  bool ok() const { return outcome == Outcome::passed; }
   std::string note;
 };
 
@@ -66,7 +67,8 @@ struct KnnBenchRow {
   index_t n = 0, d = 0, q = 0, k = 0;
   int threads = 1;
   double ms = 0, qps = 0, recall = 0;
-  bool ok = false;
+  Outcome outcome = Outcome::failed;
+  bool ok() const { return outcome == Outcome::passed; }
   std::string note;
 };
 

@@ -116,12 +116,12 @@ void bench_problem(const GemvBenchOptions& o, const std::string& layout, index_t
       GemvBenchRow r;
       r.impl = impl.name, r.device = device_name(impl.device), r.dtype = dtype_name(dtype_of<T>()), r.layout = layout;
       r.m = m, r.n = n, r.threads = threads;
-      if (!impl.supports(dtype_of<T>())) r.note = "skipped: no " + r.dtype;
-      else if (gpu && !cuda_available()) r.note = "skipped: no CUDA device";
+      if (!impl.supports(dtype_of<T>())) r.outcome = Outcome::skipped, r.note = "no " + r.dtype;
+      else if (gpu && !cuda_available()) r.outcome = Outcome::skipped, r.note = "no CUDA device";
       else if (std::string why = impl.why_not(ops.type.view.rank() == 2 ? MatrixLayout::from(ops.type.view)
                                                                         : MatrixLayout{});
                !why.empty())
-        r.note = "skipped: " + why;
+        r.outcome = Outcome::skipped, r.note = why;
       if (!r.note.empty()) {
         rows.push_back(r);
         continue;
@@ -161,10 +161,10 @@ void bench_problem(const GemvBenchOptions& o, const std::string& layout, index_t
         }
         r.rel_err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
         const double tol = gemv_tolerance(dtype_of<T>(), n);
-        r.ok = finite && r.rel_err <= tol;
+        r.outcome = finite && r.rel_err <= tol ? Outcome::passed : Outcome::failed;
         if (!finite) r.note = "NaN/Inf in y";
-        else if (!r.ok) r.note = fmt::format("rel_err {:.3e} > tolerance {:.3e}", r.rel_err, tol);
-        if (r.ok) {
+        else if (!r.ok()) r.note = fmt::format("rel_err {:.3e} > tolerance {:.3e}", r.rel_err, tol);
+        if (r.ok()) {
           const TimingStats t = time_repeated(
               [&] {
                 if (o.beta != 0) reset_y();  // keep y bounded; beta == 0 never reads it
@@ -186,7 +186,7 @@ void bench_problem(const GemvBenchOptions& o, const std::string& layout, index_t
           r.pct_copy = 100.0 * r.gbps / copy;
         }
       } catch (const Error& e) {
-        r.ok = false;
+        r.outcome = Outcome::failed;
         r.note = e.what();
       }
       rows.push_back(r);
@@ -197,10 +197,10 @@ void bench_problem(const GemvBenchOptions& o, const std::string& layout, index_t
     double best = 0;
     for (std::size_t j = first; j < rows.size(); ++j) {
       const GemvImpl* b = gemv_registry().find_or_null(rows[j].impl);
-      if (b && b->baseline && rows[j].ok && rows[j].device == rows[i].device && rows[j].threads == rows[i].threads)
+      if (b && b->baseline && rows[j].ok() && rows[j].device == rows[i].device && rows[j].threads == rows[i].threads)
         best = std::max(best, rows[j].gbps);
     }
-    if (best > 0 && rows[i].ok) rows[i].pct_best_baseline = 100.0 * rows[i].gbps / best;
+    if (best > 0 && rows[i].ok()) rows[i].pct_best_baseline = 100.0 * rows[i].gbps / best;
   }
 }
 
@@ -222,7 +222,7 @@ std::string gemv_bench_csv(const std::vector<GemvBenchRow>& rows) {
   for (const GemvBenchRow& r : rows)
     s += fmt::format("{},{},{},{},{},{},{},{:.5f},{:.2f},{:.2f},{:.1f},{:.1f},{:.3e},{},\"{}\"\n", r.impl, r.device,
                      r.dtype, r.layout, r.m, r.n, r.threads, r.ms, r.gbps, r.copy_gbps, r.pct_copy,
-                     r.pct_best_baseline, r.rel_err, r.ok ? 1 : 0, r.note);
+                     r.pct_best_baseline, r.rel_err, r.ok() ? 1 : 0, shown_note(r.outcome, r.note));
   return s;
 }
 
@@ -232,7 +232,7 @@ std::string gemv_bench_table(const std::vector<GemvBenchRow>& rows) {
   for (const GemvBenchRow& r : rows)
     s += fmt::format("{:<18} {:<4} {:<4} {:<7} {:>13} {:>3} {:>10.4f} {:>9.1f} {:>7.1f} {:>7.1f} {:>10.2e}  {}\n",
                      r.impl, r.device, r.dtype, r.layout, fmt::format("{}x{}", r.m, r.n), r.threads, r.ms, r.gbps,
-                     r.pct_copy, r.pct_best_baseline, r.rel_err, r.ok ? "" : r.note);
+                     r.pct_copy, r.pct_best_baseline, r.rel_err, r.ok() ? "" : shown_note(r.outcome, r.note));
   return s;
 }
 

@@ -82,12 +82,12 @@ void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
   if (timed_in_child(impl, o)) {
     // Verified here against this case's reference, timed there.
     time_in_child(gcase, impl, row.threads, o, row);
-    cell.timed = row.ok;
-    if (row.ok) cell.round_ms.push_back(row.ms);
+    cell.timed = row.ok();
+    if (row.ok()) cell.round_ms.push_back(row.ms);
     return;
   }
   const CheckResult check = gcase.run_and_check(impl, row.threads);
-  row.ok = check.ok;
+  row.outcome = check.ok ? Outcome::passed : Outcome::failed;
   row.rel_err = std::max(row.rel_err, check.rel_err);
   row.max_abs_err = std::max(row.max_abs_err, check.max_abs_err);
   if (!check.ok) {
@@ -140,6 +140,7 @@ ProblemRun prepare_problem(const GemmProblem& p, const std::vector<const GemmImp
   problem.reference_on_device =
       std::all_of(impls.begin(), impls.end(), [](const GemmImpl* i) { return i->device == Device::gpu; });
   run.gcase = std::make_unique<GemmCase>(problem);
+  if (o.on_case) o.on_case(*run.gcase);
   for (const GemmImpl* impl : impls) {
     for (int threads : o.threads) {
       // Single-threaded and GPU implementations run once, not once per thread count.
@@ -158,7 +159,7 @@ ProblemRun prepare_problem(const GemmProblem& p, const std::vector<const GemmImp
       row.threads = impl->device == Device::cpu && impl->threaded ? threads : 1;
       cell.timed = true;
       if (std::string why = run.gcase->why_not(*impl); !why.empty()) {
-        row.note = "skipped: " + why;
+        row.outcome = Outcome::skipped, row.note = why;
         cell.timed = false;
       }
       run.cells.push_back(std::move(cell));
@@ -243,14 +244,14 @@ void finish_rows(ProblemRun& run, const BenchOptions& o, std::vector<BenchRow>& 
   std::map<std::pair<std::string, int>, double> best;
   for (std::size_t r = first_row; r < rows.size(); ++r) {
     const GemmImpl* impl = registry().find_or_null(rows[r].impl);
-    if (impl && impl->baseline && rows[r].ok) {
+    if (impl && impl->baseline && rows[r].ok()) {
       double& b = best[{rows[r].device, rows[r].threads}];
       b = std::max(b, rows[r].gflops);
     }
   }
   for (std::size_t r = first_row; r < rows.size(); ++r) {
     auto it = best.find({rows[r].device, rows[r].threads});
-    if (it != best.end() && it->second > 0 && rows[r].ok) rows[r].pct_best_baseline = 100.0 * rows[r].gflops / it->second;
+    if (it != best.end() && it->second > 0 && rows[r].ok()) rows[r].pct_best_baseline = 100.0 * rows[r].gflops / it->second;
   }
 }
 
@@ -328,7 +329,7 @@ std::string bench_csv(const std::vector<BenchRow>& rows) {
                      "\"{}\"\n",
                      r.impl, r.device, r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
                      r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err,
-                     r.max_abs_err, r.ok ? 1 : 0, r.note);
+                     r.max_abs_err, r.ok() ? 1 : 0, shown_note(r.outcome, r.note));
   return s;
 }
 
@@ -337,7 +338,8 @@ std::string bench_json(const std::vector<BenchRow>& rows) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
     std::string note;
-    for (char ch : r.note) note += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
+    for (char ch : shown_note(r.outcome, r.note))
+      note += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
     s += fmt::format(
         "  {{\"impl\": \"{}\", \"device\": \"{}\", \"dtype\": \"{}\", \"m\": {}, \"n\": {}, \"k\": {}, "
         "\"layout\": \"{}\", \"threads\": {}, \"ms\": {:.4f}, \"gflops\": {:.2f}, \"pct_peak\": {:.1f}, "
@@ -346,7 +348,7 @@ std::string bench_json(const std::vector<BenchRow>& rows) {
         "\"max_abs_err\": {:.3e}, \"ok\": {}, \"note\": \"{}\"}}{}\n",
         r.impl, r.device, r.dtype, r.m, r.n, r.k, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
         r.pct_best_baseline, r.rounds, r.round_pct_min, r.round_pct_median, r.round_pct_max, r.rel_err,
-        r.max_abs_err, r.ok ? "true" : "false", note, i + 1 < rows.size() ? "," : "");
+        r.max_abs_err, r.ok() ? "true" : "false", note, i + 1 < rows.size() ? "," : "");
   }
   return s + "]\n";
 }
@@ -360,9 +362,9 @@ std::string bench_table(const std::vector<BenchRow>& rows) {
                               "check", rounds ? "  %best by round" : "");
   for (const BenchRow& r : rows) {
     const std::string shape = fmt::format("{}x{}x{}", r.m, r.k, r.n);
-    if (!r.note.empty() && !r.ok) {
+    if (!r.note.empty() && !r.ok()) {
       s += fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {}\n", r.impl, r.device, r.dtype, shape, r.layout,
-                       r.threads, r.note);
+                       r.threads, shown_note(r.outcome, r.note));
       continue;
     }
     const std::string by_round =
@@ -372,7 +374,7 @@ std::string bench_table(const std::vector<BenchRow>& rows) {
     s += fmt::format("{:<18} {:<4} {:<4} {:>17} {:<22} {:>3} {:>10.3f} {:>9.2f} {:>6.1f} {:>7} {:>9.2e}  {}{}{}\n",
                      r.impl, r.device, r.dtype, shape, r.layout, r.threads, r.ms, r.gflops, r.pct_peak,
                      r.pct_best_baseline > 0 ? fmt::format("{:.1f}", r.pct_best_baseline) : "-", r.rel_err,
-                     r.ok ? "OK" : "FAIL", by_round, r.note.empty() ? "" : "  " + r.note);
+                     r.ok() ? "OK" : "FAIL", by_round, r.note.empty() ? "" : "  " + r.note);
   }
   return s;
 }

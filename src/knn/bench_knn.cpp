@@ -83,7 +83,7 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
           run = [&] { knn_cpu<float>(base.data(), o.n, queries.data(), o.q, o.d, ko, dist.data(), idx.data()); };
         } else if (impl == "faiss") {
           if (!faiss_available()) {
-            r.note = "skipped: " + faiss_description();
+            r.outcome = Outcome::skipped, r.note = faiss_description();
             rows.push_back(r);
             continue;
           }
@@ -92,7 +92,7 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
         } else {
 #if PARRAY_HAVE_CUDA
           if (!cuda_available()) {
-            r.note = "skipped: no GPU";
+            r.outcome = Outcome::skipped, r.note = "no GPU";
             rows.push_back(r);
             continue;
           }
@@ -122,7 +122,7 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
             };
           finish = [] { cuda::synchronize(); };
 #else
-          r.note = "skipped: built without CUDA";
+          r.outcome = Outcome::skipped, r.note = "built without CUDA";
           rows.push_back(r);
           continue;
 #endif
@@ -140,7 +140,7 @@ std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
           r.ms = t.median_ms;
           r.qps = double(o.q) / (r.ms * 1e-3);
           // 16-bit storage rounds the base: recall against the FP32 data's ground truth may drop.
-          r.ok = r.recall >= 1.0 || rounded;
+          r.outcome = r.recall >= 1.0 || rounded ? Outcome::passed : Outcome::failed;
           if (r.recall < 1.0)
             r.note = rounded
                          ? fmt::format("base stored as {}: recall against the FP32 data", storage_name(o.storage))
@@ -159,7 +159,7 @@ std::string knn_bench_csv(const std::vector<KnnBenchRow>& rows) {
   std::string s = "impl,device,metric,n,d,q,k,threads,ms,qps,recall,ok,note\n";
   for (const KnnBenchRow& r : rows)
     s += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.6f},{},\"{}\"\n", r.impl, r.device, r.metric, r.n, r.d,
-                     r.q, r.k, r.threads, r.ms, r.qps, r.recall, r.ok ? 1 : 0, r.note);
+                     r.q, r.k, r.threads, r.ms, r.qps, r.recall, r.ok() ? 1 : 0, shown_note(r.outcome, r.note));
   return s;
 }
 
@@ -168,7 +168,8 @@ std::string knn_bench_table(const std::vector<KnnBenchRow>& rows) {
                               "dev", "met", "N", "d", "Q", "k", "thr", "ms", "queries/s", "recall", "note");
   for (const KnnBenchRow& r : rows)
     s += fmt::format("{:<11} {:<4} {:<3} {:>8} {:>5} {:>6} {:>5} {:>3} {:>10.3f} {:>11.0f} {:>8.4f}  {}\n", r.impl,
-                     r.device, r.metric, r.n, r.d, r.q, r.k, r.threads, r.ms, r.qps, r.recall, r.note);
+                     r.device, r.metric, r.n, r.d, r.q, r.k, r.threads, r.ms, r.qps, r.recall,
+                     shown_note(r.outcome, r.note));
   return s;
 }
 
