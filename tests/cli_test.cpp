@@ -40,7 +40,7 @@ TEST(Cli, ListShowsTheLadderAndMissingParts) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   const CliResult csv = run_cli("list --format csv");
   EXPECT_EQ(csv.status, 0);
-  EXPECT_EQ(csv.out.rfind("name,device,dtypes,baseline,description,preconditions\n", 0), 0u);
+  EXPECT_EQ(csv.out.rfind("name,device,dtypes,baseline,tags,description,preconditions\n", 0), 0u);
 }
 
 TEST(Cli, GemmVerifies) {
@@ -204,6 +204,25 @@ TEST(Cli, BlockingRulesAndTuningBlocksVerify) {
   }
   const ScopedEnv bad_rule("PARRAY_CPU_BLOCKING", "zen5");
   expect_cli_bad_input("list", "PARRAY_CPU_BLOCKING: unknown rule 'zen5'");
+}
+
+// --tune KEY=VALUE sets a tuning key after the environment, before or after
+// the command's name; `parray list` shows the value; an unknown key, a
+// missing '=' and a bad value are bad input.
+TEST(Cli, TuneSetsKeysAfterTheEnvironment) {
+  const ScopedEnv env("PARRAY_CPU_BLOCKING", "l1");
+  const CliResult l = run_cli("--tune cpu.blocking=l2 list");
+  EXPECT_EQ(l.status, 0) << l.err;
+  EXPECT_NE(l.out.find("cpu blocking: l2 rule"), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("PARRAY_CPU_BLOCKING"), std::string::npos) << l.out;
+  const CliResult g = run_cli("gemm --impl parray-cpu-kc64-mc16 -m 40 -n 30 -k 300 --reps 1 --dtype f64 "
+                              "--tune cpu.candidates=64x16 --tune cpu.direct=0");
+  EXPECT_EQ(g.status, 0) << g.err;
+  EXPECT_NE(g.out.find("check OK"), std::string::npos) << g.out;
+  expect_cli_bad_input("--tune cpu.nothing=1 list", "--tune: unknown key 'cpu.nothing'");
+  expect_cli_bad_input("--tune cpu.kc list", "--tune 'cpu.kc' is not key=value");
+  expect_cli_bad_input("--tune cpu.order=diagonal list", "--tune cpu.order: unknown order 'diagonal'");
+  expect_cli_bad_input("--tune cpu.kc=-1 list", "--tune cpu.kc: '-1' is not an integer in 0..65536");
 }
 
 // A short K and a C larger than the caches (64 MiB here) take the packed

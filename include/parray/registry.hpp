@@ -8,6 +8,8 @@
 // `unsupported` hook accepts.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +45,12 @@ struct GemmImpl {
   // only from the environment). Tests still call it in the process.
   bool own_process = false;
   std::string preconditions;   // human-readable, shown by `parray list`
+  // Groups a user's --impl list can name instead of spelling out names:
+  // "ladder" (the CPU and GPU ladders' steps; "cpu-ladder", "gpu-ladder"),
+  // "tensor" (tensor-core kernels), "paper" (the Parray paper's figures),
+  // "baseline" (comparators).
+  std::vector<std::string> tags;
+  bool has_tag(const std::string& t) const { return std::find(tags.begin(), tags.end(), t) != tags.end(); }
   // Which of its kernels a library picked on this CPU (OpenBLAS's core, BLIS's
   // configuration), asked after a call; empty where not known. Benchmarks
   // record it, so that a baseline held back by its CPU detection (or by an

@@ -278,6 +278,7 @@ void register_baselines(Registry& r) {
       CblasPlan p;
       return plan(a, b, c, p);
     };
+    impl.tags = {"baseline"};
     r.add(std::move(impl));
   }
 }

@@ -91,6 +91,7 @@ void register_cuda_backend(Registry& r) {
     GemmImpl i = gpu("cublas", "cuBLAS SGEMM/DGEMM, FP32 on CUDA cores (no TF32): the baseline",
                      "row- or column-major operands");
     i.baseline = true;
+    i.tags = {"baseline"};
     i.run_f32 = cublas_gemm<float>;
     i.run_f64 = cublas_gemm<double>;
     i.unsupported = cublas_unsupported;
@@ -99,12 +100,14 @@ void register_cuda_backend(Registry& r) {
   {
     GemmImpl i = gpu("parray-cuda-2x2", "Parray fig. 11: CUDA thread array [2][2], a quadrant of C per thread (slow)",
                      "any M, N, K; any layout; only 4 GPU threads: small sizes");
+    i.tags = {"paper"};
     i.run_f32 = gemm_paper_2x2<float>;
     i.run_f64 = gemm_paper_2x2<double>;
     r.add(std::move(i));
   }
   {
     GemmImpl i = gpu("parray-cuda-elem", "Parray figs. 12-13/17: thread array [M][N], one thread per element");
+    i.tags = {"paper"};
     i.run_f32 = gemm_paper_elem<float>;
     i.run_f64 = gemm_paper_elem<double>;
     r.add(std::move(i));
@@ -113,12 +116,14 @@ void register_cuda_backend(Registry& r) {
     GemmImpl i = gpu("cuda-01-naive-bs" + std::to_string(bs),
                      "ladder 1: seed 000, one thread per element, 1-D blocks of " + std::to_string(bs),
                      "any M, N, K (N / " + std::to_string(bs) + " <= 65535); any layout");
+    i.tags = {"ladder", "gpu-ladder"};
     i.run_f32 = [bs](const GemmCall<float>& c) { gemm_naive_1d(c, bs); };
     i.run_f64 = [bs](const GemmCall<double>& c) { gemm_naive_1d(c, bs); };
     r.add(std::move(i));
   }
   auto both = [&](std::string name, std::string desc, auto f32, auto f64) {
     GemmImpl i = gpu(std::move(name), std::move(desc));
+    i.tags = {"ladder", "gpu-ladder"};
     i.run_f32 = f32;
     i.run_f64 = f64;
     r.add(std::move(i));
@@ -135,8 +140,10 @@ void register_cuda_backend(Registry& r) {
   both("cuda-05-smem-at", "ladder 5: A tile transposed in smem [16][17]: conflicts removed by padding",
        [](const GemmCall<float>& c) { gemm_smem_transposed_a(c, true); },
        [](const GemmCall<double>& c) { gemm_smem_transposed_a(c, true); });
-  auto f32 = [&](std::string name, std::string desc, std::function<void(const GemmCall<float>&)> f) {
+  auto f32 = [&](std::string name, std::string desc, std::function<void(const GemmCall<float>&)> f,
+                 std::vector<std::string> tags = {"ladder", "gpu-ladder"}) {
     GemmImpl i = gpu(std::move(name), std::move(desc));
+    i.tags = std::move(tags);
     i.run_f32 = std::move(f);
     r.add(std::move(i));
   };
@@ -156,7 +163,7 @@ void register_cuda_backend(Registry& r) {
   f32("cuda-13-3xtf32",
       "ladder 13: FP32 at FP32 accuracy on tensor cores: A and B split into TF32 big + small parts (read "
       "through any layout), then one cuBLAS TF32 GEMM over 3K (Ab Bb + Ab Bs + As Bb)",
-      gemm_3xtf32);
+      gemm_3xtf32, {"ladder", "gpu-ladder", "tensor"});
   multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
   r.set_default(Device::gpu, "cuda-12-best");
 }

@@ -159,6 +159,7 @@ GemmImpl ladder_step(std::string name, std::string description, bool threaded, s
   impl.device = Device::cpu;
   impl.threaded = threaded;
   impl.preconditions = std::move(preconditions);
+  impl.tags = {"ladder", "cpu-ladder"};
   impl.run_f32 = [](const GemmCall<float>& call) { with_accessors(call, Kernel{}); };
   impl.run_f64 = [](const GemmCall<double>& call) { with_accessors(call, Kernel{}); };
   return impl;
