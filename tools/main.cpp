@@ -21,6 +21,7 @@
 #include "parray/config.hpp"
 #include "parray/cpu.hpp"
 #include "parray/harness.hpp"
+#include "parray/tuning.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 
@@ -79,6 +80,36 @@ std::vector<std::string> expand_impls(const std::string& list) {
   return names;
 }
 
+// The options every command takes: --tune KEY=VALUE (repeatable) and --isa.
+struct TuningOptions {
+  std::string isa;
+  std::vector<std::string> tunes;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--isa", isa, "microkernel of parray-cpu: avx512, avx2 or portable (the same as --tune cpu.isa=...)");
+    app.add_option("--tune", tunes, "set a tuning key, KEY=VALUE, after the environment (repeatable; parray list "
+                                    "shows the keys, docs/tuning.md explains them)")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.fallthrough();  // --isa and --tune after the command's name too
+  }
+  void apply() const {
+    load_tuning();  // a bad PARRAY_* value is bad input before any work
+    for (const std::string& t : tunes) set_tuning(t);
+    if (!isa.empty()) set_cpu_isa(isa);
+  }
+};
+
+// Every tuning key with its value now (and its default where that differs).
+void print_tuning() {
+  std::cout << "tuning (--tune KEY=VALUE, or the environment variable; docs/tuning.md):\n";
+  for (const TuningKeyInfo& k : tuning_keys()) {
+    const auto shown = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+    std::cout << fmt::format("  {:<23} {:<8} {:<25} {}{}\n", k.key, shown(k.value), k.env, k.description,
+                             k.value == k.default_value ? "" : " [default " + shown(k.default_value) + "]");
+  }
+}
+
 int cmd_list(const std::string& format) {
   const Registry& r = registry();
   if (format == "csv") {
@@ -98,6 +129,7 @@ int cmd_list(const std::string& format) {
                            r.default_name(Device::gpu).empty() ? "(none)" : r.default_name(Device::gpu));
   std::cout << fmt::format("cpu: {} vector unit; parray-cpu uses the {} microkernel\n", cpu_vector_isa(), cpu_isa());
   std::cout << fmt::format("cpu blocking: {}\n", cpu_blocking());
+  print_tuning();
 #if PARRAY_HAVE_CUDA
   if (cuda_available()) std::cout << "gpu: " << cuda::device_description() << "\n";
   else std::cout << "gpu: built with CUDA, but no GPU is present\n";
@@ -257,8 +289,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", PARRAY_VERSION);
 
-  std::string isa;
-  app.add_option("--isa", isa, "microkernel of parray-cpu: avx512, avx2 or portable (default: cpuid, or PARRAY_CPU_ISA)");
+  TuningOptions tuning;
+  tuning.add_to(app);
   std::string list_format = "table";
   CLI::App* list = app.add_subcommand("list", "List every implementation and the optional parts that are missing");
   list->add_option("--format", list_format, "table or csv");
@@ -317,7 +349,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-    if (!isa.empty()) set_cpu_isa(isa);
+    tuning.apply();
     register_baselines(registry());
     if (list->parsed()) return cmd_list(list_format);
     if (gemm->parsed()) return cmd_gemm(g);

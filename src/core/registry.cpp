@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "parray/config.hpp"
-#include "../cpu/gemm/blocking.hpp"
+#include "../cpu/gemm/gemm.hpp"
 
 namespace parray {
 

@@ -1,6 +1,6 @@
 // AVX-512 direct kernels: C tiles computed straight
 // from strided A and B, without packing, for the problems where packing does
-// not pay (small matrices, short K; driver.cpp decides). See microkernel.hpp
+// not pay (small matrices, short K; direct.cpp decides). See microkernel.hpp
 // for the contract. Included by microkernel_avx512.cpp only, which is compiled
 // with -mavx512f (CMake sets the flag per source file); everything here is in
 // an anonymous namespace or exported through the table, as microkernel.hpp asks.
@@ -381,7 +381,7 @@ void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b
 // kOverwrite: C = A B (alpha 1, beta 0, the common call) compiled on its own,
 // the sums stored as they are: no alpha multiply, no beta test, fewer values
 // live around the stores. The tile alone ran ~1 % faster at 64^3 FP32 and ~4 %
-// at FP64 than the general instance (docs/perf-notes.md, CPU run 10); a
+// at FP64 than the general instance (docs/perf-notes.md); a
 // run-time alpha == 1 test in the general instance gained nothing.
 template <class T, int MR, bool kOverwrite>
 [[gnu::noinline]] void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta,

@@ -1,4 +1,4 @@
-// The contract between parray's BLIS-style CPU driver (driver.cpp) and its
+// The contract between parray's BLIS-style CPU driver (blocked.cpp) and its
 // register-blocked microkernels, one file per instruction set.
 //
 // A microkernel computes one MR x NR tile of C from packed panels:

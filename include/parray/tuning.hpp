@@ -1,0 +1,112 @@
+// Run-time tuning of parray's backends, in one place: one plain struct per
+// backend, filled once from the environment (the PARRAY_* variables below) and
+// then from the CLI's `--tune key=value`, read by the library through
+// cpu_tuning(), gpu_tuning() and multigpu_tuning(). Every key has a default
+// that is what the library does without it; `parray list` prints them all
+// with their values and docs/tuning.md explains each.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace parray {
+
+// A choice the library makes by its own rule unless told: automatic, or
+// forced off / on.
+enum class Choice { automatic, off, on };
+
+// One KC x MC [x NC] candidate of cpu.candidates (0: the rule's size).
+struct BlockCandidate {
+  long kc = 0, mc = 0, nc = 0;
+};
+
+// parray's CPU GEMM (src/cpu/gemm).
+struct CpuTuning {
+  // cpu.isa, PARRAY_CPU_ISA: the microkernel of parray-cpu (the widest this CPU runs).
+  enum class Isa { automatic, portable, avx2, avx512 } isa = Isa::automatic;
+  // cpu.blocking, PARRAY_CPU_BLOCKING: which row of the block-size table
+  // (src/cpu/gemm/config_table.hpp) applies; l1: the cache-size rule, l2:
+  // this CPU's L2-rule row (or the AVX-512 one where it has none).
+  enum class Blocking { automatic, l1, l2 } blocking = Blocking::automatic;
+  // cpu.kc / cpu.mc, PARRAY_CPU_KC / PARRAY_CPU_MC: the packed path's KC (the
+  // direct path's K block too) and MC instead of the table's (0: the table's).
+  long kc = 0, mc = 0;
+  // cpu.direct, PARRAY_CPU_DIRECT: the direct (unpacked) path where it applies.
+  Choice direct = Choice::automatic;
+  // cpu.stream, PARRAY_CPU_STREAM: non-temporal stores of C on the direct path.
+  Choice stream = Choice::automatic;
+  // cpu.order, PARRAY_CPU_ORDER: the packed path's tile order.
+  enum class Order { automatic, rows, columns } order = Order::automatic;
+  // cpu.candidates, PARRAY_CPU_TUNING: one extra implementation per entry,
+  // parray-cpu with those block sizes (timed against each other in one process).
+  std::vector<BlockCandidate> candidates;
+};
+
+// The single-GPU kernels (src/cuda).
+struct GpuTuning {
+  // gpu.best_shape, PARRAY_CUDA_BEST_SHAPE: one of cuda-12-best's candidate
+  // tile shapes (launch_best_sweep.cu) instead of the chosen ones (-1: chosen).
+  int best_shape = -1;
+  // gpu.best_group, PARRAY_CUDA_BEST_GROUP: tiles per group of the tile order (1: row by row).
+  int best_group = 8;
+  // gpu.best_splits, PARRAY_CUDA_BEST_SPLITS: a fixed split of K (0: chosen).
+  int best_splits = 0;
+  // gpu.best_streamk, PARRAY_CUDA_BEST_STREAMK: the stream-K tail planned for
+  // this many block slots whatever the grid (-1: planned from the GPU, 0: off).
+  int best_streamk = -1;
+  // gpu.best_wide, PARRAY_CUDA_BEST_WIDE: the 128 x 256 tile wherever A runs along k.
+  bool best_wide = false;
+  // gpu.3xtf32_small, PARRAY_3XTF32_SMALL: cuda-13-3xtf32's small parts (false:
+  // one TF32 product, which fails the FP32 check; for showing that it does).
+  bool tf32x3_small = true;
+  // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": the GPU default).
+  std::string knn_gemm;
+};
+
+// Several GPUs: the multi-GPU GEMMs (src/cuda/multigpu) and the multilevel
+// splits (src/cuda/multilevel).
+struct MultiGpuTuning {
+  // multigpu.pcie_gbs, PARRAY_MULTIGPU_PCIE_GBS: the host link's rate in GB/s
+  // each way that the out-of-core model plans with.
+  double pcie_gbs = 40;
+  // multigpu.trace, PARRAY_MULTIGPU_TRACE: per-GPU timings of the out-of-core GEMM in its Stats.
+  bool trace = false;
+  // multilevel.ksplit_tail, PARRAY_ML_KSPLIT_TAIL: the K split's stream-K tail
+  // (0: none, 1: shared out whatever its size, 2: where it is small enough).
+  int ksplit_tail = 2;
+  // multilevel.ksplit_at, PARRAY_ML_KSPLIT_AT: column-major A in the K split's
+  // parts (0: never, 1: where the wide tile fits, 2: always).
+  int ksplit_at = 1;
+  // multilevel.ksplit_sum, PARRAY_ML_KSPLIT_SUM: how the K split's parts are
+  // summed (true: added into C atomically; false: a deterministic pass).
+  bool ksplit_adds = true;
+  // multilevel.driver, PARRAY_ML_DRIVER: the parts on device operands are
+  // enqueued in turn by the calling thread (true) or from a thread each (false).
+  bool parts_in_turn = true;
+};
+
+// The tuning in force. The first call of any of them reads the environment;
+// a bad value there throws parray::Error (`PARRAY_CPU_ORDER: unknown order ...`).
+const CpuTuning& cpu_tuning();
+const GpuTuning& gpu_tuning();
+const MultiGpuTuning& multigpu_tuning();
+
+// Reads the environment now (if not yet done), so that its errors come
+// before any work: the CLI calls it first.
+void load_tuning();
+
+// Sets one key from text, after the environment: `--tune key=value`. Throws
+// parray::Error for an unknown key or a bad value; `source` names where the
+// value came from in that message (default: "--tune KEY"). Not to be called
+// while a GEMM runs.
+void set_tuning(const std::string& key, const std::string& value, const std::string& source = "");
+// The same from "key=value".
+void set_tuning(const std::string& key_value);
+
+// One key of the registry with its value now, for `parray list` and the docs.
+struct TuningKeyInfo {
+  std::string key, env, backend, default_value, value, description;
+};
+std::vector<TuningKeyInfo> tuning_keys();
+
+}  // namespace parray
