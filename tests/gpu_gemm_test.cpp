@@ -11,6 +11,7 @@
 
 #include "gemm_test_names.hpp"
 #include "parray/harness.hpp"
+#include "parray/tuning.hpp"
 
 using namespace parray;
 
@@ -108,7 +109,7 @@ TEST_P(GpuGemm, AgreesWithFp64Reference) {
 INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), gemm_case_name);
 
 // Step 13's accuracy comes from the small parts: with them dropped
-// (PARRAY_3XTF32_SMALL=0: one TF32 product, ~2^-11 relative error) the same
+// (gpu.3xtf32_small=0: one TF32 product, ~2^-11 relative error) the same
 // check fails on every layout, with them it passes.
 TEST(Gpu3xTf32, TheSmallPartsAreWhatMeetsTheFp32Tolerance) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
@@ -118,9 +119,9 @@ TEST(Gpu3xTf32, TheSmallPartsAreWhatMeetsTheFp32Tolerance) {
     p.m = 300, p.k = 1000, p.n = 260;
     p.layout_a = p.layout_b = p.layout_c = layout;
     GemmCase gcase(p);
-    setenv("PARRAY_3XTF32_SMALL", "0", 1);
+    set_tuning("gpu.3xtf32_small", "0");
     const CheckResult one = gcase.run_and_check(impl, 1);
-    unsetenv("PARRAY_3XTF32_SMALL");
+    set_tuning("gpu.3xtf32_small", "1");
     EXPECT_FALSE(one.ok) << layout << ": one TF32 product passed (rel_err " << one.rel_err << ")";
     EXPECT_GT(one.rel_err, 1e-5) << layout;
     const CheckResult three = gcase.run_and_check(impl, 1);

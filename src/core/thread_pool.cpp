@@ -1,17 +1,16 @@
 // The threads behind CpuThreadArray::detour (parray/thread_array.hpp).
 //
-// A detour used to start n - 1 std::threads and join them. On a GPU that is
-// more than the thread's creation: the first CUDA call of a new thread sets
-// up the runtime's per-thread state, and per-thread caches (step 12's split-K
+// Why a pool rather than n - 1 new std::threads per detour: on a GPU a new
+// thread costs more than its creation — its first CUDA call sets up the
+// runtime's per-thread state, and per-thread caches (step 12's split-K
 // workspace) start empty. Measured on an H100 (docs/multilevel.md), a 4096^3
-// product split over 2..8 streams, each driven by its own thread, took
+// product split over 2..8 streams, each driven by a fresh thread, took
 // 0.2..0.8 ms more than the single kernel, whatever the size — a fixed cost
 // per call, not GPU time. The pool keeps its threads: a detour hands each of
 // n - 1 idle workers its task and waits for them; a nested or concurrent
 // detour that finds too few idle workers starts more (so every detour gets
 // its n threads at once — its body may wait on a barrier over all of them).
 #include <condition_variable>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -115,27 +114,11 @@ WorkerPool& pool() {
   return *p;
 }
 
-bool pool_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PARRAY_THREAD_POOL");
-    return !(v && v[0] == '0');
-  }();
-  return on;
-}
-
 }  // namespace
 
 void run_on_threads(int n, const std::function<void(int)>& task) {
   if (n <= 1) {
     task(0);
-    return;
-  }
-  if (!pool_enabled()) {
-    std::vector<std::thread> threads;
-    threads.reserve(static_cast<std::size_t>(n - 1));
-    for (int i = 1; i < n; ++i) threads.emplace_back(task, i);
-    task(0);
-    for (std::thread& t : threads) t.join();
     return;
   }
   pool().run(n, task);

@@ -14,6 +14,7 @@
 
 #include "gemm/13_split_tf32.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
+#include "parray/tuning.hpp"
 
 namespace parray::cuda {
 
@@ -70,13 +71,10 @@ bool k_contiguous(const MatrixLayout& l, bool is_b) {
   return k.stride[k.levels - 1] == 1;
 }
 
-// PARRAY_3XTF32_SMALL=0: the small parts dropped (one TF32 product), for the
-// check that the FP32 tolerance rejects it; anything else keeps them.
-// Read on every call (a getenv: nothing beside a GEMM), so a test can set it.
-bool keep_small_parts() {
-  const char* v = std::getenv("PARRAY_3XTF32_SMALL");
-  return !(v && std::string(v) == "0");
-}
+// gpu.3xtf32_small=0: the small parts dropped (one TF32 product), for the
+// check that the FP32 tolerance rejects it. Read on every call, so that a
+// test can set it (set_tuning) between two products.
+bool keep_small_parts() { return gpu_tuning().tf32x3_small; }
 
 template <bool IsB, class Op>
 void launch_split(cudaStream_t s, const Op& op, bool along_k, index_t X, index_t K, int kc, float* out,
@@ -104,14 +102,9 @@ void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, 
 }
 
 // K per GEMM (see 13_split_tf32.cuh: the tensor cores' truncating
-// accumulation): PARRAY_3XTF32_KC overrides the default, for measuring.
-int chunk_k() {
-  const char* v = std::getenv("PARRAY_3XTF32_KC");
-  if (!v || !*v) return 256;
-  const int kc = std::atoi(v);
-  if (kc < 8 || kc > (1 << 24)) throw Error(std::string("PARRAY_3XTF32_KC must be 8..16777216, got '") + v + "'");
-  return kc;
-}
+// accumulation): the error is that of 3 kc terms whatever K
+// (docs/gpu-ladder.md has the measured error and speed per kc).
+constexpr int kChunkK = 256;
 
 bool unit(const Axis& a) { return a.is_strided() && (a.stride[0] == 1 || a.size <= 1); }
 
@@ -123,7 +116,7 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   if (M == 0 || N == 0 || K == 0) throw Error("cuda-13-3xtf32: empty product (the dispatcher handles those)");
   if (3 * K + 3 > 0x7fffffff) throw Error("cuda-13-3xtf32: 3 K must be below 2^31");
   DeviceState& st = state_for_current_device();
-  const int kc = int(std::min<index_t>(chunk_k(), K));
+  const int kc = int(std::min<index_t>(kChunkK, K));
   // Rows of the split copies 16-byte aligned (an odd 3K made cuBLAS take
   // slower kernels: 1037 x 1055 x 1031 ran at a third of cuBLAS FP32).
   const index_t ld3 = (3 * K + 3) / 4 * 4;

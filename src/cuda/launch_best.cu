@@ -1,12 +1,10 @@
 // Launcher of ladder step 12 (gemm/12_best.cuh): the tile shape chosen by
 // measurement (docs/perf-notes.md), every transpose case and every layout.
-// PARRAY_CUDA_BEST_SHAPE=<n> runs one of the candidate shapes of
-// launch_best_sweep.cu instead (row- or column-major operands; for tuning),
-// PARRAY_CUDA_BEST_GROUP the tile-order group (default 8, 1 = row by row),
-// PARRAY_CUDA_BEST_SPLITS a fixed K split, PARRAY_CUDA_BEST_WIDE=1 the
-// 128 x 256 tile wherever A runs along k, PARRAY_CUDA_BEST_STREAMK the
-// stream-K tail (0 off, n: planned for n slots) and PARRAY_CUDA_BEST_PACK_B=0
-// no row-major copy of a column-major B.
+// Tuning (parray/tuning.hpp): gpu.best_shape runs one of the candidate
+// shapes of launch_best_sweep.cu instead (row- or column-major operands),
+// gpu.best_group the tile-order group, gpu.best_splits a fixed K split,
+// gpu.best_wide the 128 x 256 tile wherever A runs along k, gpu.best_streamk
+// the stream-K tail.
 #include <algorithm>
 #include <type_traits>
 #include <utility>
@@ -58,13 +56,12 @@ namespace {
 // wide one spilled), and it ran at 81-84 % of cuBLAS where the wide tile on
 // row-major B runs at 90-92 % (H100, docs/perf-notes.md "Change 7"); the copy
 // moves 8 K N bytes (~1.5 % of the product's time at 4096^3). Taken where the
-// wide tile fills the SMs (or PARRAY_CUDA_BEST_WIDE=1, for the tests), one
-// product at a time; PARRAY_CUDA_BEST_PACK_B=0 keeps B where it is.
+// wide tile fills the SMs (or gpu.best_wide=1, for the tests), one product
+// at a time.
 struct PackBTag;
 template <class OpA, class OpC>
 bool run_with_b_row_major(const OpA& a, const StridedOperand<const float>& b, const OpC& c, bool force) {
-  static const bool enabled = env_int("PARRAY_CUDA_BEST_PACK_B", 1) == 1;
-  if (!enabled || b.rs != 1 || cur_batch.count != 1 || !(force || best_wide_fits(cur.M, cur.N))) return false;
+  if (b.rs != 1 || cur_batch.count != 1 || !(force || best_wide_fits(cur.M, cur.N))) return false;
   const index_t ldd = (index_t(cur.N) + 3) / 4 * 4;
   const size_t floats = size_t(std::max(cur.K, 1)) * size_t(ldd);
   if (!workspace_fits(floats * sizeof(float))) return false;  // a large copy of B only where there is room
@@ -82,8 +79,8 @@ struct Launch {
     // along k too the wide tile spilled (78-79 % of cuBLAS) and the 128 x 128
     // one reaches 81-84 % (docs/perf-notes.md "Change 5"): large products copy
     // B to row-major first and take the wide tile (run_with_b_row_major).
-    // PARRAY_CUDA_BEST_WIDE=1 takes it whatever the size (tests, sanitizers).
-    static const bool force_wide = env_int("PARRAY_CUDA_BEST_WIDE", 0) == 1;
+    // gpu.best_wide=1 takes it whatever the size (tests, sanitizers).
+    const bool force_wide = gpu_tuning().best_wide;
     if constexpr (OpA::strided && AK && !BKc) {
       if (force_wide || best_wide_fits(cur.M, cur.N, cur_batch.count)) {
         launch_best<BestWideShape, AK, BKc>(a, b, c);
@@ -164,12 +161,12 @@ void run_parts(const std::vector<GemmCall<float>>& parts) {
 
 void gemm_best(const GemmCall<float>& call) {
   set_problem(call, "cuda-12-best");
-  static const int shape = env_int("PARRAY_CUDA_BEST_SHAPE", -1);
+  const int shape = gpu_tuning().best_shape;
   if (shape >= 0 && gemm_best_candidate(call, shape)) return;
   // Blocked layouts (figure 17/18): one strided product per block, through
   // the layout's own offsets (strided_blocks.hpp), independent blocks
   // batched (run_parts); many small blocks take the per-element layout
-  // kernel below. A tuning shape (PARRAY_CUDA_BEST_SHAPE) runs the parts
+  // kernel below. A tuning shape (gpu.best_shape) runs the parts
   // one by one.
   const bool strided = call.a.layout.is_strided() && call.b.layout.is_strided() && call.c.layout.is_strided();
   if (!strided) {

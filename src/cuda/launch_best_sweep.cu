@@ -1,4 +1,4 @@
-// Candidate tile shapes of ladder step 12, for tuning (PARRAY_CUDA_BEST_SHAPE;
+// Candidate tile shapes of ladder step 12, for tuning (gpu.best_shape;
 // docs/perf-notes.md has what each measured). Only row-major A and B
 // (k-contiguous A, n-contiguous B) and strided C are instantiated here; any
 // other case returns false and runs the default shape.
@@ -68,7 +68,7 @@ bool gemm_best_candidate(const GemmCall<float>& call, int shape) {
         case 13: launch_oriented<S13>(p, a, b, c); break;
         case 14: launch_oriented<S14>(p, a, b, c); break;
         case 15: launch_oriented<S15>(p, a, b, c); break;
-        default: throw Error("PARRAY_CUDA_BEST_SHAPE=" + std::to_string(shape) + ": no such shape (0..15)");
+        default: throw Error("gpu.best_shape=" + std::to_string(shape) + ": no such shape (0..15)");
       }
     }
   });

@@ -16,6 +16,7 @@
 #include "gemm/12_best.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/cuda/streamk_plan.hpp"
+#include "parray/tuning.hpp"
 
 namespace parray::cuda::pipelined {
 
@@ -203,17 +204,11 @@ inline float* splitk_workspace(size_t floats) { return device_buffer<float, Spli
 struct StreamKCountersTag;
 inline unsigned* streamk_counters(size_t n) { return device_buffer<unsigned, StreamKCountersTag>(n, true); }
 
-// An integer from the environment, or `fallback` (tuning knobs).
-inline int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
 // The stream-K tail's plan (parray/cuda/streamk_plan.hpp), with
-// PARRAY_CUDA_BEST_STREAMK=0 turning it off and =n > 0 planning for n block
-// slots whatever the estimate (tests: small grids get a tail).
+// gpu.best_streamk=0 turning it off and =n > 0 planning for n block slots
+// whatever the estimate (tests: small grids get a tail).
 inline StreamKPlan plan_streamk(long long tiles, int kts, long long slots, long long tile_floats, bool reads_c) {
-  static const int forced = env_int("PARRAY_CUDA_BEST_STREAMK", -1);
+  const int forced = gpu_tuning().best_streamk;
   if (forced == 0) return {};
   return forced > 0 ? plan_streamk_tail(tiles, kts, forced, tile_floats, reads_c, true)
                     : plan_streamk_tail(tiles, kts, slots, tile_floats, reads_c, false);
@@ -293,11 +288,11 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   auto k = ladder::best_sgemm<S, AK, BKc, OpA, OpB, OpC>;
   allow_smem_on_current_device(k, S::smem_bytes);
   static const int per_sm = blocks_per_sm(k, S::NT, S::smem_bytes);
-  const int group = env_int("PARRAY_CUDA_BEST_GROUP", 8);
+  const int group = gpu_tuning().best_group;
   const long long tiles = static_cast<long long>(ceil_div(cur.M, S::BM)) * ceil_div(cur.N, S::BN);
   if (tiles > 0x7fffffff) throw Error("cuda-12-best: too many tiles for one grid");
   const int kts = int(ceil_div(cur.K, S::BK));
-  int splits = env_int("PARRAY_CUDA_BEST_SPLITS", 0);
+  int splits = gpu_tuning().best_splits;
   if (splits <= 0)
     splits = choose_splits(tiles, kts, sm_count(), per_sm, static_cast<long long>(S::BM) * S::BN * S::BK, cur.M,
                            cur.N);

@@ -119,21 +119,14 @@ void launch_tuned(const GemvCall<T>& c) {
   }
   const index_t ld = n == 1 ? std::max<index_t>(m, 1) : l.cols.stride[0];
   const bool vec = ld % kVec == 0 && aligned16(c.a.data);
-  // PARRAY_GEMV_COLS=whole16|whole8|split picks the column-major kernel (for
-  // measuring); by default the one-kernel version (16 lanes) when it has a
-  // block for every SM: on an H100 it ran 16384^2 / 32768 x 8192 at 104.9 /
-  // 103.5 % of cuBLAS where the split version ran 99.7 / 101.2 % (same run).
-  static const std::string cols_mode = [] {
-    const char* v = std::getenv("PARRAY_GEMV_COLS");
-    return std::string(v && *v ? v : "auto");
-  }();
-  if (vec && cols_mode != "split") {
-    const bool lanes8 = cols_mode == "whole8";
-    const index_t rows = (lanes8 ? 8 : 16) * kVec, blocks = (m + rows - 1) / rows;
-    if (cols_mode != "auto" || blocks >= sms) {
+  // The one-kernel version (16 lanes) when it has a block for every SM: on
+  // an H100 it ran 16384^2 / 32768 x 8192 at 104.9 / 103.5 % of cuBLAS where
+  // the split version below ran 99.7 / 101.2 % (same run; 8 lanes was slower).
+  if (vec) {
+    const index_t rows = 16 * kVec, blocks = (m + rows - 1) / rows;
+    if (blocks >= sms) {
       if (blocks > 0x7fffffff) throw Error("gemv-gpu-tuned: too many rows");
-      if (lanes8) tuned_cols_whole<T, kVec, 8, 8><<<unsigned(blocks), 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
-      else tuned_cols_whole<T, kVec, 16, 8><<<unsigned(blocks), 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
+      tuned_cols_whole<T, kVec, 16, 8><<<unsigned(blocks), 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
       PARRAY_CUDA_CHECK_LAUNCH();
       return;
     }

@@ -191,17 +191,11 @@ void* grow(void*& p, std::size_t& size, std::size_t bytes) {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-// Elements per thread: PARRAY_DIST_ELEMS (1, 2 or 4; for measuring), else
-// the measured default; at least P / 1024 (a block has <= 1024 threads) and
-// at most P / 32 (one warp).
+// Elements per thread: 2 (measured against 1 and 4), but at least P / 1024
+// (a block has <= 1024 threads) and at most P / 32 (one warp).
 int elems_per_thread(int p) {
-  static const int requested = [] {
-    const char* v = std::getenv("PARRAY_DIST_ELEMS");
-    const int e = v && *v ? std::atoi(v) : 2;
-    if (e != 1 && e != 2 && e != 4) throw Error("PARRAY_DIST_ELEMS=" + std::string(v) + ": 1, 2 or 4");
-    return e;
-  }();
-  return std::min(std::max(requested, p / 1024), p / 32);
+  constexpr int kElems = 2;
+  return std::min(std::max(kElems, p / 1024), p / 32);
 }
 
 template <int P, int E>

@@ -26,6 +26,7 @@
 #include "parray/cuda/check.hpp"
 #include "parray/gemm.hpp"
 #include "parray/knn.hpp"
+#include "parray/tuning.hpp"
 #include "decide.cuh"
 #include "select_topk.cuh"
 
@@ -159,10 +160,9 @@ void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
   float* qn = ws_qn.get<float>(std::size_t(q));
   row_norms<<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, false, qn);
   PARRAY_CUDA_CHECK_LAUNCH();
-  // The GEMM: KnnOptions::gemm, else $PARRAY_KNN_GEMM, else the GPU default.
+  // The GEMM: KnnOptions::gemm, else gpu.knn_gemm, else the GPU default.
   std::string gemm_impl = o.gemm;
-  if (gemm_impl.empty())
-    if (const char* env = std::getenv("PARRAY_KNN_GEMM")) gemm_impl = env;
+  if (gemm_impl.empty()) gemm_impl = gpu_tuning().knn_gemm;
   const GemmOptions gemm_options{gemm_impl.empty() ? "gpu" : gemm_impl, 1};
   // State: k keys + int32 indices per query of the tile (two copies for merged passes).
   float* sk = ws_state.get<float>(std::size_t(qt * k) * 2);

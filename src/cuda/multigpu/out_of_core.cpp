@@ -20,10 +20,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 
+#include "parray/tuning.hpp"
 #include "team.hpp"
 
 namespace parray::multigpu {
@@ -42,8 +42,8 @@ constexpr int kMaxStrips = 16;  // row strips of the last chunk (C copied back s
 // ~51 TFLOP/s), HBM for the C block's re-reads, and pinned host memory to
 // and from the GPU as the row blocks this GEMM copies: 47-55 GB/s each way
 // with rows of >= 4096 floats, one or two H200s at once, ~35 each way with
-// both directions busy on both (bench/probes/pcie_rate.cu, eighth session).
-// PARRAY_MULTIGPU_PCIE_GBS overrides the rate (a PCIe 4 host: ~25).
+// both directions busy on both (bench/probes/pcie_rate.cu). The model plans
+// with multigpu.pcie_gbs (default 40; a PCIe 4 host: ~25).
 constexpr double kFlopRate = 45e12, kHbm = 3e12;
 
 // What the model needs of the local GEMM: its rate, and the device memory it
@@ -51,7 +51,7 @@ constexpr double kFlopRate = 45e12, kHbm = 3e12;
 // 13 splits A's and B's chunk into three parts each. Its rate: 100 TFLOP/s
 // of FP32 work, a round figure above the 86.9 measured at 8192^3 on an H200
 // (70.5 on an H100); with it the model chose 2 x 2 blocks of 16384^2 for
-// 32768^3 on 2 GPUs, measured at 1.74x cublasXt (tenth session).
+// 32768^3 on 2 GPUs, measured at 1.74x cublasXt.
 struct LocalModel {
   double flop_rate = kFlopRate;
   int split_pairs = 0;
@@ -60,18 +60,7 @@ LocalModel local_model(LocalGemm l) {
   if (l == LocalGemm::tf32x3) return {100e12, 3};
   return {};
 }
-double pcie_rate() {
-  static const double rate = [] {
-    const char* e = std::getenv("PARRAY_MULTIGPU_PCIE_GBS");
-    if (e == nullptr || *e == 0) return 40e9;
-    char* end = nullptr;
-    const double gbs = std::strtod(e, &end);
-    if (end == e || *end != 0 || !(gbs > 0.1 && gbs < 10000))
-      throw Error(std::string("PARRAY_MULTIGPU_PCIE_GBS must be a rate in GB/s, got '") + e + "'");
-    return gbs * 1e9;
-  }();
-  return rate;
-}
+double pcie_rate() { return multigpu_tuning().pcie_gbs * 1e9; }
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -129,14 +118,11 @@ Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, i
 // (the rate is shared and varies) — plus, once per GPU, what no
 // copy overlaps: the first chunk's upload (chunks ramp up from kFirstChunk)
 // and the part of the last C block's copy back that the strips of its last
-// chunk do not hide. The third session's model (max(compute, copy) + a tenth
-// of the copy) took the largest blocks (32768^3 on 2 GPUs: 1 x 2 blocks of
-// 32768 x 16384): their 2 GiB copy back at the end, hidden only behind one
+// chunk do not hide. A simpler model, max(compute, copy) + a tenth of the
+// copy, takes the largest blocks (32768^3 on 2 GPUs: 1 x 2 blocks of 32768 x
+// 16384): their 2 GiB copy back at the end, hidden only behind one
 // 1024-wide chunk, and a C block re-read 32 times cost ~7 % (864 ms against
-// ~800 of compute). (The seventh session's runs of 2 x 4 and 2 x 2 blocks,
-// 947 and 1143 ms, which had made this model assume 14 GB/s, were the
-// shared block counter's uneven split, not PCIe: bench/probes/pcie_rate.cu
-// measured 47-55 GB/s.) A GPU with one block holds one C buffer, which
+// ~800 of compute). A GPU with one block holds one C buffer, which
 // leaves room for wider chunks: the last one, tk wide, hides more of the
 // copy back.
 Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero,
@@ -236,7 +222,7 @@ struct OocBuffers {
   }
 };
 
-// Per GPU with PARRAY_MULTIGPU_TRACE=1: timing events around every local
+// Per GPU with multigpu.trace=1: timing events around every local
 // GEMM, read after the GPU has finished.
 class GemmTrace {
  public:
@@ -296,10 +282,7 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   }
   std::lock_guard<std::mutex> lock(tm.busy);
   const index_t blocks = tl.rb * tl.cb;
-  static const bool tracing = [] {
-    const char* e = std::getenv("PARRAY_MULTIGPU_TRACE");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
+  const bool tracing = multigpu_tuning().trace;
   std::vector<double> h2d(std::size_t(G), 0.0), d2h(std::size_t(G), 0.0);
   std::vector<std::size_t> held(std::size_t(G), 0);
   std::vector<std::string> traces(static_cast<std::size_t>(G));

@@ -46,7 +46,7 @@ void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, con
 // The tile shape cuda-12-best would take (launch_best.cu) for the parts in
 // flight together. One part alone runs as cuda-12-best itself would, with its
 // stream-K tail or split-K (pipelined::launch_best, on `stream`): at 8192^3
-// the tail is worth 2.5 % (docs/multilevel.md, fifth session), which a
+// the tail is worth 2.5 % (docs/multilevel.md), which a
 // one-thread split without it lost against the single kernel.
 void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                          const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight) {
@@ -77,13 +77,13 @@ namespace {
 // kernel on an H100 and 106.2-106.9 on 2 x H200 against 106.8-107.1 shared
 // out, 8192^3 t2 101.5-101.9 against 102.5-102.8 (docs/perf-notes.md
 // "Change 9", calls 6-7); larger tails (4096^3 t2, t8) are shared out.
-// PARRAY_ML_KSPLIT_TAIL=1 shares it out, =0 leaves it out;
-// PARRAY_CUDA_BEST_STREAMK=n > 0 plans it for n slots (tests: small grids
-// get one). Measured and dropped
-// (eighth session, 2 x H200): one launch of best_sgemm_add_piece whose first
-// blocks are the whole tiles, so that the pieces start as SMs free up — 4.5
-// points slower at 8192^3 t2 (107.3 against 102.8 % of the single kernel),
-// 2.6 at 4096^3 t8: the piece kernel runs whole tiles slower than best_sgemm.
+// multilevel.ksplit_tail=1 shares it out, =0 leaves it out;
+// gpu.best_streamk=n > 0 plans it for n slots (tests: small grids get one).
+// The pieces are a launch of their own, after the whole tiles': one launch of
+// best_sgemm_add_piece whose first blocks are the whole tiles (so that the
+// pieces start as SMs free up) was 4.5 points slower at 8192^3 t2 (107.3
+// against 102.8 % of the single kernel, 2 x H200), 2.6 at 4096^3 t8: the
+// piece kernel runs whole tiles slower than best_sgemm.
 // AK: A row-major (along k), else column-major (along m; lda its column
 // stride).
 template <class Shape, bool AK = true>
@@ -97,8 +97,8 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK)), group = 8;
-  static const int with_tail = pipelined::env_int("PARRAY_ML_KSPLIT_TAIL", 2);
-  static const int forced_slots = pipelined::env_int("PARRAY_CUDA_BEST_STREAMK", -1);
+  const int with_tail = multigpu_tuning().ksplit_tail;
+  const int forced_slots = gpu_tuning().best_streamk;
   StreamKPlan plan;
   if (with_tail != 0 && part >= 0 && forced_slots != 0) {
     static const int per_sm = pipelined::blocks_per_sm(kern, Shape::NT, Shape::smem_bytes);
@@ -123,19 +123,16 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
 // two blocks per SM, so one block's epilogue of atomic additions overlaps
 // the other's k-loop, where the wide tile (one block per SM) waits through
 // it — a large share of a 512-long k-loop. H100, 3 alternating rounds
-// (docs/multilevel.md, tenth session): 4096^3 over 8 parts 106.8-107.4 % of
-// the single kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3
-// over 4, 8192^3 over 8) the wide tile stayed ahead. PARRAY_ML_KSPLIT_WIDE:
-// 0 never the wide tile, 1 wherever it fits, 2 (default) the rule above.
+// (docs/multilevel.md): 4096^3 over 8 parts 106.8-107.4 % of the single
+// kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3 over 4,
+// 8192^3 over 8) the wide tile stayed ahead.
 bool part_takes_wide_tile(int m, int n, int k, int parts_in_flight) {
-  static const int wide_rule = pipelined::env_int("PARRAY_ML_KSPLIT_WIDE", 2);
-  const bool wide_allowed = wide_rule == 1 || (wide_rule == 2 && k > 512);
-  return wide_allowed && pipelined::best_wide_fits(m, n, parts_in_flight);
+  return k > 512 && pipelined::best_wide_fits(m, n, parts_in_flight);
 }
 }  // namespace
 
 bool part_wants_col_major_a(int m, int n, int k, int parts_in_flight) {
-  static const int rule = pipelined::env_int("PARRAY_ML_KSPLIT_AT", 1);
+  const int rule = multigpu_tuning().ksplit_at;
   if (rule == 0 || part_takes_wide_tile(m, n, k, parts_in_flight)) return false;
   return rule == 2 || pipelined::best_wide_fits(m, n, parts_in_flight);
 }

@@ -17,6 +17,7 @@
 #include "parray/multilevel.hpp"
 #include "parray/registry.hpp"
 #include "parray/thread_array.hpp"
+#include "parray/tuning.hpp"
 
 namespace parray::multilevel {
 
@@ -285,18 +286,11 @@ struct RowMajorOperands {
 // its own, which are non-blocking: nothing orders them after the caller's
 // earlier work on the legacy default stream — above all a cudaMemcpy from
 // pageable memory that filled an operand, which returns before its last DMA
-// has landed. Each stream the split uses waits for that work first (found in
-// the ninth session: a 1024^3 K split over 4 and 8 parts added into C's last
-// rows before the harness's NaN poison, copied there just before the call,
-// had landed — NaN in C on a 4 x H200 host; the GPU tests had not caught it).
-// tests/gpu_stream_order_test.cpp checks it; PARRAY_ML_CALLER_ORDER=0 leaves
-// the wait out, only to show that test failing without it.
+// has landed. Each stream the split uses waits for that work first: without
+// it a 1024^3 K split over 4 and 8 parts added into C's last rows before the
+// harness's NaN poison, copied there just before the call, had landed (NaN
+// in C on a 4 x H200 host). tests/gpu_stream_order_test.cpp checks it.
 void after_callers_work(Context& cx, int streams) {
-  static const bool wait = [] {
-    const char* e = std::getenv("PARRAY_ML_CALLER_ORDER");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
-  if (!wait) return;
   PARRAY_CUDA_CHECK(cudaEventRecord(cx.entry, cudaStreamLegacy));
   for (int i = 0; i < streams; ++i) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(cx.streams[size_t(i)], cx.entry, 0));
 }
@@ -305,21 +299,14 @@ void after_callers_work(Context& cx, int streams) {
 // the calling thread enqueues every part on its stream in turn
 // (StreamThreadArray) and then waits for all of them; "threads" — each part
 // from a host thread of its own (CpuThreadArray, the seed's shape). The body
-// is the same. In turn was faster on every host measured (ninth session,
-// docs/multilevel.md): on 4 x H200 rows at 4096^3 101.2-101.6 % of the single
+// is the same. In turn was faster on every host measured (docs/multilevel.md): on 4 x H200 rows at 4096^3 101.2-101.6 % of the single
 // kernel against 107.9-109.4 % from threads, the K split over 2 / 4 parts
 // 103.9-104.3 against 110.5-111.6; on an H100 rows 100.7-101.6 against
 // 102.1-103.3 — each host thread's wake-up, the driver's lock and the join on
 // the slowest thread had cost more than one thread's launches in a row.
-// PARRAY_ML_DRIVER picks; host operands always use threads (each packs and
+// multilevel.driver picks; host operands always use threads (each packs and
 // stages its own part, with barriers between).
-bool parts_in_turn(bool host) {
-  if (host) return false;
-  const char* e = std::getenv("PARRAY_ML_DRIVER");
-  if (e == nullptr || *e == 0 || std::strcmp(e, "streams") == 0) return true;
-  if (std::strcmp(e, "threads") == 0) return false;
-  throw Error(std::string("PARRAY_ML_DRIVER must be streams or threads, got '") + e + "'");
-}
+bool parts_in_turn(bool host) { return !host && multigpu_tuning().parts_in_turn; }
 
 // Runs a split's body over `threads` host threads or, in turn, over the
 // streams; in turn, the body must not wait for its stream (done here after).
@@ -402,13 +389,8 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
 // How the K split's parts are summed: "add" (default) — every part adds its
 // product into C atomically as its tiles finish (C scaled by beta first), no
 // workspace, no summing pass; "pass" — every part writes its own partial
-// product and one pass sums them (deterministic). PARRAY_ML_KSPLIT_SUM picks.
-bool ksplit_adds() {
-  const char* e = std::getenv("PARRAY_ML_KSPLIT_SUM");
-  if (e == nullptr || *e == 0 || std::strcmp(e, "add") == 0) return true;
-  if (std::strcmp(e, "pass") == 0) return false;
-  throw Error(std::string("PARRAY_ML_KSPLIT_SUM must be add or pass, got '") + e + "'");
-}
+// product and one pass sums them (deterministic). multilevel.ksplit_sum picks.
+bool ksplit_adds() { return multigpu_tuning().ksplit_adds; }
 
 // K split: thread i multiplies A[:, K_i] B[K_i, :] on its stream, in chunks
 // along K that accumulate (host operands: the copies of chunk j + 1 overlap
@@ -424,17 +406,17 @@ bool ksplit_adds() {
 // kernel overlaps. Adds go to L2 as the parts' tiles finish, overlapped with
 // the other tiles' FMAs (2 x H200, same call: 4096^3 t8 110.4-111.1 ->
 // 108.4-109.2 % of the single kernel, 8192^3 t8 104.6-104.8 -> 103.6-103.9 %;
-// t2 and t4 unchanged — docs/multilevel.md, seventh session). With one chunk
+// t2 and t4 unchanged — docs/multilevel.md). With one chunk
 // per part (device operands) the part launched last also runs the parts'
 // joint stream-K tail (gemm_best_add_on_stream; its share of it for each
-// part with PARRAY_ML_KSPLIT_TAIL=1).
+// part with multilevel.ksplit_tail=1).
 //
 // Measured and rejected (H100, docs/multilevel.md): chaining the parts — part
 // i adding into C with beta = 1 after part i - 1, no workspace and no summing
 // pass — took 111.7 / 126.5 % of the single kernel at 4096^3 over 4 / 8
 // threads against 106.7 / 110.7 % summed: 8 dependent kernels, each with its
 // own pipeline fill and a read of C in every epilogue, cost more than one
-// pass over the slices. Also measured and rejected (sixth session): a ring of
+// pass over the slices. Also measured and rejected: a ring of
 // row bands (part i adds into band (i + r) mod p of C in round r, after the
 // band's round r - 1): 123 % at 8 threads, every round paying its own partial
 // last wave; and the sum in the parts' epilogue (the last part to finish a
