@@ -205,156 +205,194 @@ void quiet_barrier(const MpiThreadArray& grid) {
   while (MPI_Test(&r, &done, MPI_STATUS_IGNORE), !done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
+// One dist-gemm run of element type T: SUMMA measured, then the one-rank time
+// (efficiency) and the ScaLAPACK baseline where asked for, then the CSV.
 template <class T>
-int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
-  const ProcCoord& me = grid.coord();
-  const bool root = me.tid == 0;
-  const int P = grid.rows(), Q = grid.cols();
-  const index_t m = o.m, n = o.n, k = o.k, nb = o.block;
-  const Trans ta = o.trans_a ? Trans::yes : Trans::no, tb = o.trans_b ? Trans::yes : Trans::no;
-  SummaOptions so;
-  so.threads = o.threads;
-  so.local = parse_local_gemm(o.local);
-  so.gpu_impl = o.local_impl;
-  so.progress_pieces = o.progress_pieces;
-  const LocalGemmPlan plan = plan_local_gemm<T>(so, me);  // throws on every rank alike for a bad --local
-  DistMatrix<T> a(grid, BlockCyclic::cyclic(o.trans_a ? k : m, o.trans_a ? m : k, nb, nb, P, Q));
-  DistMatrix<T> b(grid, BlockCyclic::cyclic(o.trans_b ? n : k, o.trans_b ? k : n, nb, nb, P, Q));
-  DistMatrix<T> c(grid, BlockCyclic::cyclic(m, n, nb, nb, P, Q));
-  a.fill([](index_t i, index_t j) { return element(0, i, j); });
-  b.fill([](index_t i, index_t j) { return element(1, i, j); });
-  const double flops = 2.0 * static_cast<double>(m) * n * k;
-  const double elem = sizeof(T);
-  const int ranks = P * Q;
-  if (root) fmt::print("local GEMM of rank 0: {}\n", plan.str());
+class DistGemmRun {
+ public:
+  DistGemmRun(const DistGemmOptions& o, const MpiThreadArray& grid)
+      : o_(o), grid_(grid), root_(grid.coord().tid == 0), P_(grid.rows()), Q_(grid.cols()), m_(o.m), n_(o.n),
+        k_(o.k), nb_(o.block), ta_(o.trans_a ? Trans::yes : Trans::no), tb_(o.trans_b ? Trans::yes : Trans::no),
+        so_(summa_options(o)),
+        plan_(plan_local_gemm<T>(so_, grid.coord())),  // throws on every rank alike for a bad --local
+        a_(grid, BlockCyclic::cyclic(o.trans_a ? k_ : m_, o.trans_a ? m_ : k_, nb_, nb_, P_, Q_)),
+        b_(grid, BlockCyclic::cyclic(o.trans_b ? n_ : k_, o.trans_b ? k_ : n_, nb_, nb_, P_, Q_)),
+        c_(grid, BlockCyclic::cyclic(m_, n_, nb_, nb_, P_, Q_)),
+        flops_(2.0 * static_cast<double>(m_) * n_ * k_) {
+    a_.fill([](index_t i, index_t j) { return element(0, i, j); });
+    b_.fill([](index_t i, index_t j) { return element(1, i, j); });
+    if (root_) fmt::print("local GEMM of rank 0: {}\n", plan_.str());
+  }
 
+  int run() {
+    grid_.detour([&](const ProcCoord& p) {
+      if (p.tid == o_.fail_rank) throw Error("injected failure (--fail-rank)");
+      measure("summa", [&] { return summa<T>(ta_, tb_, T(1), a_, b_, T(0), c_, so_); });
+    });
+    if (o_.efficiency) time_one_rank();
+    if (o_.baseline == "scalapack") compare_scalapack();
+    if (root_ && !o_.csv.empty()) write_csv();
+    return all_ok_ ? 0 : 1;
+  }
+
+ private:
   struct Row {
     std::string impl;
     double ms, gflops, bytes;
     bool ok;
     double wait_ms = 0, pack_ms = 0, local_ms = 0;
   };
-  std::vector<Row> rows;
-  bool all_ok = true;
-  auto max_over_ranks = [&](double v) {
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
-    return v;
-  };
 
-  auto measure = [&](const std::string& impl, const std::function<SummaStats()>& run) {
-    c.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });  // unwritten elements show
+  static SummaOptions summa_options(const DistGemmOptions& o) {
+    SummaOptions so;
+    so.threads = o.threads;
+    so.local = parse_local_gemm(o.local);
+    so.gpu_impl = o.local_impl;
+    so.progress_pieces = o.progress_pieces;
+    return so;
+  }
+
+  double max_over_ranks(double v) const {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, grid_.comm());
+    return v;
+  }
+  double efficiency(const Row& r) const {
+    return one_ms_ > 0 && r.ms > 0 ? one_ms_ / (P_ * Q_ * r.ms) : 0.0;
+  }
+
+  // One verified run, then the timed ones; a row, printed by rank 0.
+  void measure(const std::string& impl, const std::function<SummaStats()>& run) {
+    c_.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });  // unwritten elements show
     run();
     double err = 0;
-    const bool ok = verify(o, a, b, c, &err);
-    all_ok = all_ok && ok;
-    Timed t = time_runs(grid, o.repeats, run);
+    const bool ok = verify(o_, a_, b_, c_, &err);
+    all_ok_ = all_ok_ && ok;
+    Timed t = time_runs(grid_, o_.repeats, run);
     double bytes = t.stats.bcast_bytes + t.stats.redistribute_bytes, max_bytes = bytes, sum_bytes = bytes;
-    MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
-    MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, grid.comm());
-    const double gflops = t.ms > 0 ? flops / (t.ms * 1e6) : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, grid_.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, grid_.comm());
+    const double gflops = t.ms > 0 ? flops_ / (t.ms * 1e6) : 0;
     Row row{impl, t.ms, gflops, max_bytes, ok};
     if (impl == "summa") {
       row.wait_ms = max_over_ranks(t.stats.wait_ms);
       row.pack_ms = max_over_ranks(t.stats.pack_ms);
       row.local_ms = max_over_ranks(t.stats.local_ms);
     }
-    rows.push_back(row);
-    if (root) {
-      fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", impl, m,
-                 n, k, dtype_name(dtype_of<T>()), P, Q, nb, t.ms, gflops, ok ? "ok" : "FAILED", err);
-      if (impl == "summa") {
-        fmt::print("          time of the last run, max over ranks: {} {:.1f} ms, waiting for panels {:.1f} ms, "
-                   "packing panels {:.1f} ms; {} panels, {} local GEMM calls on rank 0\n",
-                   plan.device == Device::gpu ? "GPU set-up, copies and wait" : "local GEMM", row.local_ms,
-                   row.wait_ms, row.pack_ms, t.stats.steps, t.stats.local_calls);
-        // SUMMA's theory: each rank takes part in M K / P words of A panels (along
-        // its row, when Q > 1) and K N / Q of B panels (along its column, when P > 1).
-        const double theory = elem * ((Q > 1 ? double(m) * k / P : 0) + (P > 1 ? double(k) * n / Q : 0));
-        fmt::print("          bytes moved per rank: {:.2f} MB max, {:.2f} MB total; SUMMA theory "
-                   "(MK/P + KN/Q) {:.2f} MB per rank, ratio {:.3f}",
-                   max_bytes / 1e6, sum_bytes / 1e6, theory / 1e6, theory > 0 ? max_bytes / theory : 0.0);
-        if (m == n && n == k && P == Q && P > 1)
-          fmt::print(" (= 2n^2/sqrt(p) = {:.2f} MB)", elem * 2.0 * double(n) * n / P / 1e6);
-        if (t.stats.redistribute_bytes > 0) fmt::print("; {:.2f} MB of it redistribution", t.stats.redistribute_bytes / 1e6);
-        fmt::print("\n");
-      }
-    }
-  };
+    rows_.push_back(row);
+    if (!root_) return;
+    fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", impl, m_,
+               n_, k_, dtype_name(dtype_of<T>()), P_, Q_, nb_, t.ms, gflops, ok ? "ok" : "FAILED", err);
+    if (impl == "summa") print_summa_details(row, t.stats, max_bytes, sum_bytes);
+  }
 
-  grid.detour([&](const ProcCoord& p) {
-    if (p.tid == o.fail_rank) throw Error("injected failure (--fail-rank)");
-    measure("summa", [&] { return summa<T>(ta, tb, T(1), a, b, T(0), c, so); });
-  });
+  void print_summa_details(const Row& row, const SummaStats& stats, double max_bytes, double sum_bytes) const {
+    fmt::print("          time of the last run, max over ranks: {} {:.1f} ms, waiting for panels {:.1f} ms, "
+               "packing panels {:.1f} ms; {} panels, {} local GEMM calls on rank 0\n",
+               plan_.device == Device::gpu ? "GPU set-up, copies and wait" : "local GEMM", row.local_ms, row.wait_ms,
+               row.pack_ms, stats.steps, stats.local_calls);
+    // SUMMA's theory: each rank takes part in M K / P words of A panels (along
+    // its row, when Q > 1) and K N / Q of B panels (along its column, when P > 1).
+    const double elem = sizeof(T);
+    const double theory = elem * ((Q_ > 1 ? double(m_) * k_ / P_ : 0) + (P_ > 1 ? double(k_) * n_ / Q_ : 0));
+    fmt::print("          bytes moved per rank: {:.2f} MB max, {:.2f} MB total; SUMMA theory "
+               "(MK/P + KN/Q) {:.2f} MB per rank, ratio {:.3f}",
+               max_bytes / 1e6, sum_bytes / 1e6, theory / 1e6, theory > 0 ? max_bytes / theory : 0.0);
+    if (m_ == n_ && n_ == k_ && P_ == Q_ && P_ > 1)
+      fmt::print(" (= 2n^2/sqrt(p) = {:.2f} MB)", elem * 2.0 * double(n_) * n_ / P_ / 1e6);
+    if (stats.redistribute_bytes > 0) fmt::print("; {:.2f} MB of it redistribution", stats.redistribute_bytes / 1e6);
+    fmt::print("\n");
+  }
 
   // Parallel efficiency against one rank: the whole problem with the same local
   // GEMM (same dtype, same threads or the same GPU kernel) on rank 0 alone.
-  double one_ms = 0;
-  if (o.efficiency) {
-    grid.detour([&](const ProcCoord&) {
+  void time_one_rank() {
+    grid_.detour([&](const ProcCoord&) {
       int ok = 1;
-      if (root) {
-        // op(A) and op(B) as column-major M x K and K x N: the transposes are SUMMA's business, not T1's.
-        std::vector<T> ag(static_cast<std::size_t>(m * k)), bg(static_cast<std::size_t>(k * n)),
-            cg(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());
-        for (index_t j = 0; j < k; ++j)
-          for (index_t i = 0; i < m; ++i)
-            ag[static_cast<std::size_t>(i + j * m)] = static_cast<T>(o.trans_a ? element(0, j, i) : element(0, i, j));
-        for (index_t j = 0; j < n; ++j)
-          for (index_t i = 0; i < k; ++i)
-            bg[static_cast<std::size_t>(i + j * k)] = static_cast<T>(o.trans_b ? element(1, j, i) : element(1, i, j));
-        one_ms = time_local_gemm<T>(plan, m, n, k, ag.data(), bg.data(), cg.data(), o.repeats);
-        double err = 0;
-        ok = verify_one_rank(m, n, k, ag.data(), bg.data(), cg.data(), &err) ? 1 : 0;
-        fmt::print("one rank  {}x{}x{} {} ({}): {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", m, n, k,
-                   dtype_name(dtype_of<T>()), plan.str(), one_ms, one_ms > 0 ? flops / (one_ms * 1e6) : 0.0,
-                   ok ? "ok" : "FAILED", err);
-        fmt::print("efficiency versus one rank, T1 / (P TP) with P = {}: summa {:.1f} %\n", ranks,
-                   rows[0].ms > 0 ? 100.0 * one_ms / (ranks * rows[0].ms) : 0.0);
-      }
-      quiet_barrier(grid);
-      MPI_Bcast(&ok, 1, MPI_INT, 0, grid.comm());
-      MPI_Bcast(&one_ms, 1, MPI_DOUBLE, 0, grid.comm());
-      all_ok = all_ok && ok == 1;
+      if (root_) ok = time_on_root() ? 1 : 0;
+      quiet_barrier(grid_);
+      MPI_Bcast(&ok, 1, MPI_INT, 0, grid_.comm());
+      MPI_Bcast(&one_ms_, 1, MPI_DOUBLE, 0, grid_.comm());
+      all_ok_ = all_ok_ && ok == 1;
     });
   }
-  auto efficiency = [&](const Row& r) { return one_ms > 0 && r.ms > 0 ? one_ms / (ranks * r.ms) : 0.0; };
 
-  if (o.baseline == "scalapack") {
-    set_blas_threads(o.threads);
-    grid.detour([&](const ProcCoord&) {
+  bool time_on_root() {
+    const index_t m = m_, n = n_, k = k_;
+    // op(A) and op(B) as column-major M x K and K x N: the transposes are SUMMA's business, not T1's.
+    std::vector<T> ag(static_cast<std::size_t>(m * k)), bg(static_cast<std::size_t>(k * n)),
+        cg(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());
+    for (index_t j = 0; j < k; ++j)
+      for (index_t i = 0; i < m; ++i)
+        ag[static_cast<std::size_t>(i + j * m)] = static_cast<T>(o_.trans_a ? element(0, j, i) : element(0, i, j));
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < k; ++i)
+        bg[static_cast<std::size_t>(i + j * k)] = static_cast<T>(o_.trans_b ? element(1, j, i) : element(1, i, j));
+    one_ms_ = time_local_gemm<T>(plan_, m, n, k, ag.data(), bg.data(), cg.data(), o_.repeats);
+    double err = 0;
+    const bool ok = verify_one_rank(m, n, k, ag.data(), bg.data(), cg.data(), &err);
+    fmt::print("one rank  {}x{}x{} {} ({}): {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", m, n, k,
+               dtype_name(dtype_of<T>()), plan_.str(), one_ms_, one_ms_ > 0 ? flops_ / (one_ms_ * 1e6) : 0.0,
+               ok ? "ok" : "FAILED", err);
+    fmt::print("efficiency versus one rank, T1 / (P TP) with P = {}: summa {:.1f} %\n", P_ * Q_,
+               rows_[0].ms > 0 ? 100.0 * one_ms_ / (P_ * Q_ * rows_[0].ms) : 0.0);
+    return ok;
+  }
+
+  void compare_scalapack() {
+    set_blas_threads(o_.threads);
+    grid_.detour([&](const ProcCoord&) {
       measure("scalapack", [&] {
-        scalapack_gemm<T>(ta, tb, T(1), a, b, T(0), c);
+        scalapack_gemm<T>(ta_, tb_, T(1), a_, b_, T(0), c_);
         return SummaStats{};
       });
     });
-    if (root) {
-      fmt::print("parray SUMMA / ScaLAPACK: {:.2f}x the speed ({:.2f} ms vs {:.2f} ms)", rows[1].ms > 0 ? rows[1].ms / rows[0].ms : 0.0,
-                 rows[0].ms, rows[1].ms);
-      if (o.efficiency) fmt::print("; ScaLAPACK's T1 / (P TP) against the same T1: {:.1f} %", 100.0 * efficiency(rows[1]));
-      fmt::print("\n");
-    }
+    if (!root_) return;
+    fmt::print("parray SUMMA / ScaLAPACK: {:.2f}x the speed ({:.2f} ms vs {:.2f} ms)",
+               rows_[1].ms > 0 ? rows_[1].ms / rows_[0].ms : 0.0, rows_[0].ms, rows_[1].ms);
+    if (o_.efficiency)
+      fmt::print("; ScaLAPACK's T1 / (P TP) against the same T1: {:.1f} %", 100.0 * efficiency(rows_[1]));
+    fmt::print("\n");
   }
 
-  if (root && !o.csv.empty()) {
-    std::ofstream f(o.csv);
-    if (!f) throw Error("cannot write " + o.csv);
+  void write_csv() const {
+    std::ofstream f(o_.csv);
+    if (!f) throw Error("cannot write " + o_.csv);
     // eff_vs_1 = one_rank_ms / (ranks ms), empty with --no-efficiency; one_rank_ms is
     // parray's local GEMM on the whole problem (for the ScaLAPACK row too).
     f << "impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,wait_ms,"
          "pack_ms,local_ms\n";
-    for (const Row& r : rows) {
+    for (const Row& r : rows_) {
       const bool summa_row = r.impl == "summa";
-      f << fmt::format("{},{},{}x{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}\n", r.impl, ranks, P, Q,
-                       dtype_name(dtype_of<T>()), m, n, k, nb, o.threads,
-                       summa_row ? (plan.device == Device::gpu ? "gpu:" + plan.impl : "cpu:" + plan.impl)
+      f << fmt::format("{},{},{}x{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}\n", r.impl, P_ * Q_,
+                       P_, Q_, dtype_name(dtype_of<T>()), m_, n_, k_, nb_, o_.threads,
+                       summa_row ? (plan_.device == Device::gpu ? "gpu:" + plan_.impl : "cpu:" + plan_.impl)
                                  : std::string("scalapack"),
-                       r.ms, r.gflops, r.bytes, r.ok ? 1 : 0, o.efficiency ? fmt::format("{:.3f}", one_ms) : "",
-                       o.efficiency ? fmt::format("{:.4f}", efficiency(r)) : "",
-                       summa_row ? fmt::format("{:.1f}", r.wait_ms) : "", summa_row ? fmt::format("{:.1f}", r.pack_ms) : "",
+                       r.ms, r.gflops, r.bytes, r.ok ? 1 : 0, o_.efficiency ? fmt::format("{:.3f}", one_ms_) : "",
+                       o_.efficiency ? fmt::format("{:.4f}", efficiency(r)) : "",
+                       summa_row ? fmt::format("{:.1f}", r.wait_ms) : "",
+                       summa_row ? fmt::format("{:.1f}", r.pack_ms) : "",
                        summa_row ? fmt::format("{:.1f}", r.local_ms) : "");
     }
   }
-  return all_ok ? 0 : 1;
+
+  const DistGemmOptions& o_;
+  const MpiThreadArray& grid_;
+  const bool root_;
+  const int P_, Q_;
+  const index_t m_, n_, k_, nb_;
+  const Trans ta_, tb_;
+  const SummaOptions so_;
+  const LocalGemmPlan plan_;
+  DistMatrix<T> a_, b_, c_;
+  const double flops_;
+  std::vector<Row> rows_;
+  bool all_ok_ = true;
+  double one_ms_ = 0;
+};
+
+template <class T>
+int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
+  return DistGemmRun<T>(o, grid).run();
 }
 
 int run_dist_gemm(const DistGemmOptions& o) {

@@ -107,18 +107,19 @@ Data load_knn_data(const KnnCli& c) {
   return x;
 }
 
-int cmd_knn(const KnnCli& c) {
-  const Data x = load_knn_data(c);
-  if (!c.save_data.empty()) {  // the same data for other tools (bench/baselines/torch_knn.py)
-    Vectors<float> v;
-    v.n = x.n, v.d = x.d, v.data = x.base;
-    write_fvecs(c.save_data + "_base.fvecs", v);
-    v.n = x.q, v.data = x.queries;
-    write_fvecs(c.save_data + "_queries.fvecs", v);
-    std::cout << fmt::format("wrote {}_base.fvecs ({} x {}) and {}_queries.fvecs ({} x {})\n", c.save_data, x.n, x.d,
-                             c.save_data, x.q, x.d);
-    return 0;
-  }
+// --save-data: the same data for other tools (bench/baselines/torch_knn.py).
+int save_knn_data(const KnnCli& c, const Data& x) {
+  Vectors<float> v;
+  v.n = x.n, v.d = x.d, v.data = x.base;
+  write_fvecs(c.save_data + "_base.fvecs", v);
+  v.n = x.q, v.data = x.queries;
+  write_fvecs(c.save_data + "_queries.fvecs", v);
+  std::cout << fmt::format("wrote {}_base.fvecs ({} x {}) and {}_queries.fvecs ({} x {})\n", c.save_data, x.n, x.d,
+                           c.save_data, x.q, x.d);
+  return 0;
+}
+
+KnnOptions knn_options(const KnnCli& c, const Data& x) {
   KnnOptions o;
   o.k = whole(c.k, "--k", 1, INT32_MAX);
   o.metric = parse_metric(c.metric);
@@ -130,19 +131,25 @@ int cmd_knn(const KnnCli& c) {
   }
   check_knn_problem(x.n, x.q, x.d, o);
   if (!c.out.empty() && x.n > INT32_MAX) throw Error("--out: indices above 2^31 do not fit .ivecs");
-  if (c.write_gt) {
-    if (c.out.empty()) throw Error("--write-gt needs --out GT.ivecs");
-    const auto t0 = std::chrono::steady_clock::now();
-    Vectors<std::int32_t> g;
-    g.n = x.q, g.d = o.k;
-    g.data = knn_ground_truth(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.k, o.metric, o.threads);
-    write_ivecs(c.out, g);
-    std::cout << fmt::format("exact FP64 ground truth: {} queries x k = {} ({}), {} base vectors of d = {}, {:.2f} s -> {}\n",
-                             x.q, o.k, metric_name(o.metric), x.n, x.d,
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), c.out);
-    return 0;
-  }
-  // Ground truth: from --gt, or computed in FP64 for synthetic data.
+  return o;
+}
+
+// --write-gt: the exact FP64 ground truth into --out.
+int write_ground_truth(const KnnCli& c, const Data& x, const KnnOptions& o) {
+  if (c.out.empty()) throw Error("--write-gt needs --out GT.ivecs");
+  const auto t0 = std::chrono::steady_clock::now();
+  Vectors<std::int32_t> g;
+  g.n = x.q, g.d = o.k;
+  g.data = knn_ground_truth(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.k, o.metric, o.threads);
+  write_ivecs(c.out, g);
+  std::cout << fmt::format("exact FP64 ground truth: {} queries x k = {} ({}), {} base vectors of d = {}, {:.2f} s -> {}\n",
+                           x.q, o.k, metric_name(o.metric), x.n, x.d,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), c.out);
+  return 0;
+}
+
+// Ground truth: from --gt, or computed in FP64 for synthetic data (else none).
+Vectors<std::int32_t> ground_truth(const KnnCli& c, const Data& x, const KnnOptions& o) {
   Vectors<std::int32_t> gt;
   if (!c.gt.empty()) {
     gt = read_ivecs(c.gt);
@@ -155,77 +162,123 @@ int cmd_knn(const KnnCli& c) {
     gt.n = x.q, gt.d = o.k;
     gt.data = knn_ground_truth(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.k, o.metric, o.threads);
   }
-  std::vector<float> dist(std::size_t(x.q * o.k));
-  std::vector<index_t> idx(std::size_t(x.q * o.k), -1);
-  std::function<void()> run, finish;
-  std::unique_ptr<FaissFlatIndex> faiss;
-#if PARRAY_HAVE_CUDA
-  std::unique_ptr<Array<float>> bd, qd, dd;
-  std::unique_ptr<Array<index_t>> id;
-  std::unique_ptr<Array<std::uint16_t>> bd16;
-#endif
-  std::string name;
-  const Storage storage = parse_storage(c.storage);
-  std::vector<std::uint16_t> base16;
-  if (storage != Storage::f32) {
-    if (c.impl != "cpu" && c.impl != "gpu") throw Error("--storage " + c.storage + " is implemented for --impl cpu and gpu only");
-    if (storage == Storage::f16)
-      for (float v : x.base)
-        if (std::abs(v) > 65504.0f) throw Error("--storage f16: the base holds " + std::to_string(v) + ", beyond FP16's 65504");
-    base16 = to_16bit(x.base.data(), x.n * x.d, storage);
+  return gt;
+}
+
+// The k-NN implementation --impl (and --storage) names, set up on the data:
+// run() writes the k nearest of every query into dist and idx (the GPU's into
+// device buffers until fetch()). Its calls refer to it: not copied.
+class KnnRunner {
+ public:
+  KnnRunner(const KnnCli& c, const Data& x, const KnnOptions& o, std::vector<float>& dist, std::vector<index_t>& idx)
+      : x_(x), o_(o), dist_(dist), idx_(idx), storage_(parse_storage(c.storage)) {
+    if (storage_ != Storage::f32) {
+      if (c.impl != "cpu" && c.impl != "gpu")
+        throw Error("--storage " + c.storage + " is implemented for --impl cpu and gpu only");
+      if (storage_ == Storage::f16)
+        for (float v : x.base)
+          if (std::abs(v) > 65504.0f)
+            throw Error("--storage f16: the base holds " + std::to_string(v) + ", beyond FP16's 65504");
+      base16_ = to_16bit(x.base.data(), x.n * x.d, storage_);
+    }
+    if (c.impl == "cpu" && storage_ != Storage::f32) {
+      name = std::string("knn-cpu-") + storage_name(storage_);
+      run = [this] {
+        knn_cpu_16bit(base16_.data(), storage_, x_.n, x_.queries.data(), x_.q, x_.d, o_, dist_.data(), idx_.data());
+      };
+    } else if (c.impl == "cpu") {
+      name = "knn-cpu";
+      run = [this] {
+        knn_cpu<float>(x_.base.data(), x_.n, x_.queries.data(), x_.q, x_.d, o_, dist_.data(), idx_.data());
+      };
+    } else if (c.impl == "faiss") {
+      name = "faiss-flat";
+      faiss_ = std::make_unique<FaissFlatIndex>(x.base.data(), x.n, x.d, o.metric);
+      run = [this] { faiss_->search(x_.queries.data(), x_.q, o_.k, o_.threads, dist_.data(), idx_.data()); };
+    } else if (c.impl == "gpu") {
+      name = storage_ == Storage::f32 ? "knn-gpu" : std::string("knn-gpu-") + storage_name(storage_);
+      prepare_gpu();
+    } else {
+      throw Error("unknown --impl '" + c.impl + "' (use cpu, gpu or faiss)");
+    }
   }
-  if (c.impl == "cpu" && storage != Storage::f32) {
-    name = std::string("knn-cpu-") + storage_name(storage);
-    run = [&] {
-      knn_cpu_16bit(base16.data(), storage, x.n, x.queries.data(), x.q, x.d, o, dist.data(), idx.data());
-    };
-  } else if (c.impl == "cpu") {
-    name = "knn-cpu";
-    run = [&] { knn_cpu<float>(x.base.data(), x.n, x.queries.data(), x.q, x.d, o, dist.data(), idx.data()); };
-  } else if (c.impl == "faiss") {
-    name = "faiss-flat";
-    faiss = std::make_unique<FaissFlatIndex>(x.base.data(), x.n, x.d, o.metric);
-    run = [&] { faiss->search(x.queries.data(), x.q, o.k, o.threads, dist.data(), idx.data()); };
-  } else if (c.impl == "gpu") {
-    name = storage == Storage::f32 ? "knn-gpu" : std::string("knn-gpu-") + storage_name(storage);
+  KnnRunner(const KnnRunner&) = delete;
+  KnnRunner& operator=(const KnnRunner&) = delete;
+
+  // The last run's results into dist and idx.
+  void fetch() {
+#if PARRAY_HAVE_CUDA
+    if (!dd_) return;
+    copy_bytes(dist_.data(), Memory::paged, dd_->data(), Memory::device, dist_.size() * 4);
+    copy_bytes(idx_.data(), Memory::paged, id_->data(), Memory::device, idx_.size() * sizeof(index_t));
+#endif
+  }
+
+  std::string name;
+  std::function<void()> run, finish;
+
+ private:
+  // The queries and result buffers on the device, and the base (FP32, or
+  // only its 16-bit copy).
+  void prepare_gpu() {
 #if PARRAY_HAVE_CUDA
     if (!cuda_available()) throw Error("--impl gpu: no GPU is present");
-    qd = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q, 1), x.d}), Memory::device);
-    dd = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q * o.k, 1)}), Memory::device);
-    id = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(x.q * o.k, 1)}), Memory::device);
-    copy_bytes(qd->data(), Memory::device, x.queries.data(), Memory::paged, x.queries.size() * 4);
-    if (storage == Storage::f32) {
-      bd = std::make_unique<Array<float>>(Layout::dense({x.n, x.d}), Memory::device);
-      copy_bytes(bd->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
-      run = [&] { cuda::knn_device(bd->data(), x.n, qd->data(), x.q, x.d, o, dd->data(), id->data()); };
-    } else {  // only the 16-bit copy of the base goes to the device
-      bd16 = std::make_unique<Array<std::uint16_t>>(Layout::dense({x.n, x.d}), Memory::device);
-      copy_bytes(bd16->data(), Memory::device, base16.data(), Memory::paged, base16.size() * 2);
-      run = [&] {
-        cuda::knn_device_16bit(bd16->data(), storage, x.n, qd->data(), x.q, x.d, o, dd->data(), id->data());
+    const Data& x = x_;
+    qd_ = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q, 1), x.d}), Memory::device);
+    dd_ = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q * o_.k, 1)}), Memory::device);
+    id_ = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(x.q * o_.k, 1)}), Memory::device);
+    copy_bytes(qd_->data(), Memory::device, x.queries.data(), Memory::paged, x.queries.size() * 4);
+    if (storage_ == Storage::f32) {
+      bd_ = std::make_unique<Array<float>>(Layout::dense({x.n, x.d}), Memory::device);
+      copy_bytes(bd_->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
+      run = [this] {
+        cuda::knn_device(bd_->data(), x_.n, qd_->data(), x_.q, x_.d, o_, dd_->data(), id_->data());
+      };
+    } else {
+      bd16_ = std::make_unique<Array<std::uint16_t>>(Layout::dense({x.n, x.d}), Memory::device);
+      copy_bytes(bd16_->data(), Memory::device, base16_.data(), Memory::paged, base16_.size() * 2);
+      run = [this] {
+        cuda::knn_device_16bit(bd16_->data(), storage_, x_.n, qd_->data(), x_.q, x_.d, o_, dd_->data(), id_->data());
       };
     }
     finish = [] { cuda::synchronize(); };
 #else
     throw Error("--impl gpu: parray was built without CUDA");
 #endif
-  } else {
-    throw Error("unknown --impl '" + c.impl + "' (use cpu, gpu or faiss)");
   }
-  run();
-  if (finish) finish();
-  const TimingStats t = time_repeated(run, 0, c.reps > 0 ? c.reps : 1, c.reps > 0 ? c.reps : 5, 1.0, finish);
+
+  const Data& x_;
+  const KnnOptions& o_;
+  std::vector<float>& dist_;
+  std::vector<index_t>& idx_;
+  const Storage storage_;
+  std::vector<std::uint16_t> base16_;
+  std::unique_ptr<FaissFlatIndex> faiss_;
 #if PARRAY_HAVE_CUDA
-  if (c.impl == "gpu") {
-    copy_bytes(dist.data(), Memory::paged, dd->data(), Memory::device, dist.size() * 4);
-    copy_bytes(idx.data(), Memory::paged, id->data(), Memory::device, idx.size() * sizeof(index_t));
-  }
+  std::unique_ptr<Array<float>> bd_, qd_, dd_;
+  std::unique_ptr<Array<index_t>> id_;
+  std::unique_ptr<Array<std::uint16_t>> bd16_;
 #endif
-  std::cout << fmt::format("{}: {} queries x {} base vectors, d = {}, k = {}, {}, {} thread(s)\n", name, x.q, x.n, x.d,
-                           o.k, metric_name(o.metric), o.threads);
+};
+
+int cmd_knn(const KnnCli& c) {
+  const Data x = load_knn_data(c);
+  if (!c.save_data.empty()) return save_knn_data(c, x);
+  const KnnOptions o = knn_options(c, x);
+  if (c.write_gt) return write_ground_truth(c, x, o);
+  const Vectors<std::int32_t> gt = ground_truth(c, x, o);
+  std::vector<float> dist(std::size_t(x.q * o.k));
+  std::vector<index_t> idx(std::size_t(x.q * o.k), -1);
+  KnnRunner runner(c, x, o, dist, idx);
+  runner.run();
+  if (runner.finish) runner.finish();
+  const TimingStats t =
+      time_repeated(runner.run, 0, c.reps > 0 ? c.reps : 1, c.reps > 0 ? c.reps : 5, 1.0, runner.finish);
+  runner.fetch();
+  std::cout << fmt::format("{}: {} queries x {} base vectors, d = {}, k = {}, {}, {} thread(s)\n", runner.name, x.q,
+                           x.n, x.d, o.k, metric_name(o.metric), o.threads);
   std::cout << fmt::format("time {:.3f} ms (median of {}), {:.0f} queries/s\n", t.median_ms, t.reps,
                            double(x.q) / (t.median_ms * 1e-3));
-  int rc = 0;
   if (!gt.data.empty()) {
     const double r = knn_recall(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.metric, idx.data(), o.k,
                                 gt.data.data(), gt.d, o.k);
@@ -237,37 +290,80 @@ int cmd_knn(const KnnCli& c) {
     v.data.assign(idx.begin(), idx.end());
     write_ivecs(c.out, v);
   }
-  return rc;
+  return 0;
 }
 
-int cmd_dist(const KnnCli& c) {
+// The base and the one query of `parray dist`: synthetic, or read from files.
+struct DistData {
   std::vector<float> base, query;
   index_t n = 0, d = 0;
+};
+
+DistData load_dist_data(const KnnCli& c) {
+  DistData x;
   if (!c.dist_synthetic.empty()) {
     if (!c.base.empty()) throw Error("give either --synthetic or --base, not both");
     const std::vector<index_t> v = whole_list(c.dist_synthetic, "--synthetic", 1, index_t(1) << 31);
     if (v.size() != 2) throw Error("--synthetic '" + c.dist_synthetic + "' is not N,d");
-    n = v[0], d = v[1];
-    base = synthetic_vectors(n, d, c.seed);
-    query = synthetic_vectors(1, d, c.seed + 1);
+    x.n = v[0], x.d = v[1];
+    x.base = synthetic_vectors(x.n, x.d, c.seed);
+    x.query = synthetic_vectors(1, x.d, c.seed + 1);
+    return x;
+  }
+  if (c.base.empty()) throw Error("give --base B.fvecs (and --query Q.fvecs), or --synthetic N,d");
+  Vectors<float> b = read_vectors_as_float(c.base);
+  x.n = b.n, x.d = b.d;
+  x.base = std::move(b.data);
+  const index_t qi = whole(c.query_index, "--query-index", 0, INT32_MAX);
+  if (c.query.empty()) {
+    if (qi >= x.n) throw Error("--query-index " + std::to_string(qi) + " is past the " + std::to_string(x.n) + " base vectors");
+    x.query.assign(x.base.begin() + qi * x.d, x.base.begin() + (qi + 1) * x.d);
   } else {
-    if (c.base.empty()) throw Error("give --base B.fvecs (and --query Q.fvecs), or --synthetic N,d");
-    Vectors<float> b = read_vectors_as_float(c.base);
-    n = b.n, d = b.d;
-    base = std::move(b.data);
-    const index_t qi = whole(c.query_index, "--query-index", 0, INT32_MAX);
-    if (c.query.empty()) {
-      if (qi >= n) throw Error("--query-index " + std::to_string(qi) + " is past the " + std::to_string(n) + " base vectors");
-      query.assign(base.begin() + qi * d, base.begin() + (qi + 1) * d);
-    } else {
-      Vectors<float> q = read_vectors_as_float(c.query, qi + 1);
-      if (q.d != d)
-        throw Error("dimension mismatch: " + c.base + " has d = " + std::to_string(d) + ", " + c.query + " has d = " +
-                    std::to_string(q.d));
-      if (qi >= q.n) throw Error("--query-index " + std::to_string(qi) + " is past the " + std::to_string(q.n) + " queries");
-      query.assign(q.row(qi), q.row(qi) + d);
+    Vectors<float> q = read_vectors_as_float(c.query, qi + 1);
+    if (q.d != x.d)
+      throw Error("dimension mismatch: " + c.base + " has d = " + std::to_string(x.d) + ", " + c.query + " has d = " +
+                  std::to_string(q.d));
+    if (qi >= q.n) throw Error("--query-index " + std::to_string(qi) + " is past the " + std::to_string(q.n) + " queries");
+    x.query.assign(q.row(qi), q.row(qi) + x.d);
+  }
+  return x;
+}
+
+// Check against FP64: a permutation, each distance within FP32 rounding of
+// the exact one, and (distance, index) non-decreasing in the order returned.
+// worst: the largest |d - d_exact| / (|q|^2 + |x|^2) seen.
+bool sorted_distances_ok(const DistData& x, Metric metric, const std::vector<float>& dist,
+                         const std::vector<index_t>& idx, double& worst) {
+  const index_t n = x.n, d = x.d;
+  std::vector<char> seen(std::size_t(n), 0);
+  worst = 0;
+  bool ok = true;
+  for (index_t r = 0; r < n; ++r) {
+    const index_t j = idx[std::size_t(r)];
+    if (j < 0 || j >= n || seen[std::size_t(j)]) { ok = false; break; }
+    seen[std::size_t(j)] = 1;
+    double e = 0, scale = 0;
+    for (index_t t2 = 0; t2 < d; ++t2) {
+      const double a = x.query[std::size_t(t2)], b = x.base[std::size_t(j * d + t2)];
+      e += metric == Metric::l2 ? (a - b) * (a - b) : a * b;
+      scale += a * a + b * b;
+    }
+    const double err = std::abs(double(dist[std::size_t(r)]) - e) / std::max(scale, 1e-30);
+    worst = std::max(worst, err);
+    if (!std::isfinite(dist[std::size_t(r)]) || err > 1e-5) ok = false;
+    if (r > 0) {
+      const float p = dist[std::size_t(r - 1)], cur = dist[std::size_t(r)];
+      const bool ordered = metric == Metric::l2 ? (p < cur || (p == cur && idx[std::size_t(r - 1)] < j))
+                                                : (p > cur || (p == cur && idx[std::size_t(r - 1)] < j));
+      if (!ordered) ok = false;
     }
   }
+  return ok;
+}
+
+int cmd_dist(const KnnCli& c) {
+  const DistData x = load_dist_data(c);
+  const index_t n = x.n, d = x.d;
   const Metric metric = parse_metric(c.metric);
   const int threads = resolve_threads(c.threads);
   const index_t top = whole(c.top, "--top", 0, INT64_MAX);
@@ -279,7 +375,7 @@ int cmd_dist(const KnnCli& c) {
   std::unique_ptr<Array<index_t>> id;
 #endif
   if (c.impl == "cpu") {
-    run = [&] { distances_sorted_cpu<float>(base.data(), n, d, query.data(), metric, threads, dist.data(), idx.data()); };
+    run = [&] { distances_sorted_cpu<float>(x.base.data(), n, d, x.query.data(), metric, threads, dist.data(), idx.data()); };
   } else if (c.impl == "gpu") {
 #if PARRAY_HAVE_CUDA
     if (!cuda_available()) throw Error("--impl gpu: no GPU is present");
@@ -287,8 +383,8 @@ int cmd_dist(const KnnCli& c) {
     qd = std::make_unique<Array<float>>(Layout::dense({d}), Memory::device);
     dd = std::make_unique<Array<float>>(Layout::dense({n}), Memory::device);
     id = std::make_unique<Array<index_t>>(Layout::dense({n}), Memory::device);
-    copy_bytes(bd->data(), Memory::device, base.data(), Memory::paged, base.size() * 4);
-    copy_bytes(qd->data(), Memory::device, query.data(), Memory::paged, query.size() * 4);
+    copy_bytes(bd->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
+    copy_bytes(qd->data(), Memory::device, x.query.data(), Memory::paged, x.query.size() * 4);
     run = [&] { cuda::distances_sorted_device(bd->data(), n, d, qd->data(), metric, dd->data(), id->data()); };
     finish = [] { cuda::synchronize(); };
 #else
@@ -321,31 +417,8 @@ int cmd_dist(const KnnCli& c) {
     copy_bytes(idx.data(), Memory::paged, id->data(), Memory::device, idx.size() * sizeof(index_t));
   }
 #endif
-  // Check against FP64: a permutation, each distance within FP32 rounding of
-  // the exact one, and (distance, index) non-decreasing in the order returned.
-  std::vector<char> seen(std::size_t(n), 0);
   double worst = 0;
-  bool ok = true;
-  for (index_t r = 0; r < n; ++r) {
-    const index_t j = idx[std::size_t(r)];
-    if (j < 0 || j >= n || seen[std::size_t(j)]) { ok = false; break; }
-    seen[std::size_t(j)] = 1;
-    double e = 0, scale = 0;
-    for (index_t t2 = 0; t2 < d; ++t2) {
-      const double a = query[std::size_t(t2)], b = base[std::size_t(j * d + t2)];
-      e += metric == Metric::l2 ? (a - b) * (a - b) : a * b;
-      scale += a * a + b * b;
-    }
-    const double err = std::abs(double(dist[std::size_t(r)]) - e) / std::max(scale, 1e-30);
-    worst = std::max(worst, err);
-    if (!std::isfinite(dist[std::size_t(r)]) || err > 1e-5) ok = false;
-    if (r > 0) {
-      const float p = dist[std::size_t(r - 1)], cur = dist[std::size_t(r)];
-      const bool ordered = metric == Metric::l2 ? (p < cur || (p == cur && idx[std::size_t(r - 1)] < j))
-                                                : (p > cur || (p == cur && idx[std::size_t(r - 1)] < j));
-      if (!ordered) ok = false;
-    }
-  }
+  const bool ok = sorted_distances_ok(x, metric, dist, idx, worst);
   std::cout << fmt::format("dist ({}, {}): 1 query x {} vectors of d = {}, sorted; {:.2f} us per call (median of {})\n",
                            c.impl, metric_name(metric), n, d, t.median_ms * 1e3, t.reps);
   std::cout << gpu_timing;

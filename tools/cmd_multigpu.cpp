@@ -103,21 +103,7 @@ struct Row {
   std::vector<double> runs;  // every timed repetition, ms
 };
 
-int run(const Args& a) {
-  const multigpu::Variant variant = multigpu::parse_variant(a.variant);
-  const multigpu::LocalGemm local = multigpu::parse_local_gemm(a.local);
-  if (a.operands != "device" && a.operands != "gpu0" && a.operands != "host")
-    throw Error("multigpu: --operands '" + a.operands + "' (use device, gpu0 or host)");
-  // device and gpu0: on the GPUs, compared with one GPU; host: with cublasXt.
-  const bool on_device = a.operands != "host", from_gpu0 = a.operands == "gpu0";
-  if (variant == multigpu::Variant::out_of_core && on_device)
-    throw Error("multigpu: the ooc variant streams host-resident operands: use --operands host");
-  if (a.reps < 1) throw Error("multigpu: --reps must be >= 1");
-  if (a.gpus < 1) throw Error("multigpu: --gpus must be >= 1");
-  const int present = multigpu::device_count();
-  if (a.gpus > present)
-    throw Error("multigpu: --gpus " + std::to_string(a.gpus) + " but " + std::to_string(present) +
-                (present == 1 ? " GPU is" : " GPUs are") + " present");
+multigpu::Plan make_plan(const Args& a, multigpu::Variant variant, multigpu::LocalGemm local) {
   multigpu::Plan plan;
   plan.variant = variant;
   plan.local = local;
@@ -148,129 +134,166 @@ int run(const Args& a) {
     plan.tile_m = tools::whole(t[0], "--tile M", 1), plan.tile_n = tools::whole(t[1], "--tile N", 1),
     plan.tile_k = tools::whole(t[2], "--tile K", 1);
   }
-  if (a.xt_block < 0) throw Error("multigpu: --xt-block must be >= 0");
-  const index_t M = a.m, N = a.n, K = a.k;
-  multigpu::validate(plan, M, N, K);
+  return plan;
+}
 
-  const float alpha = float(a.alpha), beta = float(a.beta);
-  auto dense = [](index_t r, index_t c) { return Layout::dense({r, c}); };
-  Array<float> A(dense(M, K), Memory::pinned), B(dense(K, N), Memory::pinned), C(dense(M, N), Memory::pinned);
-  Array<float> C0(dense(beta != 0.f ? M : 1, beta != 0.f ? N : 1), Memory::pinned);
-  fill(A.view(), a.seed, 0);
-  fill(B.view(), a.seed, 1);
-  if (beta != 0.f) fill(C0.view(), a.seed, 2);
-  const MatrixView<const float> av = std::as_const(A).view(), bv = std::as_const(B).view(),
-                                c0v = std::as_const(C0).view(), cv = std::as_const(C).view();
-  const MatrixView<const float>* c0p = beta != 0.f ? &c0v : nullptr;
+// The operands in pinned host memory, filled from the seed, and C's state
+// before a verified run.
+struct Operands {
+  Operands(index_t M, index_t N, index_t K, float alpha_, float beta_, std::uint64_t seed_)
+      : M(M), N(N), K(K), alpha(alpha_), beta(beta_), seed(seed_), A(dense(M, K), Memory::pinned),
+        B(dense(K, N), Memory::pinned), C(dense(M, N), Memory::pinned),
+        C0(dense(beta != 0.f ? M : 1, beta != 0.f ? N : 1), Memory::pinned) {
+    fill(A.view(), seed, 0);
+    fill(B.view(), seed, 1);
+    if (beta != 0.f) fill(C0.view(), seed, 2);
+  }
+  static Layout dense(index_t r, index_t c) { return Layout::dense({r, c}); }
+  MatrixView<const float> a() const { return A.view(); }
+  MatrixView<const float> b() const { return B.view(); }
+  MatrixView<const float> c() const { return C.view(); }
+  MatrixView<const float> c0() const { return C0.view(); }
+  // C0 where beta != 0, else nullptr (valid while c0_view lives).
+  const MatrixView<const float>* c0_or_null(const MatrixView<const float>& c0_view) const {
+    return beta != 0.f ? &c0_view : nullptr;
+  }
   // C before a verified run: NaN when beta == 0 (unwritten elements show), C0 otherwise.
-  auto reset_c = [&] {
+  void reset_c() {
     if (beta == 0.f) fill_value(C.view(), std::numeric_limits<float>::quiet_NaN());
-    else copy_matrix(c0v, C.view());
+    else copy_matrix(c0(), C.view());
+  }
+  multigpu::Check verify() const {
+    const MatrixView<const float> c0v = c0();
+    return multigpu::verify(alpha, a(), b(), beta, c0_or_null(c0v), c(), seed);
+  }
+
+  const index_t M, N, K;
+  const float alpha, beta;
+  const std::uint64_t seed;
+  Array<float> A, B, C, C0;
+};
+
+// A, B (and C0) start on the first GPU and C ends there: every timed call
+// scatters the blocks from it, multiplies, and gathers C back.
+multigpu::Stats time_from_gpu0(const multigpu::Plan& plan, Operands& x, int reps, std::vector<double>& times,
+                               multigpu::Check& check) {
+  multigpu::bind_device(plan.devices[0]);
+  x.reset_c();
+  const Array<float> dA = cuda::to_device(x.A), dB = cuda::to_device(x.B), dC0 = cuda::to_device(x.C0);
+  Array<float> dC = cuda::to_device(x.C);
+  const MatrixView<const float> dav = dA.view(), dbv = dB.view(), dc0v = dC0.view();
+  multigpu::Distributed d(plan, x.M, x.N, x.K);
+  auto call = [&](bool poison) {
+    const auto t0 = std::chrono::steady_clock::now();
+    d.scatter(dav, dbv, x.beta != 0.f ? &dc0v : nullptr);
+    if (poison) d.poison_c();
+    multigpu::Stats s = d.run(x.alpha, x.beta);
+    d.gather(dC.view());
+    s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return s;
   };
+  const multigpu::Stats st = call(x.beta == 0.f);  // verified run (and warm-up)
+  copy_bytes(x.C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(x.M * x.N) * sizeof(float));
+  check = x.verify();
+  for (int r = 0; r < reps; ++r) times.push_back(call(false).ms);
+  return st;
+}
 
-  std::string devs;
-  for (int d : plan.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
-  const double flops = 2.0 * double(M) * double(N) * double(K);
-  fmt::print("multigpu {} on GPUs {} (grid {}), {}x{}x{} FP32, operands {}\n", a.variant, devs, plan.grid(), M, N, K,
-             from_gpu0 ? "on GPU " + std::to_string(plan.devices[0]) + " (scattered and gathered in the time)"
-             : on_device ? "on the GPUs" : "on the host (pinned)");
-  std::vector<Row> rows;
+multigpu::Stats time_on_devices(const multigpu::Plan& plan, Operands& x, int reps, std::vector<double>& times,
+                                multigpu::Check& check) {
+  multigpu::Distributed d(plan, x.M, x.N, x.K);
+  const MatrixView<const float> c0v = x.c0();
+  d.scatter(x.a(), x.b(), x.c0_or_null(c0v));
+  if (x.beta == 0.f) d.poison_c();
+  const multigpu::Stats st = d.run(x.alpha, x.beta);  // verified run (and warm-up)
+  d.gather(x.C.view());
+  check = x.verify();
+  for (int r = 0; r < reps; ++r) times.push_back(d.run(x.alpha, x.beta).ms);
+  return st;
+}
 
-  // ---- parray's variant ----
+multigpu::Stats time_from_host(const multigpu::Plan& plan, Operands& x, int reps, std::vector<double>& times,
+                               multigpu::Check& check) {
+  x.reset_c();
+  multigpu::Stats st = multigpu::gemm_host(plan, x.alpha, x.a(), x.b(), x.beta, x.C.view());
+  check = x.verify();
+  for (int r = 0; r < reps; ++r) {
+    const multigpu::Stats s = multigpu::gemm_host(plan, x.alpha, x.a(), x.b(), x.beta, x.C.view());
+    times.push_back(s.ms);
+    if (!s.trace.empty()) st.trace = s.trace;  // the last repetition's (multigpu.trace=1)
+  }
+  return st;
+}
+
+// parray's variant: verified once, then timed.
+Row time_variant(const Args& a, const multigpu::Plan& plan, Operands& x) {
+  const bool on_device = a.operands != "host", from_gpu0 = a.operands == "gpu0";
   Row mine;
   mine.impl = "parray-" + a.variant +
               (plan.local != multigpu::LocalGemm::step12
                    ? std::string("-") + multigpu::local_gemm_name(plan.local) + "-local"
                    : "");
-  multigpu::Stats st;
   std::vector<double> times;
-  if (from_gpu0) {
-    // A, B (and C0) start on the first GPU and C ends there: every timed
-    // call scatters the blocks from it, multiplies, and gathers C back.
-    multigpu::bind_device(plan.devices[0]);
-    reset_c();
-    const Array<float> dA = cuda::to_device(A), dB = cuda::to_device(B), dC0 = cuda::to_device(C0);
-    Array<float> dC = cuda::to_device(C);
-    const MatrixView<const float> dav = dA.view(), dbv = dB.view(), dc0v = dC0.view();
-    multigpu::Distributed d(plan, M, N, K);
-    auto call = [&](bool poison) {
-      const auto t0 = std::chrono::steady_clock::now();
-      d.scatter(dav, dbv, beta != 0.f ? &dc0v : nullptr);
-      if (poison) d.poison_c();
-      multigpu::Stats s = d.run(alpha, beta);
-      d.gather(dC.view());
-      s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      return s;
-    };
-    st = call(beta == 0.f);  // verified run (and warm-up)
-    copy_bytes(C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
-    mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
-    for (int r = 0; r < a.reps; ++r) times.push_back(call(false).ms);
-  } else if (on_device) {
-    multigpu::Distributed d(plan, M, N, K);
-    d.scatter(av, bv, c0p);
-    if (beta == 0.f) d.poison_c();
-    st = d.run(alpha, beta);  // verified run (and warm-up)
-    d.gather(C.view());
-    mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
-    for (int r = 0; r < a.reps; ++r) times.push_back(d.run(alpha, beta).ms);
-  } else {
-    reset_c();
-    st = multigpu::gemm_host(plan, alpha, av, bv, beta, C.view());
-    mine.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
-    for (int r = 0; r < a.reps; ++r) {
-      const multigpu::Stats s = multigpu::gemm_host(plan, alpha, av, bv, beta, C.view());
-      times.push_back(s.ms);
-      if (!s.trace.empty()) st.trace = s.trace;  // the last repetition's (PARRAY_MULTIGPU_TRACE=1)
-    }
-  }
+  const multigpu::Stats st = from_gpu0   ? time_from_gpu0(plan, x, a.reps, times, mine.check)
+                             : on_device ? time_on_devices(plan, x, a.reps, times, mine.check)
+                                         : time_from_host(plan, x, a.reps, times, mine.check);
   mine.ms = median(times);
   mine.runs = times;
   mine.detail = st.detail + fmt::format("; per GPU {:.0f} MiB of buffers", double(st.device_bytes) / 1048576.0);
   if (st.comm_bytes > 0) mine.detail += fmt::format("; NCCL {:.2f} GB received", st.comm_bytes / 1e9);
-  if (!on_device || variant == multigpu::Variant::out_of_core)
+  if (!on_device || plan.variant == multigpu::Variant::out_of_core)
     mine.detail += fmt::format("; PCIe {:.2f} GB in, {:.2f} GB out", st.h2d_bytes / 1e9, st.d2h_bytes / 1e9);
   if (!st.trace.empty()) mine.detail += "; trace: " + st.trace;
-  rows.push_back(mine);
+  return mine;
+}
 
-  // ---- the baseline, same run ----
-  if (a.baseline) {
-    Row base;
-    std::vector<double> bt;
-    if (on_device) {
-      const GemmImpl& impl = registry().find(plan.local == multigpu::LocalGemm::step12   ? "cuda-12-best"
-                                             : plan.local == multigpu::LocalGemm::cublas ? "cublas"
-                                                                                         : "cuda-13-3xtf32");
-      base.impl = impl.name + "-gpu" + std::to_string(plan.devices[0]);
-      multigpu::bind_device(plan.devices[0]);
-      Array<float> dA(dense(M, K), Memory::device), dB(dense(K, N), Memory::device), dC(dense(M, N), Memory::device);
-      copy_bytes(dA.data(), Memory::device, A.data(), Memory::pinned, std::size_t(M * K) * sizeof(float));
-      copy_bytes(dB.data(), Memory::device, B.data(), Memory::pinned, std::size_t(K * N) * sizeof(float));
-      reset_c();
-      copy_bytes(dC.data(), Memory::device, C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
-      const GemmCall<float> call{alpha, std::as_const(dA).view(), std::as_const(dB).view(), beta, dC.view(), 1};
-      impl.run_f32(call);
-      cuda::synchronize();
-      copy_bytes(C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
-      base.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
-      const TimingStats ts = time_repeated([&] { impl.run_f32(call); }, 0, a.reps, a.reps, 0.0, [] { cuda::synchronize(); });
-      base.ms = ts.median_ms;
-      base.detail = "one GPU, operands on it";
-    } else {
-      int used = 0;
-      reset_c();
-      multigpu::cublasxt_sgemm(plan.devices, a.xt_block, alpha, av, bv, beta, C.view(), &used);
-      base.check = multigpu::verify(alpha, av, bv, beta, c0p, cv, a.seed);
-      for (int r = 0; r < a.reps; ++r)
-        bt.push_back(multigpu::cublasxt_sgemm(plan.devices, a.xt_block, alpha, av, bv, beta, C.view()));
-      base.ms = median(bt);
-      base.runs = bt;
-      base.impl = "cublasxt";
-      base.detail = "block dim " + std::to_string(used) + ", GPUs " + devs;
-    }
-    rows.push_back(base);
-  }
+// The local GEMM's kernel alone on the first GPU, operands on it.
+Row time_one_gpu(const Args& a, const multigpu::Plan& plan, Operands& x) {
+  const index_t M = x.M, N = x.N, K = x.K;
+  const GemmImpl& impl = registry().find(plan.local == multigpu::LocalGemm::step12   ? "cuda-12-best"
+                                         : plan.local == multigpu::LocalGemm::cublas ? "cublas"
+                                                                                     : "cuda-13-3xtf32");
+  Row base;
+  base.impl = impl.name + "-gpu" + std::to_string(plan.devices[0]);
+  multigpu::bind_device(plan.devices[0]);
+  Array<float> dA(Operands::dense(M, K), Memory::device), dB(Operands::dense(K, N), Memory::device),
+      dC(Operands::dense(M, N), Memory::device);
+  copy_bytes(dA.data(), Memory::device, x.A.data(), Memory::pinned, std::size_t(M * K) * sizeof(float));
+  copy_bytes(dB.data(), Memory::device, x.B.data(), Memory::pinned, std::size_t(K * N) * sizeof(float));
+  x.reset_c();
+  copy_bytes(dC.data(), Memory::device, x.C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
+  const GemmCall<float> call{x.alpha, std::as_const(dA).view(), std::as_const(dB).view(), x.beta, dC.view(), 1};
+  impl.run_f32(call);
+  cuda::synchronize();
+  copy_bytes(x.C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
+  base.check = x.verify();
+  const TimingStats ts = time_repeated([&] { impl.run_f32(call); }, 0, a.reps, a.reps, 0.0, [] { cuda::synchronize(); });
+  base.ms = ts.median_ms;
+  base.detail = "one GPU, operands on it";
+  return base;
+}
 
+// cublasXt on the same GPUs, host operands.
+Row time_cublasxt(const Args& a, const multigpu::Plan& plan, Operands& x, const std::string& devs) {
+  Row base;
+  int used = 0;
+  x.reset_c();
+  multigpu::cublasxt_sgemm(plan.devices, a.xt_block, x.alpha, x.a(), x.b(), x.beta, x.C.view(), &used);
+  base.check = x.verify();
+  std::vector<double> bt;
+  for (int r = 0; r < a.reps; ++r)
+    bt.push_back(multigpu::cublasxt_sgemm(plan.devices, a.xt_block, x.alpha, x.a(), x.b(), x.beta, x.C.view()));
+  base.ms = median(bt);
+  base.runs = bt;
+  base.impl = "cublasxt";
+  base.detail = "block dim " + std::to_string(used) + ", GPUs " + devs;
+  return base;
+}
+
+// The rows on stdout (and the ratio), and as CSV; 1 if a check failed.
+int report(const Args& a, const multigpu::Plan& plan, const Operands& x, const std::vector<Row>& rows) {
+  const bool on_device = a.operands != "host";
+  const double flops = 2.0 * double(x.M) * double(x.N) * double(x.K);
   int status = 0;
   std::string csv = "impl,variant,operands,gpus,grid,m,n,k,ms,tflops,ratio,rel_err,ok,detail\n";
   for (const Row& r : rows) {
@@ -278,7 +301,10 @@ int run(const Args& a) {
     const double tf = r.ms > 0 ? flops / (r.ms * 1e9) : 0;
     const double ratio = rows.size() > 1 && r.ms > 0 ? rows.back().ms / r.ms : 0;
     std::string runs;
-    for (double t : r.runs) runs += (runs.empty() ? "" : " ") + fmt::format("{:.1f}", t);
+    for (double t : r.runs) {
+      if (!runs.empty()) runs += ' ';
+      runs += fmt::format("{:.1f}", t);
+    }
     fmt::print("  {:<22} {:>10.2f} ms {:>7.2f} TFLOP/s  check {} ({}, rel err {:.2e} <= {:.2e}){}{}\n", r.impl, r.ms,
                tf, r.check.ok ? "ok" : "FAILED", r.check.method, r.check.rel_err, r.check.tolerance,
                r.detail.empty() ? "" : "; " + r.detail, runs.empty() ? "" : "; runs " + runs + " ms");
@@ -286,7 +312,8 @@ int run(const Args& a) {
     std::string detail = r.detail + (runs.empty() ? "" : "; runs " + runs + " ms");
     std::replace(detail.begin(), detail.end(), ',', ' ');
     csv += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f},{:.3e},{},{}\n", r.impl, a.variant, a.operands,
-                       a.gpus, plan.grid(), M, N, K, r.ms, tf, ratio, r.check.rel_err, r.check.ok ? 1 : 0, detail);
+                       a.gpus, plan.grid(), x.M, x.N, x.K, r.ms, tf, ratio, r.check.rel_err, r.check.ok ? 1 : 0,
+                       detail);
   }
   if (rows.size() > 1 && rows[0].ms > 0)
     fmt::print("  {} is {:.2f}x {} ({} ms / {} ms)\n", rows[0].impl, rows[1].ms / rows[0].ms,
@@ -298,6 +325,38 @@ int run(const Args& a) {
     std::cerr << "[multigpu] wrote " << a.csv << "\n";
   }
   return status;
+}
+
+int run(const Args& a) {
+  const multigpu::Variant variant = multigpu::parse_variant(a.variant);
+  const multigpu::LocalGemm local = multigpu::parse_local_gemm(a.local);
+  if (a.operands != "device" && a.operands != "gpu0" && a.operands != "host")
+    throw Error("multigpu: --operands '" + a.operands + "' (use device, gpu0 or host)");
+  // device and gpu0: on the GPUs, compared with one GPU; host: with cublasXt.
+  const bool on_device = a.operands != "host", from_gpu0 = a.operands == "gpu0";
+  if (variant == multigpu::Variant::out_of_core && on_device)
+    throw Error("multigpu: the ooc variant streams host-resident operands: use --operands host");
+  if (a.reps < 1) throw Error("multigpu: --reps must be >= 1");
+  if (a.gpus < 1) throw Error("multigpu: --gpus must be >= 1");
+  const int present = multigpu::device_count();
+  if (a.gpus > present)
+    throw Error("multigpu: --gpus " + std::to_string(a.gpus) + " but " + std::to_string(present) +
+                (present == 1 ? " GPU is" : " GPUs are") + " present");
+  const multigpu::Plan plan = make_plan(a, variant, local);
+  if (a.xt_block < 0) throw Error("multigpu: --xt-block must be >= 0");
+  const index_t M = a.m, N = a.n, K = a.k;
+  multigpu::validate(plan, M, N, K);
+
+  Operands x(M, N, K, float(a.alpha), float(a.beta), a.seed);
+  std::string devs;
+  for (int d : plan.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
+  fmt::print("multigpu {} on GPUs {} (grid {}), {}x{}x{} FP32, operands {}\n", a.variant, devs, plan.grid(), M, N, K,
+             from_gpu0 ? "on GPU " + std::to_string(plan.devices[0]) + " (scattered and gathered in the time)"
+             : on_device ? "on the GPUs" : "on the host (pinned)");
+  std::vector<Row> rows;
+  rows.push_back(time_variant(a, plan, x));
+  if (a.baseline) rows.push_back(on_device ? time_one_gpu(a, plan, x) : time_cublasxt(a, plan, x, devs));
+  return report(a, plan, x, rows);
 }
 
 #else

@@ -73,54 +73,167 @@ void cpu_panel_gemm(index_t m, index_t n, index_t w, T alpha, const Panel<T>& a,
   }
 }
 
+// The operands as SUMMA multiplies them: A as M x K in C's row blocks and
+// panels of kb, B as K x N in C's column blocks; the caller's own where they
+// already have that shape, else redistributed copies.
+template <class T>
+struct PlacedOperands {
+  std::unique_ptr<DistMatrix<T>> a_moved, b_moved;
+  const DistMatrix<T>* a = nullptr;
+  const DistMatrix<T>* b = nullptr;
+  index_t kb = 0;
+};
+
+template <class T>
+PlacedOperands<T> place_operands(bool ta, bool tb, const DistMatrix<T>& a, const DistMatrix<T>& b,
+                                 const DistMatrix<T>& c, index_t k, index_t panel, SummaStats& stats) {
+  const BlockCyclic& cd = c.dist();
+  const BlockCyclic& ad = a.dist();
+  const BlockCyclic& bd = b.dist();
+  const bool a_fits = !ta && ad.mb == cd.mb && ad.rsrc == cd.rsrc;
+  const bool b_fits = !tb && bd.nb == cd.nb && bd.csrc == cd.csrc;
+  PlacedOperands<T> p;
+  p.kb = panel > 0 ? panel : a_fits ? ad.nb : b_fits ? bd.mb : cd.nb;
+  p.a = &a, p.b = &b;
+  if (!(a_fits && ad.nb == p.kb)) {
+    p.a_moved = std::make_unique<DistMatrix<T>>(
+        c.grid(), BlockCyclic{cd.m, k, cd.mb, p.kb, cd.prows, cd.pcols, cd.rsrc, 0});
+    stats.redistribute_bytes += redistribute(a, *p.a_moved, ta);
+    p.a = p.a_moved.get();
+  }
+  if (!(b_fits && bd.mb == p.kb)) {
+    p.b_moved = std::make_unique<DistMatrix<T>>(
+        c.grid(), BlockCyclic{k, cd.n, p.kb, cd.nb, cd.prows, cd.pcols, 0, cd.csrc});
+    stats.redistribute_bytes += redistribute(b, *p.b_moved, tb);
+    p.b = p.b_moved.get();
+  }
+  return p;
+}
+
+// The A and B panels of the steps, two in flight: slot step % 2 holds step's
+// panels, broadcast into receive buffers (pinned for the GPU's asynchronous
+// copies) or used where they lie on their owner.
+template <class T>
+class PanelExchange {
+ public:
+  PanelExchange(const DistMatrix<T>& a, const DistMatrix<T>& b, index_t mloc, index_t nloc, index_t k, index_t kb,
+                Memory buffer_memory, SummaStats& stats)
+      : a_(a), b_(b), me_(a.grid().coord()), mloc_(mloc), nloc_(nloc), k_(k), kb_(kb),
+        a_bcast_(a.grid().cols() > 1), b_bcast_(a.grid().rows() > 1), a_contiguous_(a.lld() == mloc), stats_(stats) {
+    for (int s = 0; s < 2; ++s) {
+      if (a_bcast_) abuf_[s] = HostBuffer<T>(std::max<index_t>(1, mloc * kb), buffer_memory);
+      if (b_bcast_) bbuf_[s] = HostBuffer<T>(std::max<index_t>(1, kb * nloc), buffer_memory);
+    }
+  }
+
+  // Packs what this rank sends of step's panels and starts their broadcasts.
+  void post(index_t step, int slot) {
+    const double t0 = now_ms();
+    const index_t w = std::min(kb_, k_ - step * kb_);
+    T* a_send = place_a(step, slot, w);
+    const int a_owner = static_cast<int>((step + a_.dist().csrc) % a_.dist().pcols);
+    const int b_owner = static_cast<int>((step + b_.dist().rsrc) % b_.dist().prows);
+    place_b(step, slot, w, b_owner);
+    stats_.pack_ms += now_ms() - t0;
+    const double elem = sizeof(T);
+    if (a_bcast_) {
+      MPI_Ibcast(a_send, static_cast<int>(mloc_ * w), mpi_type<T>(), a_owner, me_.row_comm, &req_[slot][0]);
+      stats_.bcast_bytes += elem * static_cast<double>(mloc_ * w);
+      if (me_.col != a_owner) stats_.recv_bytes += elem * static_cast<double>(mloc_ * w);
+    }
+    if (b_bcast_) {
+      MPI_Ibcast(bbuf_[slot].data(), static_cast<int>(w * nloc_), mpi_type<T>(), b_owner, me_.col_comm,
+                 &req_[slot][1]);
+      stats_.bcast_bytes += elem * static_cast<double>(w * nloc_);
+      if (me_.row != b_owner) stats_.recv_bytes += elem * static_cast<double>(w * nloc_);
+    }
+  }
+
+  void wait(int slot) {
+    const double t0 = now_ms();
+    MPI_Waitall(2, req_[slot], MPI_STATUSES_IGNORE);
+    stats_.wait_ms += now_ms() - t0;
+  }
+
+  bool broadcasts() const { return a_bcast_ || b_bcast_; }
+  const Panel<T>& a(int slot) const { return apanel_[slot]; }
+  const Panel<T>& b(int slot) const { return bpanel_[slot]; }
+  MPI_Request* requests(int slot) { return req_[slot]; }
+
+ private:
+  // A's block column `step`: on process column a_owner, local columns from
+  // (step / Q) kb. Returns what this rank passes to the broadcast.
+  T* place_a(index_t step, int slot, index_t w) {
+    const int a_owner = static_cast<int>((step + a_.dist().csrc) % a_.dist().pcols);
+    const index_t a_col = (step / a_.dist().pcols) * kb_;
+    const T* a_local = a_.data() + a_col * a_.lld();
+    if (a_bcast_ && me_.col != a_owner) {
+      apanel_[slot] = {abuf_[slot].data(), std::max<index_t>(1, mloc_), false, 0};
+      return abuf_[slot].data();
+    }
+    apanel_[slot] = {a_local, a_.lld(), true, a_col};
+    if (!a_bcast_) return nullptr;
+    if (a_contiguous_) return const_cast<T*>(a_local);  // the root only reads it
+    for (index_t j = 0; j < w; ++j)
+      std::memcpy(abuf_[slot].data() + j * mloc_, a_local + j * a_.lld(), static_cast<std::size_t>(mloc_) * sizeof(T));
+    return abuf_[slot].data();
+  }
+
+  // B's block row `step`: on process row b_owner, local rows from (step / P)
+  // kb, packed (w x nloc) for sending.
+  void place_b(index_t step, int slot, index_t w, int b_owner) {
+    const index_t b_row = (step / b_.dist().prows) * kb_;
+    const T* b_local = b_.data() + b_row;
+    if (b_bcast_ && me_.row != b_owner) {
+      bpanel_[slot] = {bbuf_[slot].data(), w, false, 0};
+      return;
+    }
+    bpanel_[slot] = {b_local, b_.lld(), true, b_row};
+    if (b_bcast_)
+      for (index_t j = 0; j < nloc_; ++j)
+        std::memcpy(bbuf_[slot].data() + j * w, b_local + j * b_.lld(), static_cast<std::size_t>(w) * sizeof(T));
+  }
+
+  const DistMatrix<T>& a_;
+  const DistMatrix<T>& b_;
+  const ProcCoord& me_;
+  const index_t mloc_, nloc_, k_, kb_;
+  const bool a_bcast_, b_bcast_;
+  const bool a_contiguous_;  // a local block column is one run of memory
+  SummaStats& stats_;
+  HostBuffer<T> abuf_[2], bbuf_[2];
+  Panel<T> apanel_[2], bpanel_[2];
+  MPI_Request req_[2][2] = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+};
+
+template <class T>
+void check_shapes(bool ta, bool tb, const DistMatrix<T>& a, const DistMatrix<T>& b, const DistMatrix<T>& c,
+                  const SummaOptions& options) {
+  const index_t m = c.dist().m, n = c.dist().n, k = ta ? a.rows() : a.cols();
+  if ((ta ? a.cols() : a.rows()) != m || (tb ? b.cols() : b.rows()) != k || (tb ? b.rows() : b.cols()) != n)
+    throw Error("summa: op(A) is " + std::to_string(ta ? a.cols() : a.rows()) + "x" + std::to_string(k) + ", op(B) " +
+                std::to_string(tb ? b.cols() : b.rows()) + "x" + std::to_string(tb ? b.rows() : b.cols()) + ", C " +
+                std::to_string(m) + "x" + std::to_string(n));
+  if (&a.grid() != &c.grid() || &b.grid() != &c.grid()) throw Error("summa: A, B and C must live on one process array");
+  if (options.threads < 0) throw Error("summa: negative thread count");
+  if (options.progress_pieces < 0) throw Error("summa: negative progress_pieces");
+}
+
 }  // namespace
 
 template <class T>
 SummaStats summa(Trans trans_a, Trans trans_b, T alpha, const DistMatrix<T>& a, const DistMatrix<T>& b, T beta,
                  DistMatrix<T>& c, const SummaOptions& options) {
-  SummaStats stats;
-  const MpiThreadArray& grid = c.grid();
-  const ProcCoord& me = grid.coord();
-  const BlockCyclic& cd = c.dist();
   const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
-  const index_t m = cd.m, n = cd.n;
-  const index_t k = ta ? a.rows() : a.cols();
-  if ((ta ? a.cols() : a.rows()) != m || (tb ? b.cols() : b.rows()) != k || (tb ? b.rows() : b.cols()) != n)
-    throw Error("summa: op(A) is " + std::to_string(ta ? a.cols() : a.rows()) + "x" + std::to_string(k) + ", op(B) " +
-                std::to_string(tb ? b.cols() : b.rows()) + "x" + std::to_string(tb ? b.rows() : b.cols()) + ", C " +
-                std::to_string(m) + "x" + std::to_string(n));
-  if (&a.grid() != &grid || &b.grid() != &grid) throw Error("summa: A, B and C must live on one process array");
-  if (options.threads < 0) throw Error("summa: negative thread count");
-  if (options.progress_pieces < 0) throw Error("summa: negative progress_pieces");
-  stats.plan = plan_local_gemm<T>(options, me);
+  check_shapes(ta, tb, a, b, c, options);
+  SummaStats stats;
+  stats.plan = plan_local_gemm<T>(options, c.grid().coord());
   const bool on_gpu = stats.plan.device == Device::gpu;
-
-  // Which operands can be used where they are.
-  const BlockCyclic& ad = a.dist();
-  const BlockCyclic& bd = b.dist();
-  const bool a_fits = !ta && ad.mb == cd.mb && ad.rsrc == cd.rsrc;
-  const bool b_fits = !tb && bd.nb == cd.nb && bd.csrc == cd.csrc;
-  index_t kb = options.panel;
-  if (kb <= 0) kb = a_fits ? ad.nb : b_fits ? bd.mb : cd.nb;
-  const bool a_ok = a_fits && ad.nb == kb, b_ok = b_fits && bd.mb == kb;
-
-  std::unique_ptr<DistMatrix<T>> a_moved, b_moved;
-  const DistMatrix<T>* ap = &a;
-  const DistMatrix<T>* bp = &b;
-  if (!a_ok) {
-    a_moved = std::make_unique<DistMatrix<T>>(grid, BlockCyclic{m, k, cd.mb, kb, cd.prows, cd.pcols, cd.rsrc, 0});
-    stats.redistribute_bytes += redistribute(a, *a_moved, ta);
-    ap = a_moved.get();
-  }
-  if (!b_ok) {
-    b_moved = std::make_unique<DistMatrix<T>>(grid, BlockCyclic{k, n, kb, cd.nb, cd.prows, cd.pcols, 0, cd.csrc});
-    stats.redistribute_bytes += redistribute(b, *b_moved, tb);
-    bp = b_moved.get();
-  }
-  const BlockCyclic& A = ap->dist();
-  const BlockCyclic& B = bp->dist();
-
-  const index_t mloc = c.local_rows(), nloc = c.local_cols();
+  const index_t k = ta ? a.rows() : a.cols();
+  const PlacedOperands<T> ops = place_operands(ta, tb, a, b, c, k, options.panel, stats);
+  const DistMatrix<T>& ap = *ops.a;
+  const DistMatrix<T>& bp = *ops.b;
+  const index_t kb = ops.kb, mloc = c.local_rows(), nloc = c.local_cols();
   T* cl = c.data();
   const index_t ldc = c.lld();
   const index_t nkb = (k + kb - 1) / kb;
@@ -134,100 +247,40 @@ SummaStats summa(Trans trans_a, Trans trans_b, T alpha, const DistMatrix<T>& a, 
   std::unique_ptr<GpuPanelGemm<T>> gpu;
   if (on_gpu) {
     const double t0 = now_ms();
-    gpu = std::make_unique<GpuPanelGemm<T>>(stats.plan, mloc, nloc, kb, ap->data(), ap->local_cols(), ap->lld(),
-                                            bp->data(), bp->local_rows(), bp->lld(), cl, ldc, beta != T(0));
+    gpu = std::make_unique<GpuPanelGemm<T>>(stats.plan, mloc, nloc, kb, ap.data(), ap.local_cols(), ap.lld(),
+                                            bp.data(), bp.local_rows(), bp.lld(), cl, ldc, beta != T(0));
     stats.local_ms += now_ms() - t0;
   }
-
-  const bool a_bcast = grid.cols() > 1, b_bcast = grid.rows() > 1;
-  const bool a_contiguous = ap->lld() == mloc;  // a local block column is one run of memory
-  // Received panels land in these (pinned for the GPU's asynchronous copies).
-  const Memory buffer_memory = on_gpu ? Memory::pinned : Memory::paged;
-  HostBuffer<T> abuf[2], bbuf[2];
-  for (int s = 0; s < 2; ++s) {
-    if (a_bcast) abuf[s] = HostBuffer<T>(std::max<index_t>(1, mloc * kb), buffer_memory);
-    if (b_bcast) bbuf[s] = HostBuffer<T>(std::max<index_t>(1, kb * nloc), buffer_memory);
-  }
-  Panel<T> apanel[2], bpanel[2];
-  MPI_Request req[2][2] = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
-  const double elem = sizeof(T);
-
-  auto post = [&](index_t step, int slot) {
-    const double t0 = now_ms();
-    const index_t w = std::min(kb, k - step * kb);
-    // A's block column `step`: on process column a_owner, local columns from (step / Q) kb.
-    const int a_owner = static_cast<int>((step + A.csrc) % A.pcols);
-    const index_t a_col = (step / A.pcols) * kb;
-    const T* a_local = ap->data() + a_col * ap->lld();
-    T* a_send = nullptr;  // what this rank passes to the broadcast
-    if (!a_bcast || me.col == a_owner) {
-      apanel[slot] = {a_local, ap->lld(), true, a_col};
-      if (a_bcast && a_contiguous) a_send = const_cast<T*>(a_local);  // the root only reads it
-      else if (a_bcast) {
-        for (index_t j = 0; j < w; ++j)
-          std::memcpy(abuf[slot].data() + j * mloc, a_local + j * ap->lld(), static_cast<std::size_t>(mloc) * sizeof(T));
-        a_send = abuf[slot].data();
-      }
-    } else {
-      apanel[slot] = {abuf[slot].data(), std::max<index_t>(1, mloc), false, 0};
-      a_send = abuf[slot].data();
-    }
-    // B's block row `step`: on process row b_owner, local rows from (step / P) kb,
-    // packed (w x nloc) for sending.
-    const int b_owner = static_cast<int>((step + B.rsrc) % B.prows);
-    const index_t b_row = (step / B.prows) * kb;
-    const T* b_local = bp->data() + b_row;
-    if (!b_bcast || me.row == b_owner) {
-      bpanel[slot] = {b_local, bp->lld(), true, b_row};
-      if (b_bcast)
-        for (index_t j = 0; j < nloc; ++j)
-          std::memcpy(bbuf[slot].data() + j * w, b_local + j * bp->lld(), static_cast<std::size_t>(w) * sizeof(T));
-    } else {
-      bpanel[slot] = {bbuf[slot].data(), w, false, 0};
-    }
-    stats.pack_ms += now_ms() - t0;
-    if (a_bcast) {
-      MPI_Ibcast(a_send, static_cast<int>(mloc * w), mpi_type<T>(), a_owner, me.row_comm, &req[slot][0]);
-      stats.bcast_bytes += elem * static_cast<double>(mloc * w);
-      if (me.col != a_owner) stats.recv_bytes += elem * static_cast<double>(mloc * w);
-    }
-    if (b_bcast) {
-      MPI_Ibcast(bbuf[slot].data(), static_cast<int>(w * nloc), mpi_type<T>(), b_owner, me.col_comm, &req[slot][1]);
-      stats.bcast_bytes += elem * static_cast<double>(w * nloc);
-      if (me.row != b_owner) stats.recv_bytes += elem * static_cast<double>(w * nloc);
-    }
-  };
-
-  post(0, 0);
+  PanelExchange<T> x(ap, bp, mloc, nloc, k, kb, on_gpu ? Memory::pinned : Memory::paged, stats);
+  x.post(0, 0);
   for (index_t step = 0; step < nkb; ++step) {
     const int slot = static_cast<int>(step & 1);
     const index_t w = std::min(kb, k - step * kb);
-    double t0 = now_ms();
-    MPI_Waitall(2, req[slot], MPI_STATUSES_IGNORE);
-    stats.wait_ms += now_ms() - t0;
+    x.wait(slot);
     const bool more = step + 1 < nkb;
     const T step_beta = step == 0 ? beta : T(1);
+    double t0 = 0;
     if (on_gpu) {
       // Panel `step` goes up while the GPU still multiplies panel step-1; the
       // host buffers of step-1 are free once their own upload is done.
-      gpu->stage(slot, apanel[slot], bpanel[slot], w);
+      gpu->stage(slot, x.a(slot), x.b(slot), w);
       if (more) {
         t0 = now_ms();
         gpu->release_host(slot ^ 1);
         stats.pack_ms += now_ms() - t0;
-        post(step + 1, slot ^ 1);
+        x.post(step + 1, slot ^ 1);
       }
       t0 = now_ms();
-      gpu->multiply(slot, apanel[slot], bpanel[slot], w, alpha, step_beta);
+      gpu->multiply(slot, x.a(slot), x.b(slot), w, alpha, step_beta);
       stats.local_ms += now_ms() - t0;
       ++stats.local_calls;
     } else {
-      if (more) post(step + 1, slot ^ 1);  // panel k+1 travels while panel k is multiplied
-      const bool in_flight = more && (a_bcast || b_bcast);
+      if (more) x.post(step + 1, slot ^ 1);  // panel k+1 travels while panel k is multiplied
+      const bool in_flight = more && x.broadcasts();
       t0 = now_ms();
-      cpu_panel_gemm<T>(mloc, nloc, w, alpha, apanel[slot], bpanel[slot], step_beta, cl, ldc, options.threads,
-                        in_flight ? progress_pieces(options, mloc, nloc, w) : 1, in_flight ? req[slot ^ 1] : nullptr,
-                        in_flight ? 2 : 0, stats);
+      cpu_panel_gemm<T>(mloc, nloc, w, alpha, x.a(slot), x.b(slot), step_beta, cl, ldc, options.threads,
+                        in_flight ? progress_pieces(options, mloc, nloc, w) : 1,
+                        in_flight ? x.requests(slot ^ 1) : nullptr, in_flight ? 2 : 0, stats);
       stats.local_ms += now_ms() - t0;
     }
     ++stats.steps;

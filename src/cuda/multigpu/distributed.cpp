@@ -203,6 +203,100 @@ void Distributed::poison_c() {
   });
 }
 
+#if PARRAY_HAVE_NCCL
+namespace {
+
+// SUMMA on GPU (p, q) = t: for each K panel x, A(p, x) arrives from GPU
+// column a_owner(x) along row p, B(x, q) from GPU row b_owner(x) along column
+// q, into slot x % 2 on the communication stream, while the GEMM of panel
+// x - 1 runs on the compute stream. A slot is refilled only after the GEMM
+// that read it (panel x - 2) has finished. Returns the bytes received.
+double run_summa_2d(Distributed::State& s, const ThreadCoord& t, float alpha, float beta) {
+  Distributed::State::Local& L = s.local[std::size_t(t.tid)];
+  const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid)];
+  cudaStream_t compute = *gpu.compute, comm = *gpu.in;
+  double received = 0;
+  const int p = t[0], q = t[1];
+  const index_t mp = s.rows_of(p).size(), nq = s.cols_of(q).size();
+  const index_t ak0 = s.k_of(s.a_panels(q)).begin, bk0 = s.k_of(s.b_panels(p)).begin;
+  Event arrived[2], consumed[2];
+  for (index_t x = 0; x < s.T; ++x) {
+    const int slot = int(x % 2);
+    const Range kr = s.panel(x);
+    const index_t w = kr.size();
+    const int qa = s.a_owner(x), pb = s.b_owner(x);
+    float* ap = q == qa ? L.a.get() + mp * (kr.begin - ak0) : L.apanel[slot].get();
+    float* bp = p == pb ? L.b.get() + (kr.begin - bk0) * nq : L.bpanel[slot].get();
+    if (x >= 2) consumed[slot].wait_on(comm);
+    // Row broadcast, then column broadcast, on one stream in the same
+    // order on every GPU: every wait points to an earlier panel or to
+    // this panel's row broadcast, so no GPU can wait on a peer that waits
+    // on it. Each is its own group: one group over both communicators
+    // would leave their order to NCCL. A 1-GPU row or column moves nothing.
+    if (s.Q > 1) {
+      PARRAY_NCCL_CHECK(ncclGroupStart());
+      PARRAY_NCCL_CHECK(ncclBroadcast(ap, ap, size_t(mp * w), ncclFloat, qa, gpu.row, comm));
+      PARRAY_NCCL_CHECK(ncclGroupEnd());
+      if (q != qa) received += double(mp * w) * sizeof(float);
+    }
+    if (s.P > 1) {
+      PARRAY_NCCL_CHECK(ncclGroupStart());
+      PARRAY_NCCL_CHECK(ncclBroadcast(bp, bp, size_t(w * nq), ncclFloat, pb, gpu.col, comm));
+      PARRAY_NCCL_CHECK(ncclGroupEnd());
+      if (p != pb) received += double(w * nq) * sizeof(float);
+    }
+    arrived[slot].record(comm);
+    arrived[slot].wait_on(compute);
+    local_gemm(s.plan.local, compute, mp, nq, w, alpha, ap, w, bp, nq, x == 0 ? beta : 1.f, L.c.get(), nq);
+    consumed[slot].record(compute);
+  }
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(comm));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(compute));
+  return received;
+}
+
+// K split on GPU g = t: W = alpha A[:, K_g] B[K_g, :] chunk by chunk of C's
+// rows; each chunk's reduce-scatter (sum over the GPUs, piece g to GPU g)
+// starts as soon as that chunk's GEMM is done, overlapping the next chunk's
+// GEMM. Returns the bytes received.
+double run_ksplit(Distributed::State& s, const ThreadCoord& t, float alpha, float beta) {
+  Distributed::State::Local& L = s.local[std::size_t(t.tid)];
+  const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid)];
+  cudaStream_t compute = *gpu.compute, comm = *gpu.in;
+  double received = 0;
+  const Range kg = s.k_slice(t.tid);
+  const index_t rows_per_chunk = index_t(s.G) * s.piece;
+  float* dst = beta == 0.f ? L.c.get() : nullptr;
+  if (!dst) {
+    if (L.r.floats() < std::size_t(s.own_rows() * s.N)) L.r = DeviceBuffer(std::size_t(s.own_rows() * s.N));
+    dst = L.r.get();
+  }
+  std::vector<Event> done(static_cast<std::size_t>(s.chunks));
+  for (int c = 0; c < s.chunks; ++c) {
+    const index_t r0 = index_t(c) * rows_per_chunk;
+    const index_t rows = std::clamp<index_t>(s.M - r0, 0, rows_per_chunk);
+    local_gemm(s.plan.local, compute, rows, s.N, kg.size(), alpha, L.a.get() + r0 * kg.size(),
+               std::max<index_t>(1, kg.size()), L.b.get(), s.N, 0.f, L.w.get() + r0 * s.N, s.N);
+    done[std::size_t(c)].record(compute);
+    done[std::size_t(c)].wait_on(comm);
+    PARRAY_NCCL_CHECK(ncclReduceScatter(L.w.get() + r0 * s.N, dst + index_t(c) * s.piece * s.N,
+                                        size_t(s.piece * s.N), ncclFloat, ncclSum, gpu.world, comm));
+    received += double(s.G - 1) * double(s.piece * s.N) * sizeof(float);
+  }
+  if (beta != 0.f) {  // C = (sum) + beta C on this GPU's rows
+    Event reduced;
+    reduced.record(comm);
+    reduced.wait_on(compute);
+    add_scaled(compute, s.own_rows(), s.N, dst, s.N, beta, L.c.get(), s.N);
+  }
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(comm));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(compute));
+  return received;
+}
+
+}  // namespace
+#endif
+
 Stats Distributed::run(float alpha, float beta) {
 #if PARRAY_HAVE_NCCL
   State& s = *s_;
@@ -210,82 +304,8 @@ Stats Distributed::run(float alpha, float beta) {
   std::vector<double> received(std::size_t(s.G), 0.0);
   const double t0 = now_ms();
   s.team->threads().detour([&](const ThreadCoord& t) {
-    State::Local& L = s.local[std::size_t(t.tid)];
-    const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid)];
-    cudaStream_t compute = *gpu.compute, comm = *gpu.in;
-    if (s.plan.variant == Variant::summa_2d) {
-      // SUMMA, per GPU (p, q): for each K panel t, A(p, t) arrives from GPU
-      // column a_owner(t) along row p, B(t, q) from GPU row b_owner(t) along
-      // column q, into slot t % 2 on the communication stream, while the GEMM
-      // of panel t - 1 runs on the compute stream. A slot is refilled only
-      // after the GEMM that read it (panel t - 2) has finished.
-      const int p = t[0], q = t[1];
-      const index_t mp = s.rows_of(p).size(), nq = s.cols_of(q).size();
-      const index_t ak0 = s.k_of(s.a_panels(q)).begin, bk0 = s.k_of(s.b_panels(p)).begin;
-      Event arrived[2], consumed[2];
-      for (index_t x = 0; x < s.T; ++x) {
-        const int slot = int(x % 2);
-        const Range kr = s.panel(x);
-        const index_t w = kr.size();
-        const int qa = s.a_owner(x), pb = s.b_owner(x);
-        float* ap = q == qa ? L.a.get() + mp * (kr.begin - ak0) : L.apanel[slot].get();
-        float* bp = p == pb ? L.b.get() + (kr.begin - bk0) * nq : L.bpanel[slot].get();
-        if (x >= 2) consumed[slot].wait_on(comm);
-        // Row broadcast, then column broadcast, on one stream in the same
-        // order on every GPU: every wait points to an earlier panel or to
-        // this panel's row broadcast, so no GPU can wait on a peer that waits
-        // on it. Each is its own group: one group over both communicators
-        // would leave their order to NCCL. A 1-GPU row or column moves nothing.
-        if (s.Q > 1) {
-          PARRAY_NCCL_CHECK(ncclGroupStart());
-          PARRAY_NCCL_CHECK(ncclBroadcast(ap, ap, size_t(mp * w), ncclFloat, qa, gpu.row, comm));
-          PARRAY_NCCL_CHECK(ncclGroupEnd());
-          if (q != qa) received[std::size_t(t.tid)] += double(mp * w) * sizeof(float);
-        }
-        if (s.P > 1) {
-          PARRAY_NCCL_CHECK(ncclGroupStart());
-          PARRAY_NCCL_CHECK(ncclBroadcast(bp, bp, size_t(w * nq), ncclFloat, pb, gpu.col, comm));
-          PARRAY_NCCL_CHECK(ncclGroupEnd());
-          if (p != pb) received[std::size_t(t.tid)] += double(w * nq) * sizeof(float);
-        }
-        arrived[slot].record(comm);
-        arrived[slot].wait_on(compute);
-        local_gemm(s.plan.local, compute, mp, nq, w, alpha, ap, w, bp, nq, x == 0 ? beta : 1.f, L.c.get(), nq);
-        consumed[slot].record(compute);
-      }
-    } else {
-      // K split, per GPU g: W = alpha A[:, K_g] B[K_g, :] chunk by chunk of
-      // C's rows; each chunk's reduce-scatter (sum over the GPUs, piece g to
-      // GPU g) starts as soon as that chunk's GEMM is done, overlapping the
-      // next chunk's GEMM.
-      const Range kg = s.k_slice(t.tid);
-      const index_t rows_per_chunk = index_t(s.G) * s.piece;
-      float* dst = beta == 0.f ? L.c.get() : nullptr;
-      if (!dst) {
-        if (L.r.floats() < std::size_t(s.own_rows() * s.N)) L.r = DeviceBuffer(std::size_t(s.own_rows() * s.N));
-        dst = L.r.get();
-      }
-      std::vector<Event> done(static_cast<std::size_t>(s.chunks));
-      for (int c = 0; c < s.chunks; ++c) {
-        const index_t r0 = index_t(c) * rows_per_chunk;
-        const index_t rows = std::clamp<index_t>(s.M - r0, 0, rows_per_chunk);
-        local_gemm(s.plan.local, compute, rows, s.N, kg.size(), alpha, L.a.get() + r0 * kg.size(),
-                   std::max<index_t>(1, kg.size()), L.b.get(), s.N, 0.f, L.w.get() + r0 * s.N, s.N);
-        done[std::size_t(c)].record(compute);
-        done[std::size_t(c)].wait_on(comm);
-        PARRAY_NCCL_CHECK(ncclReduceScatter(L.w.get() + r0 * s.N, dst + index_t(c) * s.piece * s.N,
-                                            size_t(s.piece * s.N), ncclFloat, ncclSum, gpu.world, comm));
-        received[std::size_t(t.tid)] += double(s.G - 1) * double(s.piece * s.N) * sizeof(float);
-      }
-      if (beta != 0.f) {  // C = (sum) + beta C on this GPU's rows
-        Event reduced;
-        reduced.record(comm);
-        reduced.wait_on(compute);
-        add_scaled(compute, s.own_rows(), s.N, dst, s.N, beta, L.c.get(), s.N);
-      }
-    }
-    PARRAY_CUDA_CHECK(cudaStreamSynchronize(comm));
-    PARRAY_CUDA_CHECK(cudaStreamSynchronize(compute));
+    received[std::size_t(t.tid)] =
+        s.plan.variant == Variant::summa_2d ? run_summa_2d(s, t, alpha, beta) : run_ksplit(s, t, alpha, beta);
   });
   Stats st;
   st.ms = now_ms() - t0;

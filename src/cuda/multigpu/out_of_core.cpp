@@ -262,6 +262,146 @@ class GemmTrace {
   std::vector<cudaEvent_t> events_;
 };
 
+// One out-of-core product: its operands on the host, its tiling and the K
+// chunk widths of a GPU's first block (ramped) and of its later ones.
+struct OocJob {
+  const Plan& plan;
+  const Tiling& tl;
+  float alpha, beta;
+  Rows A, B, C;
+  index_t M, N, K;
+  std::vector<index_t> first_widths, later_widths;
+};
+
+// What one GPU does: its C blocks in turn, each streamed through in K
+// chunks, all enqueued on its three streams (copies in, GEMMs, copies out),
+// ordered by events.
+class OocGpu {
+ public:
+  OocGpu(const OocJob& job, OocBuffers& buf, const GpuSlot& gpu, bool tracing)
+      : job_(job), buf_(buf), in_(*gpu.in), compute_(*gpu.compute), out_(*gpu.out), trace_(tracing) {}
+
+  // Blocks tid, tid + G, ... of the rb x cb C blocks; returns when this GPU is done.
+  void run(int tid, int G) {
+    trace_.mark(in_);
+    // Round-robin, not from a shared counter: this loop only enqueues (the
+    // copies and GEMMs are asynchronous), so a counter measured how fast
+    // host threads enqueue, not how fast GPUs finish — one thread took two
+    // of 4 blocks before another took its first, and that GPU ran twice as
+    // long (4 H200s: 766 ms against 404 in the run after; 2 H200s: a first
+    // repetition of 1.5 s against 0.79; docs/perf-notes.md "Change 8").
+    for (index_t j = 0, blk = tid; blk < job_.tl.rb * job_.tl.cb; ++j, blk = j * G + tid) block(j, blk);
+    trace_.mark(out_);
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(in_));
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(out_));
+  }
+
+  double h2d = 0, d2h = 0;  // bytes copied to and from the host
+  std::string trace_summary() const { return trace_.summary(); }
+
+ private:
+  // This GPU's j-th block, C block number blk.
+  void block(index_t j, index_t blk) {
+    const Tiling& tl = job_.tl;
+    const index_t bi = blk / tl.cb, bj = blk % tl.cb;
+    const index_t i0 = bi * tl.tm, j0 = bj * tl.tn;
+    const index_t mi = std::min(tl.tm, job_.M - i0), nj = std::min(tl.tn, job_.N - j0);
+    const int cs = int(j % tl.c_buffers);
+    float* cbuf = buf_.c[cs].get();
+    if (j >= tl.c_buffers) c_free_[cs].wait_on(compute_);  // C block j - c_buffers has left this buffer
+    if (job_.beta != 0.f) {
+      if (j >= tl.c_buffers) c_free_[cs].wait_on(in_);
+      copy_rows(cbuf, nj, job_.C.p + i0 * job_.C.ld + j0, job_.C.ld, mi, nj, cudaMemcpyHostToDevice, in_);
+      h2d += 4.0 * double(mi * nj);
+      c_loaded_.record(in_);
+      c_loaded_.wait_on(compute_);
+    }
+    index_t k0 = 0;
+    for (const index_t kc : j == 0 ? job_.first_widths : job_.later_widths) {
+      chunk(i0, j0, mi, nj, k0, kc, cbuf);
+      k0 += kc;
+    }
+    c_free_[cs].record(out_);
+  }
+
+  // K chunk k0 .. k0 + kc of the block at (i0, j0): A's and B's chunks into
+  // the next slot, then the GEMM into the C block; the last chunk also
+  // sends the block back.
+  void chunk(index_t i0, index_t j0, index_t mi, index_t nj, index_t k0, index_t kc, float* cbuf) {
+    const int slot = int(chunk_count_ % kSlots);
+    if (chunk_count_ >= kSlots) used_[slot].wait_on(in_);  // the GEMM that read this slot is done
+    const Rows &A = job_.A, &B = job_.B;
+    copy_rows(buf_.a[slot].get(), kc, A.p + i0 * A.ld + k0, A.ld, mi, kc, cudaMemcpyHostToDevice, in_);
+    copy_rows(buf_.b[slot].get(), nj, B.p + k0 * B.ld + j0, B.ld, kc, nj, cudaMemcpyHostToDevice, in_);
+    h2d += 4.0 * double(kc * (mi + nj));
+    loaded_[slot].record(in_);
+    loaded_[slot].wait_on(compute_);
+    const float b_eff = k0 == 0 ? job_.beta : 1.f;
+    if (k0 + kc < job_.K) {
+      trace_.mark(compute_);
+      local_gemm(job_.plan.local, compute_, mi, nj, kc, job_.alpha, buf_.a[slot].get(), kc, buf_.b[slot].get(), nj,
+                 b_eff, cbuf, nj);
+      trace_.mark(compute_);
+    } else {
+      last_chunk(i0, j0, mi, nj, kc, slot, b_eff, cbuf);
+    }
+    used_[slot].record(compute_);
+    ++chunk_count_;
+  }
+
+  // The last chunk strip by strip, each strip copied back as soon as it is
+  // done. Step 13 splits B's whole chunk on every call: there the last chunk
+  // is one GEMM (and only a GPU's last block's copy back waits).
+  void last_chunk(index_t i0, index_t j0, index_t mi, index_t nj, index_t kc, int slot, float b_eff, float* cbuf) {
+    const Tiling& tl = job_.tl;
+    const Rows& C = job_.C;
+    const bool by_strips = job_.plan.local != LocalGemm::tf32x3;
+    for (index_t r0 = 0, rows = 0; r0 < mi; r0 += rows) {
+      rows = by_strips ? std::min(r0 == 0 ? tl.lead_rows : tl.strip_rows, mi - r0) : mi;
+      trace_.mark(compute_);
+      local_gemm(job_.plan.local, compute_, rows, nj, kc, job_.alpha, buf_.a[slot].get() + r0 * kc, kc,
+                 buf_.b[slot].get(), nj, b_eff, cbuf + r0 * nj, nj);
+      trace_.mark(compute_);
+      strip_done_.record(compute_);
+      strip_done_.wait_on(out_);
+      copy_rows(C.p + (i0 + r0) * C.ld + j0, C.ld, cbuf + r0 * nj, nj, rows, nj, cudaMemcpyDeviceToHost, out_);
+    }
+    d2h += 4.0 * double(mi * nj);
+  }
+
+  const OocJob& job_;
+  OocBuffers& buf_;
+  cudaStream_t in_, compute_, out_;
+  Event loaded_[kSlots], used_[kSlots], c_loaded_, c_free_[2], strip_done_;
+  GemmTrace trace_;
+  index_t chunk_count_ = 0;  // chunks streamed by this GPU: slot = count % kSlots
+};
+
+// The buffers of each GPU of the plan, kept from call to call.
+std::vector<OocBuffers*> ooc_buffers(const Plan& plan) {
+  static std::mutex buffers_mu;
+  static auto* buffers = new std::map<int, std::unique_ptr<OocBuffers>>;  // by device; never destroyed (see team)
+  std::vector<OocBuffers*> mine(static_cast<std::size_t>(plan.gpus()));
+  std::lock_guard<std::mutex> lock(buffers_mu);
+  for (int g = 0; g < plan.gpus(); ++g) {
+    auto& b = (*buffers)[plan.devices[std::size_t(g)]];
+    if (!b) b = std::make_unique<OocBuffers>();
+    mine[std::size_t(g)] = b.get();
+  }
+  return mine;
+}
+
+std::string ooc_detail(const OocJob& job, std::size_t budget) {
+  const Tiling& tl = job.tl;
+  return "C blocks " + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + " (" + std::to_string(tl.rb) + "x" +
+         std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + " (a GPU's first block: " +
+         std::to_string(job.first_widths.size()) + " chunks from " + std::to_string(job.first_widths.front()) + "), " +
+         "last chunk in a strip of " + std::to_string(tl.lead_rows) + " rows and strips of " +
+         std::to_string(tl.strip_rows) + ", " + std::to_string(tl.c_buffers) + " C buffer(s), budget " +
+         std::to_string(budget >> 20) + " MiB, local GEMM " + local_gemm_name(job.plan.local);
+}
+
 Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Rows C, index_t M, index_t N, index_t K) {
   const int G = plan.gpus();
   const std::size_t budget = plan.budget_bytes > 0 ? plan.budget_bytes : default_budget(plan.devices);
@@ -269,101 +409,24 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   const Tiling tl = forced ? forced_tiling(plan, M, N, K, G, budget)
                            : choose_tiling(M, N, K, G, budget, beta != 0.f, local_model(plan.local));
   Team& tm = team(plan.devices, G, 1, false);
-  static std::mutex buffers_mu;
-  static auto* buffers = new std::map<int, std::unique_ptr<OocBuffers>>;  // by device; never destroyed (see team)
-  std::vector<OocBuffers*> mine(static_cast<std::size_t>(G));
-  {
-    std::lock_guard<std::mutex> lock(buffers_mu);
-    for (int g = 0; g < G; ++g) {
-      auto& b = (*buffers)[plan.devices[std::size_t(g)]];
-      if (!b) b = std::make_unique<OocBuffers>();
-      mine[std::size_t(g)] = b.get();
-    }
-  }
+  const std::vector<OocBuffers*> mine = ooc_buffers(plan);
   std::lock_guard<std::mutex> lock(tm.busy);
-  const index_t blocks = tl.rb * tl.cb;
   const bool tracing = multigpu_tuning().trace;
+  const OocJob job{plan, tl, alpha, beta, A, B, C, M, N, K, ooc_chunk_widths(tl, K, true),
+                   ooc_chunk_widths(tl, K, false)};
   std::vector<double> h2d(std::size_t(G), 0.0), d2h(std::size_t(G), 0.0);
   std::vector<std::size_t> held(std::size_t(G), 0);
   std::vector<std::string> traces(static_cast<std::size_t>(G));
-  // K chunk widths of a GPU's first block (ramped) and of its later ones.
-  const std::vector<index_t> first_widths = ooc_chunk_widths(tl, K, true);
-  const std::vector<index_t> later_widths = ooc_chunk_widths(tl, K, false);
   const double t0 = now_ms();
   tm.threads().detour([&](const ThreadCoord& t) {
-    OocBuffers& buf = *mine[std::size_t(t.tid)];
+    const std::size_t g = std::size_t(t.tid);
+    OocBuffers& buf = *mine[g];
     buf.fit(tl);
-    held[std::size_t(t.tid)] = buf.bytes();
-    const GpuSlot& gpu = tm.gpu[std::size_t(t.tid)];
-    cudaStream_t in = *gpu.in, compute = *gpu.compute, out = *gpu.out;
-    Event loaded[kSlots], used[kSlots], c_loaded, c_free[2], strip_done;
-    GemmTrace trace(tracing);
-    trace.mark(in);
-    index_t chunk_count = 0;  // chunks streamed by this GPU: slot = count % kSlots
-    for (index_t j = 0;; ++j) {
-      // Round-robin, not from a shared counter: this loop only enqueues (the
-      // copies and GEMMs are asynchronous), so a counter measured how fast
-      // host threads enqueue, not how fast GPUs finish — one thread took two
-      // of 4 blocks before another took its first, and that GPU ran twice as
-      // long (4 H200s: 766 ms against 404 in the run after; 2 H200s: a first
-      // repetition of 1.5 s against 0.79; docs/perf-notes.md "Change 8").
-      const index_t blk = j * G + t.tid;
-      if (blk >= blocks) break;
-      const index_t bi = blk / tl.cb, bj = blk % tl.cb;
-      const index_t i0 = bi * tl.tm, j0 = bj * tl.tn;
-      const index_t mi = std::min(tl.tm, M - i0), nj = std::min(tl.tn, N - j0);
-      const int cs = int(j % tl.c_buffers);
-      float* cbuf = buf.c[cs].get();
-      if (j >= tl.c_buffers) c_free[cs].wait_on(compute);  // C block j - c_buffers has left this buffer
-      if (beta != 0.f) {
-        if (j >= tl.c_buffers) c_free[cs].wait_on(in);
-        copy_rows(cbuf, nj, C.p + i0 * C.ld + j0, C.ld, mi, nj, cudaMemcpyHostToDevice, in);
-        h2d[std::size_t(t.tid)] += 4.0 * double(mi * nj);
-        c_loaded.record(in);
-        c_loaded.wait_on(compute);
-      }
-      index_t k0 = 0;
-      for (const index_t kc : j == 0 ? first_widths : later_widths) {
-        const int slot = int(chunk_count % kSlots);
-        if (chunk_count >= kSlots) used[slot].wait_on(in);  // the GEMM that read this slot is done
-        copy_rows(buf.a[slot].get(), kc, A.p + i0 * A.ld + k0, A.ld, mi, kc, cudaMemcpyHostToDevice, in);
-        copy_rows(buf.b[slot].get(), nj, B.p + k0 * B.ld + j0, B.ld, kc, nj, cudaMemcpyHostToDevice, in);
-        h2d[std::size_t(t.tid)] += 4.0 * double(kc * (mi + nj));
-        loaded[slot].record(in);
-        loaded[slot].wait_on(compute);
-        const float b_eff = k0 == 0 ? beta : 1.f;
-        if (k0 + kc < K) {
-          trace.mark(compute);
-          local_gemm(plan.local, compute, mi, nj, kc, alpha, buf.a[slot].get(), kc, buf.b[slot].get(), nj, b_eff, cbuf,
-                     nj);
-          trace.mark(compute);
-        } else {  // last chunk: strip by strip, each strip copied back as soon as it is done
-          // Step 13 splits B's whole chunk on every call: there the last
-          // chunk is one GEMM (and only a GPU's last block's copy back waits).
-          const bool by_strips = plan.local != LocalGemm::tf32x3;
-          for (index_t r0 = 0, rows = 0; r0 < mi; r0 += rows) {
-            rows = by_strips ? std::min(r0 == 0 ? tl.lead_rows : tl.strip_rows, mi - r0) : mi;
-            trace.mark(compute);
-            local_gemm(plan.local, compute, rows, nj, kc, alpha, buf.a[slot].get() + r0 * kc, kc, buf.b[slot].get(),
-                       nj, b_eff, cbuf + r0 * nj, nj);
-            trace.mark(compute);
-            strip_done.record(compute);
-            strip_done.wait_on(out);
-            copy_rows(C.p + (i0 + r0) * C.ld + j0, C.ld, cbuf + r0 * nj, nj, rows, nj, cudaMemcpyDeviceToHost, out);
-          }
-          d2h[std::size_t(t.tid)] += 4.0 * double(mi * nj);
-        }
-        used[slot].record(compute);
-        ++chunk_count;
-        k0 += kc;
-      }
-      c_free[cs].record(out);
-    }
-    trace.mark(out);
-    PARRAY_CUDA_CHECK(cudaStreamSynchronize(in));
-    PARRAY_CUDA_CHECK(cudaStreamSynchronize(compute));
-    PARRAY_CUDA_CHECK(cudaStreamSynchronize(out));
-    traces[std::size_t(t.tid)] = trace.summary();
+    held[g] = buf.bytes();
+    OocGpu gpu(job, buf, tm.gpu[g], tracing);
+    gpu.run(t.tid, G);
+    h2d[g] = gpu.h2d, d2h[g] = gpu.d2h;
+    traces[g] = gpu.trace_summary();
   });
   Stats st;
   st.ms = now_ms() - t0;
@@ -373,14 +436,9 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
     if (!traces[std::size_t(g)].empty())
       st.trace += (st.trace.empty() ? "" : " | ") + ("GPU " + std::to_string(g) + ": ") + traces[std::size_t(g)];
   }
-  st.blocks = tl.rb * tl.cb, st.k_chunks = static_cast<long long>(later_widths.size());  // after the first block's ramp
-  st.detail = "C blocks " + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + " (" + std::to_string(tl.rb) + "x" +
-              std::to_string(tl.cb) + "), K chunks of " + std::to_string(tl.tk) + " (a GPU's first block: " +
-              std::to_string(first_widths.size()) + " chunks from " + std::to_string(first_widths.front()) + "), " +
-              "last chunk in a strip of " + std::to_string(tl.lead_rows) + " rows and strips of " +
-              std::to_string(tl.strip_rows) + ", " +
-              std::to_string(tl.c_buffers) + " C buffer(s), budget " + std::to_string(budget >> 20) +
-              " MiB, local GEMM " + local_gemm_name(plan.local);
+  st.blocks = tl.rb * tl.cb;
+  st.k_chunks = static_cast<long long>(job.later_widths.size());  // after the first block's ramp
+  st.detail = ooc_detail(job, budget);
   return st;
 }
 

@@ -423,122 +423,170 @@ bool ksplit_adds() { return multigpu_tuning().ksplit_adds; }
 // tile sums that tile's slices): 116 % at 8, 109 % at 2 threads against 114 /
 // 106 % for this pass — one SM reading 8 slices of a tile is slower than all
 // SMs streaming them.
-void split_k(const GemmCall<float>& call, int threads, bool host) {
-  check_sizes(call, "ml-split-k");
-  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
-  const int device = caller_device();
-  Context& cx = context();
-  std::lock_guard<std::mutex> lock(cx.mu);
-  cx.ensure_threads(threads);
-  const RowMajorOperands ops(call, host, cx);
-  const float *A = ops.A, *B = ops.B;
-  float* C = ops.C;
-  const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
-  const int parts = int(std::min<index_t>(threads, K));
-  const bool direct = parts == 1;  // the one part writes C itself
-  const bool adds = !direct && ksplit_adds();
-  // Slices with rows padded to 4 floats: the summing pass reads 16 bytes at a time.
-  const long long ldw = (N + 3) / 4 * 4, slice = M * ldw;
-  float* W = direct || adds ? nullptr : cx.dw.get(size_t(parts) * size_t(slice));
-  float *hA = nullptr, *hB = nullptr, *hC = nullptr;
-  if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
-  // Device operands, adding, parts short enough for the 128 x 128 tile: each
-  // part first copies its slice of A into its columns of a column-major copy
-  // (rows padded to 4 floats), so that the tile loads both operands by
-  // 16-byte cp.async (part_wants_col_major_a). The copy moves 8 M K bytes in
-  // all, the parts' copies running beside the other parts' products.
-  const long long ldt = (M + 3) / 4 * 4;
-  const int longest_part = int((K + parts - 1) / parts);
-  const bool col_major_a = adds && !host && part_wants_col_major_a(int(M), int(N), longest_part, parts) &&
-                           cuda::workspace_fits(size_t(ldt) * size_t(K) * sizeof(float));
-  float* At = col_major_a ? cx.dw.get(size_t(ldt) * size_t(K)) : nullptr;
-  // Device operands, adding: the calling thread (thread 0, stream 0) scales C
-  // before the threads start, so no thread waits for another on the host —
-  // neither here nor at the end, where each waits for its own stream only
-  // (every barrier of a thread array wakes each of its threads; measured
-  // within the hosts' spread, kept as the simpler order: docs/perf-notes.md
-  // "Change 9").
-  const bool no_barriers = adds && !host;
-  cx.launched = 0;
-  if (!host) after_callers_work(cx, threads);
-  if (no_barriers) {
-    scale_on_stream(cx.streams[0], int(M), int(N), call.beta, C, ldc);
-    PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], cx.streams[0]));
+class KSplit {
+ public:
+  // cx: locked, with `threads` threads; device: the caller's.
+  KSplit(const GemmCall<float>& call, int threads, bool host, Context& cx, int device)
+      : call_(call), threads_(threads), host_(host), cx_(cx), device_(device),
+        M_(call.c.rows()), N_(call.c.cols()), K_(call.a.cols()), ops_(call, host, cx),
+        parts_(int(std::min<index_t>(threads, K_))), direct_(parts_ == 1),  // the one part writes C itself
+        adds_(!direct_ && ksplit_adds()) {
+    // Slices with rows padded to 4 floats: the summing pass reads 16 bytes at a time.
+    ldw_ = (N_ + 3) / 4 * 4, slice_ = M_ * ldw_;
+    W_ = direct_ || adds_ ? nullptr : cx.dw.get(size_t(parts_) * size_t(slice_));
+    if (host) hA_ = cx.ha.get(size_t(M_ * K_)), hB_ = cx.hb.get(size_t(K_ * N_)), hC_ = cx.hc.get(size_t(M_ * N_));
+    // Device operands, adding, parts short enough for the 128 x 128 tile: each
+    // part first copies its slice of A into its columns of a column-major copy
+    // (rows padded to 4 floats), so that the tile loads both operands by
+    // 16-byte cp.async (part_wants_col_major_a). The copy moves 8 M K bytes in
+    // all, the parts' copies running beside the other parts' products.
+    ldt_ = (M_ + 3) / 4 * 4;
+    const int longest_part = int((K_ + parts_ - 1) / parts_);
+    col_major_a_ = adds_ && !host && part_wants_col_major_a(int(M_), int(N_), longest_part, parts_) &&
+                   cuda::workspace_fits(size_t(ldt_) * size_t(K_) * sizeof(float));
+    At_ = col_major_a_ ? cx.dw.get(size_t(ldt_) * size_t(K_)) : nullptr;
+    // Device operands, adding: the calling thread (thread 0, stream 0) scales C
+    // before the threads start, so no thread waits for another on the host —
+    // neither here nor at the end, where each waits for its own stream only
+    // (every barrier of a thread array wakes each of its threads; measured
+    // within the hosts' spread, kept as the simpler order: docs/perf-notes.md
+    // "Change 9").
+    no_barriers_ = adds_ && !host;
+    // In turn needs a body without barriers: device operands, adding.
+    in_turn_ = no_barriers_ && parts_in_turn(host);
   }
-  // In turn needs a body without barriers: device operands, adding.
-  const bool in_turn = no_barriers && parts_in_turn(host);
-  run_parts(threads, in_turn, cx, [&](const ThreadCoord& t) {
-    PARRAY_CUDA_CHECK(cudaSetDevice(device));
-    cudaStream_t s = cx.streams[size_t(t.tid)];
-    if (host && call.beta != 0.f && t.tid == 0) {  // C is read by the sum (or the one part), both on stream 0
-      pack(call.c, 0, M, 0, N, hC);
-      PARRAY_CUDA_CHECK(cudaMemcpyAsync(C, hC, size_t(M * N) * sizeof(float), cudaMemcpyHostToDevice, s));
+
+  void run() {
+    cx_.launched = 0;
+    if (!host_) after_callers_work(cx_, threads_);
+    if (no_barriers_) {
+      scale_on_stream(cx_.streams[0], int(M_), int(N_), call_.beta, ops_.C, ops_.ldc);
+      PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], cx_.streams[0]));
     }
-    if (adds && !no_barriers) {  // C = beta C before any part adds into it
+    run_parts(threads_, in_turn_, cx_, [&](const ThreadCoord& t) { part_body(t); });
+    ops_.copy_back(call_);
+  }
+
+ private:
+  void part_body(const ThreadCoord& t) {
+    PARRAY_CUDA_CHECK(cudaSetDevice(device_));
+    cudaStream_t s = cx_.streams[size_t(t.tid)];
+    prepare_c(t, s);
+    multiply_slice(t, s);
+    if (no_barriers_) {  // C is complete once every stream is: detour returns after all of them
+      if (!in_turn_) PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));  // else run_parts waits
+      return;
+    }
+    finish_c(t, s);
+  }
+
+  // C on the device before any part writes it: the host's C (read by the sum
+  // or the one part, both on stream 0), scaled by beta where the parts add.
+  void prepare_c(const ThreadCoord& t, cudaStream_t s) {
+    if (host_ && call_.beta != 0.f && t.tid == 0) {
+      pack(call_.c, 0, M_, 0, N_, hC_);
+      PARRAY_CUDA_CHECK(cudaMemcpyAsync(ops_.C, hC_, size_t(M_ * N_) * sizeof(float), cudaMemcpyHostToDevice, s));
+    }
+    if (adds_ && !no_barriers_) {  // C = beta C before any part adds into it
       if (t.tid == 0) {
-        scale_on_stream(s, int(M), int(N), call.beta, C, ldc);
-        PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+        scale_on_stream(s, int(M_), int(N_), call_.beta, ops_.C, ops_.ldc);
+        PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], s));
       }
       t.sync();  // the event is recorded
     }
-    if (adds && t.tid != 0) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.ready[0], 0));
-    // The first `parts` threads take one K slice each (none empty).
-    const Range kr = t.tid < parts ? part(K, parts, t.tid) : Range{0, 0};
-    const index_t step = host ? std::max<index_t>(64, (kr.size() / 4 + 15) / 16 * 16) : std::max<index_t>(kr.size(), 1);
+    if (adds_ && t.tid != 0) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.ready[0], 0));
+  }
+
+  // This thread's K slice (the first `parts` threads take one each, none
+  // empty), in chunks (host operands: copied up chunk by chunk).
+  void multiply_slice(const ThreadCoord& t, cudaStream_t s) {
+    const float *A = ops_.A, *B = ops_.B;
+    const long long lda = ops_.lda, ldb = ops_.ldb, ldc = ops_.ldc;
+    const index_t M = M_, N = N_;
+    const Range kr = t.tid < parts_ ? part(K_, parts_, t.tid) : Range{0, 0};
+    const index_t step =
+        host_ ? std::max<index_t>(64, (kr.size() / 4 + 15) / 16 * 16) : std::max<index_t>(kr.size(), 1);
     for (index_t k0 = kr.begin; k0 < kr.end; k0 += step) {
       const index_t kc = std::min(step, kr.end - k0);
       const float *a = A + k0, *b = B + k0 * ldb;
       long long la = lda;
-      if (host) {  // chunk [k0, k0 + kc) of A (chunk-blocked: lda = kc) and of B
-        pack(call.a, 0, M, k0, kc, hA + M * k0);
-        pack(call.b, k0, kc, 0, N, hB + k0 * N);
-        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(A) + M * k0, hA + M * k0,
+      if (host_) {  // chunk [k0, k0 + kc) of A (chunk-blocked: lda = kc) and of B
+        pack(call_.a, 0, M, k0, kc, hA_ + M * k0);
+        pack(call_.b, k0, kc, 0, N, hB_ + k0 * N);
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(A) + M * k0, hA_ + M * k0,
                                           size_t(M * kc) * sizeof(float), cudaMemcpyHostToDevice, s));
-        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + k0 * N, hB + k0 * N,
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + k0 * N, hB_ + k0 * N,
                                           size_t(kc * N) * sizeof(float), cudaMemcpyHostToDevice, s));
         a = A + M * k0, la = kc;
       }
       const bool first = k0 == kr.begin;
-      if (direct)
-        gemm_best_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, first ? call.beta : 1.f, C, ldc, 1);
-      else if (adds) {  // one chunk (device operands): the parts' joint tail by the order in which
+      if (direct_) {
+        gemm_best_on_stream(s, int(M), int(N), int(kc), call_.alpha, a, la, b, ldb, first ? call_.beta : 1.f, ops_.C,
+                            ldc, 1);
+      } else if (adds_) {  // one chunk (device operands): the parts' joint tail by the order in which
         // they are launched (the last one's tiles run last, and it takes the tail)
-        if (col_major_a) {
-          transpose_on_stream(s, int(kc), int(M), a, la, At + k0 * ldt, ldt);
-          a = At + k0 * ldt, la = ldt;
+        if (col_major_a_) {
+          transpose_on_stream(s, int(kc), int(M), a, la, At_ + k0 * ldt_, ldt_);
+          a = At_ + k0 * ldt_, la = ldt_;
         }
-        gemm_best_add_on_stream(s, int(M), int(N), int(kc), call.alpha, a, la, b, ldb, C, ldc, parts,
-                                kc == kr.size() ? cx.launched.fetch_add(1) : -1, col_major_a);
+        gemm_best_add_on_stream(s, int(M), int(N), int(kc), call_.alpha, a, la, b, ldb, ops_.C, ldc, parts_,
+                                kc == kr.size() ? cx_.launched.fetch_add(1) : -1, col_major_a_);
       } else {
-        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W + t.tid * slice,
-                            ldw, parts);
+        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W_ + t.tid * slice_,
+                            ldw_, parts_);
       }
     }
-    if (no_barriers) {  // C is complete once every stream is: detour returns after all of them
-      if (!in_turn) PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));  // else run_parts waits
-      return;
-    }
-    PARRAY_CUDA_CHECK(cudaEventRecord(cx.done[size_t(t.tid)], s));
+  }
+
+  // After every part: thread 0 sums the slices into C (unless the parts
+  // added), then each thread brings back its rows of C (host operands).
+  void finish_c(const ThreadCoord& t, cudaStream_t s) {
+    PARRAY_CUDA_CHECK(cudaEventRecord(cx_.done[size_t(t.tid)], s));
     t.sync();  // every part has its event
-    if (t.tid == 0 && !direct) {
-      for (int j = 1; j < parts; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.done[size_t(j)], 0));
-      if (!adds) sum_parts_on_stream(s, int(M), int(N), parts, W, ldw, slice, call.alpha, call.beta, C, ldc);
+    if (t.tid == 0 && !direct_) {
+      for (int j = 1; j < parts_; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.done[size_t(j)], 0));
+      if (!adds_)
+        sum_parts_on_stream(s, int(M_), int(N_), parts_, W_, ldw_, slice_, call_.alpha, call_.beta, ops_.C, ops_.ldc);
     }
-    if (t.tid == 0) PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[0], s));
+    if (t.tid == 0) PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], s));
     t.sync();  // C has its event
-    if (host) {  // rows of C back, one block per thread
-      const Range r = part(M, t.size(), t.tid);
+    if (host_) {  // rows of C back, one block per thread
+      const Range r = part(M_, t.size(), t.tid);
       if (r.size() > 0) {
-        PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx.ready[0], 0));
-        PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC + r.begin * N, C + r.begin * N, size_t(r.size() * N) * sizeof(float),
-                                          cudaMemcpyDeviceToHost, s));
+        PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.ready[0], 0));
+        PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC_ + r.begin * N_, ops_.C + r.begin * N_,
+                                          size_t(r.size() * N_) * sizeof(float), cudaMemcpyDeviceToHost, s));
         PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
-        unpack(hC + r.begin * N, r.begin, r.size(), call.c);
+        unpack(hC_ + r.begin * N_, r.begin, r.size(), call_.c);
       }
     }
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
-  });
-  ops.copy_back(call);
+  }
+
+  const GemmCall<float>& call_;
+  const int threads_;
+  const bool host_;
+  Context& cx_;
+  const int device_;
+  const index_t M_, N_, K_;
+  const RowMajorOperands ops_;
+  const int parts_;
+  const bool direct_, adds_;
+  long long ldw_ = 0, slice_ = 0, ldt_ = 0;
+  float* W_ = nullptr;
+  float *hA_ = nullptr, *hB_ = nullptr, *hC_ = nullptr;
+  bool col_major_a_ = false;
+  float* At_ = nullptr;
+  bool no_barriers_ = false, in_turn_ = false;
+};
+
+void split_k(const GemmCall<float>& call, int threads, bool host) {
+  check_sizes(call, "ml-split-k");
+  const int device = caller_device();
+  Context& cx = context();
+  std::lock_guard<std::mutex> lock(cx.mu);
+  cx.ensure_threads(threads);
+  KSplit(call, threads, host, cx, device).run();
 }
 
 GemmImpl make(const std::string& family, const std::string& split, int t, std::string desc) {
