@@ -234,7 +234,7 @@ const Key kKeys[] = {
         "KC of the packed and the direct path instead of the table's (0: the table's)"),
     key<kCpu, &CpuTuning::mc, Integer<long, 0, 65536>>(
         "cpu.mc", "PARRAY_CPU_MC",
-        "MC of the packed path instead of the table's, rounded down to MR (0: the table's)"),
+        "MC of both paths instead of the table's, rounded down to MR (0: the table's)"),
     key<kCpu, &CpuTuning::direct, Named<ChoiceNames>>(
         "cpu.direct", "PARRAY_CPU_DIRECT",
         "direct (unpacked) path for strided AVX-512 operands: auto (by size), 0 never, 1 wherever it applies"),
