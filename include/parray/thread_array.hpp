@@ -32,7 +32,6 @@ namespace detail {
 // n - 1 threads and joined them cost ~20-100 us per thread, the first CUDA
 // call of each new thread included — 5 to 25 % of a 3 ms GEMM split over
 // 2..8 streams (docs/multilevel.md). A task must not throw.
-// PARRAY_THREAD_POOL=0 starts fresh threads every call (for measuring).
 void run_on_threads(int n, const std::function<void(int)>& task);
 // Threads the pool holds now (started and not ended), for tests.
 int pool_threads();
