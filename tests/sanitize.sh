@@ -12,5 +12,8 @@ rc=$?
 echo "$out" | tail -n 40
 ran=$(echo "$out" | sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran\..*/\1/p' | tail -n 1)
 if [ -z "$ran" ] || [ "$ran" -eq 0 ]; then echo "the filter '$filter' selected no test"; exit 1; fi
-echo "$out" | grep -q "ERROR SUMMARY: 0 errors" || { echo "$tool reported errors"; exit 1; }
+# memcheck ends with "ERROR SUMMARY: 0 errors", racecheck with
+# "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)".
+echo "$out" | grep -qE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors" ||
+  { echo "$tool reported errors"; exit 1; }
 exit $rc

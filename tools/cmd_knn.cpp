@@ -459,7 +459,7 @@ int cmd_bench_knn(const KnnCli& c) {
   std::cout << knn_bench_table(rows);
   if (!c.b_csv.empty()) write_text(c.b_csv, knn_bench_csv(rows));
   for (const KnnBenchRow& r : rows)
-    if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
+    if (r.outcome == Outcome::failed) return 1;
   return 0;
 }
 
@@ -511,7 +511,7 @@ int cmd_bench_gemv(const KnnCli& c) {
   std::cout << gemv_bench_table(rows);
   if (!c.g_csv.empty()) write_text(c.g_csv, gemv_bench_csv(rows));
   for (const GemvBenchRow& r : rows)
-    if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
+    if (r.outcome == Outcome::failed) return 1;
   return 0;
 }
 

@@ -56,6 +56,22 @@ void check_fits(const GemmProblem& p) {
                             p.n, dtype_name(p.dtype), need / (1 << 30), have / (1 << 30)));
 }
 
+// The implementations carrying tag `tag` (GemmImpl::tags) that can run here:
+// GPU ones only with a GPU, as for "all".
+std::vector<std::string> tagged_impls(const std::string& tag) {
+  std::vector<std::string> names;
+  int left_out = 0;
+  for (const GemmImpl& i : registry().all()) {
+    if (!i.has_tag(tag)) continue;
+    if (i.device == Device::gpu && !cuda_available()) ++left_out;
+    else names.push_back(i.name);
+  }
+  if (left_out > 0)
+    std::fprintf(stderr, "[bench] no GPU here: %d GPU implementations tagged '%s' left out\n", left_out, tag.c_str());
+  if (names.empty() && left_out > 0) throw Error("--impl " + tag + ": every implementation tagged so needs a GPU");
+  return names;
+}
+
 std::vector<std::string> expand_impls(const std::string& list) {
   std::vector<std::string> names;
   for (const std::string& item : split_list(list, ',')) {
@@ -72,6 +88,8 @@ std::vector<std::string> expand_impls(const std::string& list) {
     } else if (item == "baselines") {
       for (const GemmImpl& i : registry().all())
         if (i.baseline) names.push_back(i.name);
+    } else if (const std::vector<std::string> tagged = tagged_impls(item); !tagged.empty()) {
+      names.insert(names.end(), tagged.begin(), tagged.end());
     } else {
       names.push_back(registry().find(item).name);  // throws for unknown names
     }
@@ -113,18 +131,19 @@ void print_tuning() {
 int cmd_list(const std::string& format) {
   const Registry& r = registry();
   if (format == "csv") {
-    std::cout << "name,device,dtypes,baseline,description,preconditions\n";
+    std::cout << "name,device,dtypes,baseline,tags,description,preconditions\n";
     for (const GemmImpl& i : r.all())
-      std::cout << fmt::format("{},{},\"{}\",{},\"{}\",\"{}\"\n", i.name, device_name(i.device), i.dtypes(),
-                               i.baseline ? 1 : 0, i.description, i.preconditions);
+      std::cout << fmt::format("{},{},\"{}\",{},\"{}\",\"{}\",\"{}\"\n", i.name, device_name(i.device), i.dtypes(),
+                               i.baseline ? 1 : 0, fmt::join(i.tags, " "), i.description, i.preconditions);
     for (const MissingPart& m : r.missing()) std::cout << fmt::format("# missing {}: {}\n", m.name, m.reason);
     return 0;
   }
   if (format != "table") throw Error("unknown format '" + format + "' (use table or csv)");
   std::cout << fmt::format("{:<20} {:<4} {:<8} {}\n", "implementation", "dev", "dtypes", "description");
   for (const GemmImpl& i : r.all())
-    std::cout << fmt::format("{:<20} {:<4} {:<8} {}{}\n{:<34}  ({})\n", i.name, device_name(i.device), i.dtypes(),
-                             i.baseline ? "[baseline] " : "", i.description, "", i.preconditions);
+    std::cout << fmt::format("{:<20} {:<4} {:<8} {}{}\n{:<34}  ({}){}\n", i.name, device_name(i.device), i.dtypes(),
+                             i.baseline ? "[baseline] " : "", i.description, "", i.preconditions,
+                             i.tags.empty() ? "" : fmt::format(" [{}]", fmt::join(i.tags, ", ")));
   std::cout << fmt::format("\ndefaults: cpu -> {}, gpu -> {}\n", r.default_name(Device::cpu),
                            r.default_name(Device::gpu).empty() ? "(none)" : r.default_name(Device::gpu));
   std::cout << fmt::format("cpu: {} vector unit; parray-cpu uses the {} microkernel\n", cpu_vector_isa(), cpu_isa());
@@ -163,31 +182,34 @@ int cmd_gemm(const GemmArgs& g) {
     throw Error("--print is for small matrices (at most 64x64)");
   check_fits(p);
   const GemmImpl& impl = registry().find(g.impl);
-  GemmCase gcase(p);
-  if (std::string why = gcase.why_not(impl); !why.empty())
-    throw Error("implementation '" + impl.name + "' cannot run this problem: " + why);
-
   BenchOptions o;
   o.impls = {impl.name};
   o.problems = {p};
   o.threads = {g.threads > 0 ? g.threads : 0};
   if (g.reps > 0) o.min_reps = o.max_reps = g.reps;
   o.progress = false;
-  if (g.print) {  // show the operands and the product of one verified run
+  // The table's own case, built once: refuse what the implementation cannot
+  // run before anything is timed; with --print, show one verified product.
+  bool print_failed = false;
+  o.on_case = [&](GemmCase& gcase) {
+    if (std::string why = gcase.why_not(impl); !why.empty())
+      throw Error("implementation '" + impl.name + "' cannot run this problem: " + why);
+    if (!g.print) return;
     const CheckResult c = gcase.run_and_check(impl, g.threads > 0 ? g.threads : 1);
     std::cout << gcase.print();
     std::cout << fmt::format("check {}: rel_err {:.3e}, sum_abs_err {:.3e}{}\n", c.ok ? "OK" : "FAILED", c.rel_err,
                              c.sum_abs_err, c.ok ? "" : " (" + c.reason + ")");
-    if (!c.ok) return 1;
-  }
+    print_failed = !c.ok;
+  };
   if (o.threads.front() == 0) o.threads = {omp_get_max_threads()};
   o.child_exe = "/proc/self/exe";  // baselines run in a child process of their own
   const std::vector<BenchRow> rows = run_gemm_bench(o);
+  if (print_failed) return 1;
   const BenchRow& r = rows.front();
   std::cout << fmt::format("{} ({}) {} C[{}x{}] = A[{}x{}] * B[{}x{}], layouts {}, alpha {}, beta {}, {} thread(s)\n",
                            r.impl, r.device, r.dtype, p.m, p.n, p.m, p.k, p.k, p.n, r.layout, p.alpha, p.beta,
                            r.threads);
-  if (!r.ok) {
+  if (!r.ok()) {
     std::cout << "check FAILED: " << r.note << "\n";
     return 1;
   }
@@ -276,7 +298,7 @@ int cmd_bench_gemm(const BenchArgs& b) {
   for (const std::string* path : {&b.csv, &b.json})
     if (!path->empty()) std::fprintf(stderr, "[bench] wrote %s\n", path->c_str());
   for (const BenchRow& r : rows)
-    if (!r.ok && r.note.rfind("skipped", 0) != 0) return 1;
+    if (r.outcome == Outcome::failed) return 1;
   return 0;
 }
 
