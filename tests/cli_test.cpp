@@ -226,7 +226,7 @@ TEST(Cli, TuneSetsKeysAfterTheEnvironment) {
 }
 
 // A short K and a C larger than the caches (64 MiB here) take the packed
-// path's along-rows tile order by default (driver.cpp, choose_tile_order);
+// path's along-rows tile order by default (src/cpu/gemm/blocked.cpp, choose_tile_order);
 // rows and columns not multiples of the tiles, two threads, beta accumulating.
 TEST(Cli, ShortKLargeCVerifies) {
   for (const char* dtype : {"f64", "f32"}) {
