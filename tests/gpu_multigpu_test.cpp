@@ -315,11 +315,9 @@ TEST(GpuMultiGpuPlan, BadPlansAreRejected) {
 
 // The out-of-core planner (no GPU needed): every blocking it returns covers
 // C exactly with its blocks, fits the budget and chunks K; too small a budget
-// is refused; and at 32768^3 on 2 GPUs it keeps the blocking the eighth
-// session measured best: 4 x 4 blocks of 8192^2, K chunks of 8192 (2 x H200,
-// cuBLAS as the local GEMM: 698 ms against 702 for 2 x 2 blocks and 719 for
-// 1 x 2, cublasXt 711-714 in each run; step 12: 763, 764, 766 ms;
-// docs/multilevel.md "Eighth session").
+// is refused; and at 32768^3 on 2 GPUs it keeps the blocking measured best:
+// 4 x 4 blocks of 8192^2, K chunks of 8192 (2 x H200, against 2 x 2 and
+// 1 x 2 blocks; docs/multilevel.md).
 TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
 #if PARRAY_HAVE_CUDA
   std::mt19937_64 rng(11);
@@ -355,8 +353,9 @@ TEST(GpuMultiGpuPlan, OutOfCoreTilingCoversAndFits) {
   EXPECT_GE((big.tm + big.strip_rows - 1) / big.strip_rows, 8) << "the copy back hidden behind at least 8 strips";
   EXPECT_LT(big.lead_rows, big.tm) << "the last strips after the lead hide its copy back";
   // Step 13: buffers, ring and split copies (3 chunk pairs) in the budget;
-  // at 32768^3 on 2 GPUs the blocking measured in the tenth session (2 x 2
-  // blocks of 16384^2, K chunks of 8192: 1.74x cublasXt on 2 x H200).
+  // at 32768^3 on 2 GPUs the blocking measured best (2 x 2 blocks of 16384^2,
+  // K chunks of 8192: 1.74x cublasXt on 2 x H200,
+  // bench/results/4xh200-2026-11-22-multigpu-3xtf32.csv).
   const multigpu::OocTiling fast =
       multigpu::plan_out_of_core(32768, 32768, 32768, 2, std::size_t(8) << 30, false, multigpu::LocalGemm::tf32x3);
   EXPECT_EQ(fast.rb * fast.cb, 4);

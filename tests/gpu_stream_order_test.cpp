@@ -3,8 +3,8 @@
 // legacy default stream. Here a kernel on that stream first waits ~20 ms and
 // then fills C with NaN; the split, called right after it without any
 // synchronisation, must run after it and overwrite C (beta = 0). A split that
-// started at once would finish first and leave the NaN (the ninth session's
-// race: a pageable cudaMemcpy of the harness's poison still landing while a
+// started at once would finish first and leave the NaN (the race this
+// guards against: a pageable cudaMemcpy of the harness's poison still landing while a
 // 1024^3 K split added into C).
 #include <gtest/gtest.h>
 

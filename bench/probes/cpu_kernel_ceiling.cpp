@@ -3,7 +3,7 @@
 // is the median over the rounds of its speed divided by the peak loop's speed
 // in the same round — the development VM's speed moves ±5 % within minutes,
 // and a ratio taken in the same seconds cancels that (docs/perf-notes.md,
-// CPU session 16). The cases, each a step closer to the real product:
+// CPU section). The cases, each a step closer to the real product:
 //   peak          24 independent FMA chains in registers (the measured peak)
 //   pattern       the AVX-512 kernel's k step (3 loads of B, 8 broadcasts of A,
 //                 24 FMAs) at fixed addresses: the instruction mix alone

@@ -114,10 +114,10 @@ TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_
                           double min_warmup_seconds = 0);
 
 // One-thread timings on one CPU. On the shared 2-vCPU VM one vCPU at times
-// ran a 64^3 or 512^3 product 20-30 % slower than the other for seconds at a
+// ran a 64^3 or 512^3 product markedly slower than the other for seconds at a
 // time (host contention that the steal counter does not show), so a
 // one-thread row timed here on one vCPU and a baseline's child on the other
-// compared the vCPUs, not the libraries (docs/cpu-gemm.md, session 13).
+// compared the vCPUs, not the libraries.
 // The highest CPU this process may run on (CPU 0 takes most interrupts), or
 // -1 where affinity cannot be read.
 int default_single_thread_cpu();

@@ -93,8 +93,7 @@ struct BlasLibrary {
     // parray links libblas.so.3 (through ScaLAPACK, LAPACK and FAISS), which
     // Debian's alternatives point at OpenBLAS; without it BLIS's cblas_sgemm,
     // which calls its own sgemm_, called OpenBLAS's sgemm_ instead — the
-    // "BLIS" baseline ran at OpenBLAS's speed and followed OPENBLAS_CORETYPE
-    // (docs/cpu-gemm.md, session 11).
+    // "BLIS" baseline ran at OpenBLAS's speed and followed OPENBLAS_CORETYPE.
     handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!handle) return std::string("dlopen failed: ") + dlerror();
     sgemm = reinterpret_cast<sgemm_fn>(dlsym(handle, "cblas_sgemm"));

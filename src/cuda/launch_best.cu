@@ -53,8 +53,8 @@ namespace {
 // Row-major A with column-major B (both along k) as row-major A and B: B
 // copied into a row-major workspace first, then the wide tile. Why: with
 // both operands staged through registers only the 128 x 128 tile fits (the
-// wide one spilled), and it ran at 81-84 % of cuBLAS where the wide tile on
-// row-major B runs at 90-92 % (H100, docs/perf-notes.md "Change 7"); the copy
+// wide one spilled), and it ran at 80-84 % of cuBLAS where the copy and the
+// wide tile reach 90-92 % (H100, bench/results/h100-2026-11-22-gemm-b-row-major-copy.csv); the copy
 // moves 8 K N bytes (~1.5 % of the product's time at 4096^3). Taken where the
 // wide tile fills the SMs (or gpu.best_wide=1, for the tests), one product
 // at a time.
@@ -76,8 +76,8 @@ struct Launch {
   template <class OpA, class OpB, class OpC>
   static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan&) {
     // The wide tile for A along k and B along n (row-major A and B). With B
-    // along k too the wide tile spilled (78-79 % of cuBLAS) and the 128 x 128
-    // one reaches 81-84 % (docs/perf-notes.md "Change 5"): large products copy
+    // along k too the wide tile spilled and the 128 x 128 one reaches 80-84 %
+    // of cuBLAS (bench/results/h100-2026-11-22-gemm-b-row-major-copy.csv): large products copy
     // B to row-major first and take the wide tile (run_with_b_row_major).
     // gpu.best_wide=1 takes it whatever the size (tests, sanitizers).
     const bool force_wide = gpu_tuning().best_wide;

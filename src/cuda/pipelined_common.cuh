@@ -143,9 +143,9 @@ inline bool best_wide_fits(long long m, long long n, int copies = 1) {
 // measurements (H100, 2026-11-21, ncu): a full-wave k-tile step of the
 // 128 x 128 x 16 tile at two blocks per SM ~3.5 us (scaled by the tile's
 // work per SM for other shapes), the summing pass ~2.5 TB/s plus ~3 us.
-// The previous estimate left the summing pass at a constant and took 11
-// slices for 1037 x 1031 x 1055: 93 us of kernel + 21 us of summing, where 3
-// slices took 103 us in all.
+// An estimate that left the summing pass at a constant took 11 slices for
+// 1037 x 1055 x 1031: 93 us of kernel + 21 us of summing; counting the pass's
+// bytes takes 3 (bench/results/h100-2026-11-21-ncu-stalls.txt).
 inline int choose_splits(long long tiles, int kts, int sms, int per_sm, long long block_work, long long m,
                          long long n) {
   const long long slots = static_cast<long long>(sms) * per_sm;

@@ -85,20 +85,20 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
 // (their pieces add into C), so a tail costs only a second launch; but a
 // part's pieces start only after its own whole tiles (one stream), so a share
 // of more than a sixteenth of its tiles comes too late to even out the last
-// wave: none then (2 x H200, 4096^3: t2's 50 of 512 tiles ran 1.2-1.3 points
-// slower with a tail, t8's 17 of 512 2.6-3.6 points faster; docs/perf-notes.md
-// "Change 8"), unless `always` (tests). None either when the parts' tiles
+// wave: none then (2 x H200, 4096^3: t2's 50 of 512 tiles ran slower with a
+// tail, t8's 17 of 512 faster), unless `always` (tests). None either when the parts' tiles
 // fill whole waves or less than one. `last_takes_all` (the K split's
-// default, eighth session): the part launched last (part == parts - 1) runs
+// default): the part launched last (part == parts - 1) runs
 // the whole joint tail over all slots and the others none — its whole tiles
 // run last, so its pieces start where the single kernel's tail would — as
 // long as the tail is at most a sixth of a part's tiles; a larger one
 // leaves that part's grid of whole tiles so much shorter than the others'
 // that it may finish first and start the pieces early, with the others'
 // last whole tiles then running alone (2 x H200, 4096^3 over 2 parts, 100 of
-// 512 tiles: 108.5 % of the single kernel against 105.5 % shared out; 4
-// parts, 68 of 512: 104.8-106.9 % against 106.8-107.1; docs/perf-notes.md
-// "Change 9"). Larger tails are shared out as above.
+// 512 tiles: slower than shared out). 4096^3 over 4 parts on an H100: 104.8-
+// 105.6 % of the single kernel against 106.8-107.1 % shared out
+// (bench/results/h100-2026-11-22-ksplit-tail.csv). Larger tails are shared out
+// as above.
 inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, int parts, int part,
                                    bool always = false, bool last_takes_all = false) {
   StreamKPlan p;
@@ -121,8 +121,8 @@ struct StreamKPiece {
 // The pieces of plan p, one per block of the tail kernel, in launch order:
 // first the first piece of every block's run (run order), then the runs'
 // other pieces, longest first. Why one piece per block: a block that looped
-// over its run's pieces ran step 12's k-loop 3.5 % slower (ptxas assigned its
-// registers with bank conflicts, docs/perf-notes.md "Change 6"). Why that
+// over its run's pieces ran step 12's k-loop slower (ptxas assigned its
+// registers with bank conflicts, docs/perf-notes.md). Why that
 // order: the GPU starts blocks in index order as SMs free up; the SMs whose
 // first piece was short free up first and take the long rests, so every SM
 // ends near one run's worth of k-tiles, as if it had run its own run.

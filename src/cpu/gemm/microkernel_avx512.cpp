@@ -4,13 +4,12 @@
 // and FP64 8 x 24. 24 accumulators in zmm8..zmm31 hide the 4-cycle FMA latency
 // on two ports (8 needed); B's row (192 bytes) is in zmm0..zmm2, the broadcasts
 // of A rotate through zmm3..zmm7. Per k step: 3 loads of B, 8 broadcasts of A,
-// 24 FMAs — 11 load uops per 24 FMAs. The 12-row, 2-vector tile FP64 had until
-// session 5 (12 x 16) and FP32 until session 7 (12 x 32) issued 14 (2 + 12):
-// 8 x 24 was 10-20 % faster at FP64 2048^3-4096^3 on one thread, and 8 x 48
-// against 12 x 32 gained ~10 % at FP32 2048^3 (one and two threads) — with
-// A, B and C all in L1 the 12 x 32 kernel had sustained only ~60-65 % of a
+// 24 FMAs — 11 load uops per 24 FMAs. A 12-row, 2-vector tile (FP64 12 x 16,
+// FP32 12 x 32) issues 14 (2 + 12): 8 x 24 is faster at FP64 2048^3-4096^3 on
+// one thread, and 8 x 48 against 12 x 32 at FP32 2048^3 (one and two threads)
+// — with A, B and C all in L1 the 12 x 32 kernel sustains well below a
 // pure-FMA loop on the development VM, so its load uops, not the memory behind
-// them, were what it lost to (docs/perf-notes.md, CPU section).
+// them, are what it loses to.
 //
 // The k loop is written in inline assembly. GCC, given the same loop in
 // intrinsics unrolled by 4, rotated accumulators through the broadcast
@@ -229,11 +228,9 @@ __m256 half(__m512 a) {
 // stores where the driver's loop makes 128 single-element copies. Both
 // shuffle stages stay within 128-bit lanes (columns 4l .. 4l+3 in lane l)
 // until the last, which pairs the lanes of rows 0-3 with those of rows 4-7.
-// A's packing took 3.0 % of FP32 1024^3 on two threads with the driver's loop
-// and 1.7 % with this; 2.3 and 2.0 % of 2048^3 on one, where A's rows come
-// from memory (docs/perf-notes.md, CPU session 16). FP64 has none: its 8 x 8
-// transpose moved A's share of FP64 1024^3 only 3.1 -> 2.9 % and the product
-// 0.993-1.013 times (session 16; a probe in session 15: ~17 GB/s either way).
+// It shrinks A's packing share of FP32 1024^3 on two threads, less at 2048^3
+// on one, where A's rows come from memory. FP64 has none: its 8 x 8 transpose
+// barely moved A's share of FP64 1024^3 and the product not at all.
 static_assert(kMr == 8, "pack_rows_f32 transposes eight rows");
 void pack_rows_f32(const float* const* rows, index_t k, float* dst) {
   index_t p = 0;

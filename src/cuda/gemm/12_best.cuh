@@ -8,8 +8,8 @@
 //    sub-tiles of 4 x 4 so that a warp's fragment reads are 128 contiguous
 //    bytes) and at most 128 registers, so two blocks — 16 warps — share an SM;
 //    128 x 256 with 8 x 16 per thread for row-major A and B, its k-loop body
-//    8 of the 16 k-steps (the instruction cache: +2 points, perf-notes
-//    "Change 3"; H100: 89.4 / 89.6 % of cuBLAS at 4096^3 / 8192^3);
+//    8 of the 16 k-steps (the instruction cache: docs/perf-notes.md,
+//    bench/results/h100-2026-11-21-ncu-stalls.txt);
 //  * operands contiguous along k (row-major A, column-major B) loaded with
 //    16-byte loads into registers and stored transposed (KContigStage), not
 //    with 4-byte cp.async: on an H200, column-major B went from 68-76 % to
@@ -120,8 +120,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
 // finish a tile sums its slots, in slot order (deterministic), into C with
 // alpha and beta — told it is last by a per-tile counter, incremented after
 // a fence and reset by the last. No fixup launch: the sums overlap the other
-// pieces' FMAs (H100 4096^3: 90.8 % of cuBLAS against 90.3 % with a fixup
-// kernel after the tail; docs/perf-notes.md "Change 7").
+// pieces' FMAs (H100 4096^3: 90.1-91.2 % of cuBLAS against 90.1-91.1 % with a
+// fixup kernel after the tail; bench/results/h100-2026-11-22-streamk-fixup.csv).
 //
 // Why a tail: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132
 // SMs, 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for
@@ -133,9 +133,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
 // ptxas gives its k-loop best_sgemm's register assignment. Kernels that
 // looped over a run's pieces, wrote C for whole pieces in a second epilogue,
 // read the pieces from a kernel parameter or summed inline ran the k-loop
-// 3.5-6 % slower or had up to 97 FFMAs per loop body reading three sources
-// from one register bank (best_sgemm and this kernel: none for the wide tile;
-// docs/perf-notes.md "Change 6", "Change 7").
+// slower or had FFMAs reading three sources from one register bank
+// (best_sgemm and this kernel: none for the wide tile; docs/perf-notes.md).
 template <class OpC>
 struct StreamKFixup {
   StreamKPlan plan;
@@ -149,7 +148,7 @@ struct StreamKFixup {
 // apart) + beta C. Eight 16-byte loads per slot in flight per thread: one
 // SM sums the tile, so it needs many loads in flight (a sum of this kind in
 // the K split's parts, with one load per slice in flight, lost to a separate
-// summing pass: docs/perf-notes.md "Change 7"). Not inlined: the kernel's
+// summing pass). Not inlined: the kernel's
 // k-loop keeps best_sgemm's register assignment.
 template <class S, class OpC>
 __device__ __noinline__ void streamk_sum_tile(const StreamKFixup<OpC>& f, const float* w, int parts, int M, int N,
@@ -235,8 +234,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_add_piece(int M, in
 // The sum over `parts` slices (`slice` floats apart) of the 4 floats at w
 // (16-byte aligned), in slice order. The loads of four slices are issued
 // before any is added: a loop that added each load before issuing the next
-// kept one 4-byte load in flight per thread, and the summing pass moved
-// ~1.7 TB/s on an H100 (docs/perf-notes.md "Change 5").
+// kept one 4-byte load in flight per thread, too few to keep the memory
+// busy.
 __device__ __forceinline__ float4 sum_slices4(const float* w, index_t slice, int parts) {
   float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
   auto add = [&s](const float4& v) { s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w; };

@@ -11,7 +11,7 @@
 // accumulation — except that the tensor cores accumulate by truncation
 // (round toward zero), so one GEMM's error grows with its K: over K = 4096
 // (3K = 12288) the relative error was 4.2e-5, K = 8192 8.4e-5, linear in K
-// and 2.7-5x the FP32 tolerance (H100, tenth session; cuBLAS's FP32 kernel
+// and 2.7-5x the FP32 tolerance (H100, bench/results/h100-2026-11-22-3xtf32-chunks.csv; cuBLAS's FP32 kernel
 // 1.2e-6 / 1.6e-6). Hence chunks: one GEMM per kc of K, each adding into C
 // through cuBLAS's epilogue (FP32 on the CUDA cores, rounded to nearest), so
 // the truncation error stays that of 3 kc terms whatever K. One TF32 GEMM

@@ -1,7 +1,7 @@
 // Fused k-selection for the GPU k-NN (k <= 2048): one block per query row of
 // a (QT, NT) inner-product tile just written by parray's GEMM.
 //
-// What makes it cheap (docs/knn.md, "GPU selection"): after the first base
+// What makes it cheap (docs/knn.md): after the first base
 // tile the query's k-th best key is known, and almost every later candidate
 // is rejected by ONE compare against it in registers. So the common path of a
 // step is: each thread loads 4 inner products and 4 base norms (128-bit loads,

@@ -58,8 +58,8 @@ Rows host_rows(MatrixView<T> v, const char* what) {
 // The caller's work on the legacy default stream of the GPU holding a device
 // operand — a cudaMemcpy from pageable memory that filled it returns before
 // its last DMA has landed — is finished before the multi-GPU copies, which
-// run on non-blocking streams, read the operand (the one-GPU splits' race of
-// the ninth session, src/cuda/multilevel/splits.cpp after_callers_work).
+// run on non-blocking streams, read the operand (the one-GPU splits' race,
+// tests/gpu_stream_order_test.cpp; src/cuda/multilevel/splits.cpp after_callers_work).
 // Host operands need nothing.
 template <class T>
 void wait_for_callers_work(const MatrixView<T>& v) {

@@ -288,8 +288,7 @@ class OocGpu {
     // copies and GEMMs are asynchronous), so a counter measured how fast
     // host threads enqueue, not how fast GPUs finish — one thread took two
     // of 4 blocks before another took its first, and that GPU ran twice as
-    // long (4 H200s: 766 ms against 404 in the run after; 2 H200s: a first
-    // repetition of 1.5 s against 0.79; docs/perf-notes.md "Change 8").
+    // long (docs/perf-notes.md).
     for (index_t j = 0, blk = tid; blk < job_.tl.rb * job_.tl.cb; ++j, blk = j * G + tid) block(j, blk);
     trace_.mark(out_);
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(in_));

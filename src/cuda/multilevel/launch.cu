@@ -74,9 +74,9 @@ namespace {
 // By default the part launched last runs all of it where it is at most a
 // sixth of a part's tiles (plan_parts_tail's last_takes_all; `part` is the
 // order of the parts' launches): 4096^3 t4 ran 104.8-105.6 % of the single
-// kernel on an H100 and 106.2-106.9 on 2 x H200 against 106.8-107.1 shared
-// out, 8192^3 t2 101.5-101.9 against 102.5-102.8 (docs/perf-notes.md
-// "Change 9", calls 6-7); larger tails (4096^3 t2, t8) are shared out.
+// kernel on an H100 against 106.8-107.1 shared out
+// (bench/results/h100-2026-11-22-ksplit-tail.csv); larger tails (4096^3 t2,
+// t8) are shared out.
 // multilevel.ksplit_tail=1 shares it out, =0 leaves it out;
 // gpu.best_streamk=n > 0 plans it for n slots (tests: small grids get one).
 // The pieces are a launch of their own, after the whole tiles': one launch of

@@ -44,7 +44,7 @@ void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alp
 // with row-major A — staged through registers and stored transposed — runs
 // ~6 % below the wide tile's; with A along m both operands go by 16-byte
 // cp.async and the tile ran level with the wide one on a single product
-// (H100, fifth session: 2.955-2.968 against 3.007-3.025 ms at 4096^3).
+// (H100, 4096^3).
 // PARRAY_ML_KSPLIT_AT: 0 never; 1 (default) where the parts fill the GPU
 // with wide tiles but are too short for them; 2 wherever a part takes the
 // 128 x 128 tile (tests).

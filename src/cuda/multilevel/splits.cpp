@@ -449,8 +449,7 @@ class KSplit {
     // before the threads start, so no thread waits for another on the host —
     // neither here nor at the end, where each waits for its own stream only
     // (every barrier of a thread array wakes each of its threads; measured
-    // within the hosts' spread, kept as the simpler order: docs/perf-notes.md
-    // "Change 9").
+    // within the hosts' spread, kept as the simpler order).
     no_barriers_ = adds_ && !host;
     // In turn needs a body without barriers: device operands, adding.
     in_turn_ = no_barriers_ && parts_in_turn(host);
