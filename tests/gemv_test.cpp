@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "gemv_check.hpp"
 #include "parray/knn_bench.hpp"
 
 using namespace parray;
@@ -20,20 +21,7 @@ TEST(Gemv, EveryCpuImplementationAgreesWithFp64) {
   o.layouts = {"row", "col", "row-pad", "fig17", "fig18"};
   o.dtypes = {Dtype::f32, Dtype::f64};
   o.threads = {1, 2};
-  o.min_reps = o.max_reps = 1;
-  o.target_seconds = 0;
-  o.progress = false;
-  for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-1.5, 0.5}}) {
-    o.alpha = alpha, o.beta = beta;
-    int checked = 0;
-    for (const GemvBenchRow& r : run_gemv_bench(o)) {
-      if (r.outcome == Outcome::skipped) continue;
-      ++checked;
-      EXPECT_TRUE(r.ok()) << r.impl << " " << r.dtype << " " << r.layout << " " << r.m << "x" << r.n << " t" << r.threads
-                        << " alpha " << alpha << " beta " << beta << ": " << r.note;
-    }
-    EXPECT_GT(checked, 100);
-  }
+  parray_test::expect_every_gemv_passes(o, 100);
 }
 
 TEST(Gemv, BlasCornerCases) {

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "gemv_check.hpp"
 #include "parray/array.hpp"
 #include "parray/knn_bench.hpp"
 
@@ -50,20 +51,7 @@ TEST(GpuGemv, EveryGpuImplementationAgreesWithFp64) {
   o.shapes = {{1, 1}, {1, 37}, {37, 1}, {67, 129}, {4097, 33}, {33, 20051}, {1000, 1003}, {256, 256}};
   o.layouts = {"row", "col", "row-pad"};
   o.dtypes = {Dtype::f32, Dtype::f64};
-  o.min_reps = o.max_reps = 1;
-  o.target_seconds = 0;
-  o.progress = false;
-  for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-1.5, 0.5}}) {
-    o.alpha = alpha, o.beta = beta;
-    int checked = 0;
-    for (const GemvBenchRow& r : run_gemv_bench(o)) {
-      if (r.outcome == Outcome::skipped) continue;
-      ++checked;
-      EXPECT_TRUE(r.ok()) << r.impl << " " << r.dtype << " " << r.layout << " " << r.m << "x" << r.n << " alpha " << alpha
-                        << " beta " << beta << ": " << r.note;
-    }
-    EXPECT_GT(checked, 60);
-  }
+  parray_test::expect_every_gemv_passes(o, 60);
 }
 
 TEST(GpuKnn, MatchesCpuAndFp64) {

@@ -139,6 +139,17 @@ inline KnnData huge_values_data() {
   return x;
 }
 
+// Asserts that a search's results (q x k indices and distances) are exactly
+// the brute force's.
+inline void expect_exact(const KnnData& x, index_t k, Metric m, const std::vector<float>& dist,
+                         const std::vector<index_t>& idx) {
+  std::vector<float> ref_d;
+  std::vector<index_t> ref_i;
+  exact_brute_force(x.base, x.n, x.queries, x.q, x.d, k, m, ref_d, ref_i);
+  ASSERT_EQ(idx, ref_i);
+  for (std::size_t i = 0; i < dist.size(); ++i) ASSERT_EQ(dist[i], ref_d[i]) << "entry " << i;
+}
+
 // The property tests' grid: every kind of data, d from 1 to 4096, L2 and IP.
 struct ExactCase {
   KnnKind kind;

@@ -28,11 +28,7 @@ Result run_cpu(const KnnData& x, index_t k, Metric m, int threads) {
 }
 
 void expect_exact(const KnnData& x, index_t k, Metric m, const Result& r) {
-  std::vector<float> ref_d;
-  std::vector<index_t> ref_i;
-  exact_brute_force(x.base, x.n, x.queries, x.q, x.d, k, m, ref_d, ref_i);
-  ASSERT_EQ(r.idx, ref_i);
-  for (std::size_t i = 0; i < r.dist.size(); ++i) ASSERT_EQ(r.dist[i], ref_d[i]) << "entry " << i;
+  parray_test::expect_exact(x, k, m, r.dist, r.idx);
 }
 
 class KnnExact : public testing::TestWithParam<ExactCase> {};

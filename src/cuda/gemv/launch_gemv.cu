@@ -176,68 +176,44 @@ void cublas_gemv(const GemvCall<T>& c) {
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas gemv: ") + cublasGetStatusString(s));
 }
 
-GemvImpl gemv_gpu_impl(std::string name, std::string description, std::string pre) {
+// One GPU GEMV of the registry: its kernels for FP32 and FP64 and the
+// layouts it refuses (unsupported: why not, or "").
+template <class F32, class F64, class Why>
+void add_gpu_gemv(GemvRegistry& r, std::string name, std::string description, std::string preconditions, F32 f32,
+                  F64 f64, Why unsupported, bool baseline = false) {
   GemvImpl i;
   i.name = std::move(name);
   i.description = std::move(description);
   i.device = Device::gpu;
   i.operand_memory = Memory::device;
-  i.preconditions = std::move(pre);
-  return i;
+  i.preconditions = std::move(preconditions);
+  i.baseline = baseline;
+  i.run_f32 = f32;
+  i.run_f64 = f64;
+  i.unsupported = unsupported;
+  r.add(std::move(i));
 }
 
 }  // namespace
 
 void register_cuda_gemv(GemvRegistry& r) {
-  {
-    GemvImpl i = gemv_gpu_impl("gemv-gpu-01-global", "seed 002 kernel 1: one thread per row, global memory",
-                     "strided layouts; coalesced only when column-major");
-    i.run_f32 = launch_global_rows<float>;
-    i.run_f64 = launch_global_rows<double>;
-    i.unsupported = strided_only;
-    r.add(std::move(i));
-  }
-  {
-    GemvImpl i = gemv_gpu_impl("gemv-gpu-02-coalesced", "seed 002 kernel 2: one thread per row over the transposed (column-major) A",
-                     "column-major A");
-    i.run_f32 = launch_coalesced<float>;
-    i.run_f64 = launch_coalesced<double>;
-    i.unsupported = col_major_only;
-    r.add(std::move(i));
-  }
-  {
-    GemvImpl i = gemv_gpu_impl("gemv-gpu-03-constant", "seed 002 kernel 3: x in constant memory (32 KiB chunks when it does not fit)",
-                     "strided layouts");
-    i.run_f32 = launch_constant<float>;
-    i.run_f64 = launch_constant<double>;
-    i.unsupported = strided_only;
-    r.add(std::move(i));
-  }
-  {
-    GemvImpl i = gemv_gpu_impl("gemv-gpu-04-shared", "seed 002 kernel 4: x staged in shared memory, 256 at a time",
-                     "strided layouts");
-    i.run_f32 = launch_shared<float>;
-    i.run_f64 = launch_shared<double>;
-    i.unsupported = strided_only;
-    r.add(std::move(i));
-  }
-  {
-    GemvImpl i = gemv_gpu_impl("gemv-gpu-tuned", "step 5: warp per row with 128-bit loads x4 in flight (row-major); "
-                     "128-bit column loads with split columns + ordered reduction (column-major)",
-                     "row- or column-major A, any ld (128-bit path when ld and pointers are 16-byte aligned)");
-    i.run_f32 = launch_tuned<float>;
-    i.run_f64 = launch_tuned<double>;
-    i.unsupported = unit_stride_only;
-    r.add(std::move(i));
-  }
-  {
-    GemvImpl i = gemv_gpu_impl("gemv-cublas", "cuBLAS cublasSgemv/cublasDgemv: the baseline", "row- or column-major A; sizes < 2^31");
-    i.baseline = true;
-    i.run_f32 = cublas_gemv<float>;
-    i.run_f64 = cublas_gemv<double>;
-    i.unsupported = unit_stride_only;
-    r.add(std::move(i));
-  }
+  add_gpu_gemv(r, "gemv-gpu-01-global", "seed 002 kernel 1: one thread per row, global memory",
+               "strided layouts; coalesced only when column-major", launch_global_rows<float>,
+               launch_global_rows<double>, strided_only);
+  add_gpu_gemv(r, "gemv-gpu-02-coalesced",
+               "seed 002 kernel 2: one thread per row over the transposed (column-major) A", "column-major A",
+               launch_coalesced<float>, launch_coalesced<double>, col_major_only);
+  add_gpu_gemv(r, "gemv-gpu-03-constant", "seed 002 kernel 3: x in constant memory (32 KiB chunks when it does not fit)",
+               "strided layouts", launch_constant<float>, launch_constant<double>, strided_only);
+  add_gpu_gemv(r, "gemv-gpu-04-shared", "seed 002 kernel 4: x staged in shared memory, 256 at a time",
+               "strided layouts", launch_shared<float>, launch_shared<double>, strided_only);
+  add_gpu_gemv(r, "gemv-gpu-tuned",
+               "step 5: warp per row with 128-bit loads x4 in flight (row-major); 128-bit column loads with split "
+               "columns + ordered reduction (column-major)",
+               "row- or column-major A, any ld (128-bit path when ld and pointers are 16-byte aligned)",
+               launch_tuned<float>, launch_tuned<double>, unit_stride_only);
+  add_gpu_gemv(r, "gemv-cublas", "cuBLAS cublasSgemv/cublasDgemv: the baseline", "row- or column-major A; sizes < 2^31",
+               cublas_gemv<float>, cublas_gemv<double>, unit_stride_only, true);
 }
 
 }  // namespace parray

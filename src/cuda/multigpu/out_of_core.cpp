@@ -42,7 +42,7 @@ constexpr int kMaxStrips = 16;  // row strips of the last chunk (C copied back s
 // ~51 TFLOP/s), HBM for the C block's re-reads, and pinned host memory to
 // and from the GPU as the row blocks this GEMM copies: 47-55 GB/s each way
 // with rows of >= 4096 floats, one or two H200s at once, ~35 each way with
-// both directions busy on both (bench/probes/pcie_rate.cu). The model plans
+// both directions busy on both (bench/micro/pcie_rate.cu). The model plans
 // with multigpu.pcie_gbs (default 40; a PCIe 4 host: ~25).
 constexpr double kFlopRate = 45e12, kHbm = 3e12;
 

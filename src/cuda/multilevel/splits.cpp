@@ -89,41 +89,40 @@ MatrixView<T> dev_view(T* p, index_t rows, index_t cols) {
 
 constexpr int kSeedBlock = 256;  // the task-1 kernel's 1-D block
 
-// (a) Each thread: its row block of A and all of B to freshly allocated device
-// buffers, the task-1 kernel, its rows of C back.
-void seed_rows(const GemmCall<float>& call, int threads) {
-  check_sizes(call, "seed-split-rows");
-  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+// The seed's product of one thread: fresh device buffers for ha (m x k), hb
+// (k x n) and hc (m x n, read when beta != 0), the task-1 kernel, hc back.
+// Allocating per call is the seed's design, and is timed as such.
+void seed_device_product(float alpha, const std::vector<float>& ha, const std::vector<float>& hb, float beta,
+                         std::vector<float>& hc, index_t m, index_t k, index_t n) {
+  float *da, *db, *dc;
+  PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), ha.size() * sizeof(float)));
+  PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), hb.size() * sizeof(float)));
+  PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), hc.size() * sizeof(float)));
+  PARRAY_CUDA_CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
+  PARRAY_CUDA_CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
+  if (beta != 0.f) PARRAY_CUDA_CHECK(cudaMemcpy(dc, hc.data(), hc.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cuda::gemm_naive_1d(GemmCall<float>{alpha, dev_view<const float>(da, m, k), dev_view<const float>(db, k, n), beta,
+                                      dev_view<float>(dc, m, n), 1},
+                      kSeedBlock);
+  PARRAY_CUDA_CHECK(cudaMemcpy(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  PARRAY_CUDA_CHECK(cudaFree(da));
+  PARRAY_CUDA_CHECK(cudaFree(db));
+  PARRAY_CUDA_CHECK(cudaFree(dc));
+}
+
+// The seed's thread team: `threads` OpenMP threads on the caller's device,
+// thread t running body(its part of [0, extent)); the first exception any
+// thread throws is rethrown once all have finished.
+template <class Body>
+void seed_team(int threads, index_t extent, Body&& body) {
   const int device = caller_device();
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
   {
     try {
       PARRAY_CUDA_CHECK(cudaSetDevice(device));
-      const Range r = part(M, omp_get_num_threads(), omp_get_thread_num());
-      if (r.size() > 0) {
-        std::vector<float> ha(size_t(r.size() * K)), hb(size_t(K * N)), hc(size_t(r.size() * N));
-        pack(call.a, r.begin, r.size(), 0, K, ha.data());
-        pack(call.b, 0, K, 0, N, hb.data());
-        if (call.beta != 0.f) pack(call.c, r.begin, r.size(), 0, N, hc.data());
-        float *da, *db, *dc;
-        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), ha.size() * sizeof(float)));
-        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), hb.size() * sizeof(float)));
-        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), hc.size() * sizeof(float)));
-        PARRAY_CUDA_CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
-        PARRAY_CUDA_CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
-        if (call.beta != 0.f)
-          PARRAY_CUDA_CHECK(cudaMemcpy(dc, hc.data(), hc.size() * sizeof(float), cudaMemcpyHostToDevice));
-        cuda::gemm_naive_1d(GemmCall<float>{call.alpha, dev_view<const float>(da, r.size(), K),
-                                            dev_view<const float>(db, K, N), call.beta,
-                                            dev_view<float>(dc, r.size(), N), 1},
-                            kSeedBlock);
-        PARRAY_CUDA_CHECK(cudaMemcpy(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost));
-        PARRAY_CUDA_CHECK(cudaFree(da));
-        PARRAY_CUDA_CHECK(cudaFree(db));
-        PARRAY_CUDA_CHECK(cudaFree(dc));
-        unpack(hc.data(), r.begin, r.size(), call.c);
-      }
+      const Range r = part(extent, omp_get_num_threads(), omp_get_thread_num());
+      if (r.size() > 0) body(r);
     } catch (...) {
 #pragma omp critical(parray_multilevel_error)
       if (!error) error = std::current_exception();
@@ -132,51 +131,40 @@ void seed_rows(const GemmCall<float>& call, int threads) {
   if (error) std::rethrow_exception(error);
 }
 
+// (a) Each thread: its row block of A and all of B to freshly allocated device
+// buffers, the task-1 kernel, its rows of C back.
+void seed_rows(const GemmCall<float>& call, int threads) {
+  check_sizes(call, "seed-split-rows");
+  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  seed_team(threads, M, [&](const Range& r) {
+    std::vector<float> ha(size_t(r.size() * K)), hb(size_t(K * N)), hc(size_t(r.size() * N));
+    pack(call.a, r.begin, r.size(), 0, K, ha.data());
+    pack(call.b, 0, K, 0, N, hb.data());
+    if (call.beta != 0.f) pack(call.c, r.begin, r.size(), 0, N, hc.data());
+    seed_device_product(call.alpha, ha, hb, call.beta, hc, r.size(), K, N);
+    unpack(hc.data(), r.begin, r.size(), call.c);
+  });
+}
+
 // (b) Each thread: columns [k0, k1) of A and rows [k0, k1) of B, a full
 // M x N partial product on the GPU, copied back and added into C on the host
 // in a critical section (after C = beta C).
 void seed_k(const GemmCall<float>& call, int threads) {
   check_sizes(call, "seed-split-k");
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
-  const int device = caller_device();
   std::vector<float> acc(size_t(M * N), 0.f);
   if (call.beta != 0.f) {
     pack(call.c, 0, M, 0, N, acc.data());
     for (float& x : acc) x *= call.beta;
   }
-  std::exception_ptr error;
-#pragma omp parallel num_threads(threads)
-  {
-    try {
-      PARRAY_CUDA_CHECK(cudaSetDevice(device));
-      const Range r = part(K, omp_get_num_threads(), omp_get_thread_num());
-      if (r.size() > 0) {
-        std::vector<float> ha(size_t(M * r.size())), hb(size_t(r.size() * N)), hc(size_t(M * N));
-        pack(call.a, 0, M, r.begin, r.size(), ha.data());
-        pack(call.b, r.begin, r.size(), 0, N, hb.data());
-        float *da, *db, *dc;
-        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), ha.size() * sizeof(float)));
-        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), hb.size() * sizeof(float)));
-        PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), hc.size() * sizeof(float)));
-        PARRAY_CUDA_CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
-        PARRAY_CUDA_CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
-        cuda::gemm_naive_1d(GemmCall<float>{call.alpha, dev_view<const float>(da, M, r.size()),
-                                            dev_view<const float>(db, r.size(), N), 0.f,
-                                            dev_view<float>(dc, M, N), 1},
-                            kSeedBlock);
-        PARRAY_CUDA_CHECK(cudaMemcpy(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost));
-        PARRAY_CUDA_CHECK(cudaFree(da));
-        PARRAY_CUDA_CHECK(cudaFree(db));
-        PARRAY_CUDA_CHECK(cudaFree(dc));
+  seed_team(threads, K, [&](const Range& r) {
+    std::vector<float> ha(size_t(M * r.size())), hb(size_t(r.size() * N)), hc(size_t(M * N));
+    pack(call.a, 0, M, r.begin, r.size(), ha.data());
+    pack(call.b, r.begin, r.size(), 0, N, hb.data());
+    seed_device_product(call.alpha, ha, hb, 0.f, hc, M, r.size(), N);
 #pragma omp critical(parray_multilevel_sum)
-        for (size_t i = 0; i < acc.size(); ++i) acc[i] += hc[i];
-      }
-    } catch (...) {
-#pragma omp critical(parray_multilevel_error)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] += hc[i];
+  });
   unpack(acc.data(), 0, M, call.c);
 }
 
@@ -198,28 +186,21 @@ struct Buffer {
     return p;
   }
 };
-struct DevAlloc {
+// Floats from one of CUDA's allocators (device or pinned host memory), checked.
+template <cudaError_t (*Allocate)(void**, size_t)>
+struct CudaAlloc {
   float* operator()(size_t n) const {
     float* p;
-    PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)));
+    PARRAY_CUDA_CHECK(Allocate(reinterpret_cast<void**>(&p), n * sizeof(float)));
     return p;
   }
 };
-struct DevFree {
-  void operator()(float* p) const { PARRAY_CUDA_CHECK(cudaFree(p)); }
+template <cudaError_t (*Release)(void*)>
+struct CudaFree {
+  void operator()(float* p) const { PARRAY_CUDA_CHECK(Release(p)); }
 };
-struct PinAlloc {
-  float* operator()(size_t n) const {
-    float* p;
-    PARRAY_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p), n * sizeof(float)));
-    return p;
-  }
-};
-struct PinFree {
-  void operator()(float* p) const { PARRAY_CUDA_CHECK(cudaFreeHost(p)); }
-};
-using DevBuf = Buffer<DevAlloc, DevFree>;
-using PinBuf = Buffer<PinAlloc, PinFree>;
+using DevBuf = Buffer<CudaAlloc<cudaMalloc>, CudaFree<cudaFree>>;
+using PinBuf = Buffer<CudaAlloc<cudaMallocHost>, CudaFree<cudaFreeHost>>;
 
 struct Context {
   std::mutex mu;

@@ -4,7 +4,7 @@
 // buffer or by the narrow tile, the two alternating in one process (40 times
 // each, median) so that the VM's drift falls on both (docs/perf-notes.md, CPU
 // section). Not part of the build; after `make build`:
-//   g++ -O2 -std=c++20 -I src/cpu/gemm bench/probes/cpu_edge_tiles.cpp build/libparray.a -fopenmp \
+//   g++ -O2 -std=c++20 -I src/cpu/gemm bench/micro/cpu_edge_tiles.cpp build/libparray.a -fopenmp \
 //       -o /tmp/cpu_edge_tiles && taskset -c 1 /tmp/cpu_edge_tiles
 #include <chrono>
 #include <cstdio>

@@ -15,7 +15,7 @@
 //   block/L3      the same over 43 panels (2064 columns): B streamed from L3
 //   gemm 2048     parray's gemm(), FP32 2048^3, one thread, packing included
 // Not part of the build; after `make build`:
-//   g++ -O2 -mavx512f -std=c++20 -I src/cpu/gemm -I include bench/probes/cpu_kernel_ceiling.cpp \
+//   g++ -O2 -mavx512f -std=c++20 -I src/cpu/gemm -I include bench/micro/cpu_kernel_ceiling.cpp \
 //       build/libparray.a -fopenmp -Wl,-rpath,/usr/local/cuda/lib /usr/local/cuda/lib/libcudart.so \
 //       /usr/local/cuda/lib/libcublas.so -lfmt -o /tmp/cpu_kernel_ceiling && taskset -c 1 /tmp/cpu_kernel_ceiling
 #include <algorithm>

@@ -3,7 +3,7 @@
 // out-of-core GEMM copies (cudaMemcpy2DAsync, rows of `width` floats out of
 // rows of 32768), to, from and both ways at once, on 1 and on all GPUs at once.
 // Not part of the build: scripts/gpu-check compiles it with nvcc.
-//   nvcc -O2 -o pcie_rate bench/probes/pcie_rate.cu && ./pcie_rate > rates.csv
+//   nvcc -O2 -o pcie_rate bench/micro/pcie_rate.cu && ./pcie_rate > rates.csv
 #include <cuda_runtime.h>
 
 #include <algorithm>
