@@ -24,6 +24,13 @@ template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options = {});
 
+// The same through an implementation already taken from the registry
+// (registry().find): no lookup by name. threads as GemmOptions::threads.
+struct GemmImpl;
+template <class T>
+void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
+          int threads = 0);
+
 // The same for views of non-const data (what Array::view returns).
 template <class T>
 void gemm(T alpha, MatrixView<T> a, MatrixView<T> b, T beta, MatrixView<T> c, const GemmOptions& options = {}) {
@@ -43,6 +50,10 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
 
 extern template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
                                  MatrixView<float>, const GemmOptions&);
+extern template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
+                                 MatrixView<float>, int);
+extern template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>,
+                                  double, MatrixView<double>, int);
 extern template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
                                   MatrixView<double>, const GemmOptions&);
 extern template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*,

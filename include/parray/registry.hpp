@@ -102,14 +102,8 @@ class Registry {
   void add_missing(MissingPart part);
   const std::vector<MissingPart>& missing() const { return missing_; }
 
-  // Changes whenever add() or set_default() may have changed what a name
-  // finds (or moved the implementations): a cache of find() is valid while it
-  // stays the same (gemm.cpp keeps one per thread).
-  std::uint64_t generation() const { return generation_; }
-
  private:
   std::vector<GemmImpl> impls_;
-  std::uint64_t generation_ = 0;
   std::vector<MissingPart> missing_;
   std::string default_cpu_, default_gpu_;
 };

@@ -53,27 +53,6 @@ void scale_c(T beta, const MatrixView<T>& c) {
   }
 }
 
-// registry().find() compares the name with every registered implementation's,
-// a noticeable part of a 64^3 product (a few microseconds): each thread keeps
-// its last lookup and reuses it while the name is the same and the registry
-// has not changed since (its generation). Unknown names are not cached: they
-// reach find(), which throws as before.
-const GemmImpl& find_impl(const std::string& name) {
-  const Registry& r = registry();
-  struct Last {
-    std::uint64_t generation = 0;
-    std::string name;
-    const GemmImpl* impl = nullptr;
-  };
-  thread_local Last last;
-  if (last.impl && last.generation == r.generation() && last.name == name) return *last.impl;
-  const GemmImpl& impl = r.find(name);
-  last.generation = r.generation();
-  last.name = name;
-  last.impl = &impl;
-  return impl;
-}
-
 int resolve_threads(int requested) {
   if (requested < 0) throw Error("gemm: thread count " + std::to_string(requested) + " is negative");
   return requested > 0 ? requested : omp_get_max_threads();
@@ -81,9 +60,17 @@ int resolve_threads(int requested) {
 
 }  // namespace
 
+// A user's name is looked up here; the harness, which holds the
+// implementation already, calls the overload below directly.
 template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options) {
+  gemm<T>(registry().find(options.impl), alpha, a, b, beta, c, options.threads);
+}
+
+template <class T>
+void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
+          int requested_threads) {
   check_sizes(a, "A");
   check_sizes(b, "B");
   check_sizes(c, "C");
@@ -93,10 +80,9 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
                 dims(b.rows(), b.cols()) + ", C is " + dims(m, n) + " (need A MxK, B KxN, C MxN)");
   if (m > 0 && n > 0 && !c.layout.non_overlapping())
     throw Error("gemm: C's layout " + c.layout.str() + " maps two elements to the same address");
-  const GemmImpl& impl = find_impl(options.impl);
   if (!impl.supports(dtype_of<T>()))
     throw Error("gemm: implementation '" + impl.name + "' does not support " + dtype_name(dtype_of<T>()));
-  const int threads = resolve_threads(options.threads);
+  const int threads = resolve_threads(requested_threads);
   if (m == 0 || n == 0) return;
   check_not_null(c, "C");
 
@@ -157,6 +143,10 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
 
 template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
                           MatrixView<float>, const GemmOptions&);
+template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
+                          MatrixView<float>, int);
+template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>, double,
+                           MatrixView<double>, int);
 template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
                            MatrixView<double>, const GemmOptions&);
 template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*, index_t,

@@ -14,7 +14,6 @@ void Registry::add(GemmImpl impl) {
   if (impl.name == "cpu" || impl.name == "gpu" || impl.name == "all")
     throw Error("registry: '" + impl.name + "' is a reserved name");
   impls_.push_back(std::move(impl));
-  ++generation_;
 }
 
 const GemmImpl* Registry::find_or_null(const std::string& name) const {
@@ -36,7 +35,6 @@ const GemmImpl& Registry::find(const std::string& name) const {
 
 void Registry::set_default(Device device, const std::string& name) {
   (device == Device::cpu ? default_cpu_ : default_gpu_) = name;
-  ++generation_;
 }
 
 std::string Registry::default_name(Device device) const {

@@ -102,13 +102,12 @@ class TypedCase final : public GemmCase::Impl {
   }
 
   void run(const GemmImpl& impl, int threads) override {
-    const GemmOptions options{impl.name, threads};
     const T alpha = static_cast<T>(p_.alpha), beta = static_cast<T>(p_.beta);
     if (impl.operand_memory == Memory::device) {
       ensure_device_copies();
-      gemm<T>(alpha, dva_, dvb_, beta, dvc_, options);
+      gemm<T>(impl, alpha, dva_, dvb_, beta, dvc_, threads);
     } else {
-      gemm<T>(alpha, va_, vb_, beta, vc_, options);
+      gemm<T>(impl, alpha, va_, vb_, beta, vc_, threads);
     }
   }
 
