@@ -1,4 +1,5 @@
-// The measurement side of GEMV and k-NN (src/gemv/, src/knn/): verified,
+// The measurement side of GEMV and k-NN (src/harness/bench_gemv.cpp,
+// bench_knn.cpp; baselines in src/baselines/): verified,
 // timed tables with the baselines (OpenBLAS SGEMV, cuBLAS SGEMV, FAISS
 // IndexFlatL2/IP) in the same run. Used by `parray bench gemv|knn` and tests.
 #pragma once
