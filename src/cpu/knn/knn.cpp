@@ -26,7 +26,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <type_traits>
@@ -189,6 +188,12 @@ struct BaseSource {
     if constexpr (std::is_same_v<T, float>) from_16bit(rows16 + j0 * d, nb * d, storage, scratch.data());
     return scratch.data();
   }
+  // Row j as stored: the base's row, or widened into buffer (d values).
+  const T* row(index_t j, T* buffer) const {
+    if (rows) return rows + j * d;
+    if constexpr (std::is_same_v<T, float>) from_16bit(rows16 + j * d, d, storage, buffer);
+    return buffer;
+  }
   // The same rows as the filter sees them (centered when mu is set).
   const T* filtered(index_t j0, index_t nb, std::vector<T>& scratch) const {
     const T* p = plain(j0, nb, scratch);
@@ -325,24 +330,27 @@ void filter_tiles(const Filter<T>& f, const T* qf, index_t q, index_t kc, T* key
   }
 }
 
+// A thread's buffers for decide(), kept across its queries.
+template <class T>
+struct DecideScratch {
+  std::vector<Entry<double>> e;
+  std::vector<T> widened;  // eight candidate rows of a 16-bit base
+};
+
 // Decides one query from its kc candidates (ascending lower bounds): their
 // exact keys, the k best by (key, index) written out, and the proof. False
 // when the proof fails (nothing is written then).
 template <class T>
 bool decide(const BaseSource<T>& b, const T* query, const T* key, const index_t* idx, index_t kc, index_t k,
-            bool l2, T* out_dist, index_t* out_idx, std::vector<T>& scratch) {
-  std::vector<Entry<double>> e(static_cast<std::size_t>(kc));
-  std::vector<const T*> rows(8);
-  std::vector<T> own(static_cast<std::size_t>(8 * b.d));
+            bool l2, T* out_dist, index_t* out_idx, DecideScratch<T>& s) {
+  std::vector<Entry<double>>& e = s.e;
+  e.resize(static_cast<std::size_t>(kc));
+  s.widened.resize(static_cast<std::size_t>(8 * b.d));
   for (index_t c0 = 0; c0 < kc; c0 += 8) {
-    for (index_t c = 0; c < 8; ++c) {
-      const index_t j = idx[std::min(c0 + c, kc - 1)];
-      const T* r = b.plain(j, 1, scratch);
-      if (r == scratch.data()) r = static_cast<const T*>(std::memcpy(own.data() + c * b.d, r, sizeof(T) * b.d));
-      rows[static_cast<std::size_t>(c)] = r;
-    }
+    const T* rows[8];
+    for (index_t c = 0; c < 8; ++c) rows[c] = b.row(idx[std::min(c0 + c, kc - 1)], s.widened.data() + c * b.d);
     double out[8];
-    exact_keys8(query, rows.data(), b.d, l2, out);
+    exact_keys8(query, rows, b.d, l2, out);
     for (index_t c = 0; c < 8 && c0 + c < kc; ++c) e[static_cast<std::size_t>(c0 + c)] = {out[c], idx[c0 + c]};
   }
   std::partial_sort(e.begin(), e.begin() + k, e.end());
@@ -377,7 +385,7 @@ std::vector<index_t> search_round(const Filter<T>& f, const T* queries, const st
     std::vector<char> ok(static_cast<std::size_t>(m));
 #pragma omp parallel num_threads(f.threads) if (f.threads > 1 && m > 16)
     {
-      std::vector<T> scratch;
+      DecideScratch<T> scratch;
 #pragma omp for schedule(dynamic, 16)
       for (index_t i = 0; i < m; ++i) {
         const index_t qi = ids[c0 + i];
