@@ -136,26 +136,14 @@ bool verify(const DistGemmOptions& o, const DistMatrix<T>& a, const DistMatrix<T
   return std::isfinite(err) && err <= gemm_tolerance(dtype_of<T>(), std::max<index_t>(k, 1));
 }
 
-struct Timed {
-  double ms = 0;
-  SummaStats stats;
-};
-
-// Median over repeats of the slowest rank's time.
-Timed time_runs(const MpiThreadArray& grid, int repeats, const std::function<SummaStats()>& run) {
-  std::vector<double> times;
-  Timed t;
-  for (int r = 0; r < repeats; ++r) {
-    MPI_Barrier(grid.comm());
-    const double t0 = MPI_Wtime();
-    t.stats = run();
-    double dt = MPI_Wtime() - t0;
-    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
-    times.push_back(dt * 1e3);
-  }
-  std::sort(times.begin(), times.end());
-  t.ms = times[times.size() / 2];
-  return t;
+// Timing of SUMMA: every rank starts together, the slowest rank's time counts.
+double time_once(const MpiThreadArray& grid, const std::function<void()>& run) {
+  MPI_Barrier(grid.comm());
+  const double t0 = MPI_Wtime();
+  run();
+  double dt = MPI_Wtime() - t0;
+  MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
+  return dt * 1e3;
 }
 
 void set_blas_threads(int threads) {
@@ -163,36 +151,6 @@ void set_blas_threads(int threads) {
   using SetThreads = void (*)(int);
   if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(threads);
   if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads"))) f(threads);
-}
-
-// Relative checksum error of C = A B (column-major, host) in FP64:
-// |C e - A (B e)| / |A| (|B| e), with the tolerance of docs/verification.md.
-template <class T>
-bool verify_one_rank(index_t m, index_t n, index_t k, const T* a, const T* b, const T* c, double* error) {
-  std::vector<double> be(static_cast<std::size_t>(k), 0.0), bae(static_cast<std::size_t>(k), 0.0);
-  for (index_t j = 0; j < n; ++j)
-    for (index_t p = 0; p < k; ++p) {
-      const double v = static_cast<double>(b[p + j * k]);
-      be[static_cast<std::size_t>(p)] += v;
-      bae[static_cast<std::size_t>(p)] += std::fabs(v);
-    }
-  std::vector<double> want(static_cast<std::size_t>(m), 0.0), scale(static_cast<std::size_t>(m), 0.0),
-      got(static_cast<std::size_t>(m), 0.0);
-  for (index_t p = 0; p < k; ++p)
-    for (index_t i = 0; i < m; ++i) {
-      const double v = static_cast<double>(a[i + p * m]);
-      want[static_cast<std::size_t>(i)] += v * be[static_cast<std::size_t>(p)];
-      scale[static_cast<std::size_t>(i)] += std::fabs(v) * bae[static_cast<std::size_t>(p)];
-    }
-  for (index_t j = 0; j < n; ++j)
-    for (index_t i = 0; i < m; ++i) got[static_cast<std::size_t>(i)] += static_cast<double>(c[i + j * m]);
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += scale[i] * scale[i];
-  }
-  *error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  return std::isfinite(*error) && *error <= gemm_tolerance(dtype_of<T>(), std::max<index_t>(k, 1));
 }
 
 // Waits for every rank of the grid without spinning: the ranks that are not
@@ -262,27 +220,38 @@ class DistGemmRun {
 
   // One verified run, then the timed ones; a row, printed by rank 0.
   void measure(const std::string& impl, const std::function<SummaStats()>& run) {
-    c_.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });  // unwritten elements show
-    run();
+    SummaStats stats;
     double err = 0;
-    const bool ok = verify(o_, a_, b_, c_, &err);
+    Trial t;
+    t.reset = [&] { c_.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); }); };
+    t.run = [&] { stats = run(); };
+    t.check = [&] {
+      const bool ok = verify(o_, a_, b_, c_, &err);
+      return Verdict{ok ? Outcome::passed : Outcome::failed, err, ok ? "" : "check failed"};
+    };
+    t.time_one = [&] { return time_once(grid_, [&] { stats = run(); }); };
+    t.catch_errors = false;  // one rank's error aborts all (the detour), never a hang in a collective
+    TimingPlan plan;
+    plan.warmup = 0, plan.min_reps = plan.max_reps = o_.repeats, plan.target_seconds = 0;
+    const Measurement m = verify_then_time(t, plan);
+    const bool ok = m.verdict.passed();
     all_ok_ = all_ok_ && ok;
-    Timed t = time_runs(grid_, o_.repeats, run);
-    double bytes = t.stats.bcast_bytes + t.stats.redistribute_bytes, max_bytes = bytes, sum_bytes = bytes;
+    const double ms = m.timing.median_ms;
+    double bytes = stats.bcast_bytes + stats.redistribute_bytes, max_bytes = bytes, sum_bytes = bytes;
     MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, grid_.comm());
     MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, grid_.comm());
-    const double gflops = t.ms > 0 ? flops_ / (t.ms * 1e6) : 0;
-    Row row{impl, t.ms, gflops, max_bytes, ok};
+    const double gflops = ms > 0 ? flops_ / (ms * 1e6) : 0;
+    Row row{impl, ms, gflops, max_bytes, ok};
     if (impl == "summa") {
-      row.wait_ms = max_over_ranks(t.stats.wait_ms);
-      row.pack_ms = max_over_ranks(t.stats.pack_ms);
-      row.local_ms = max_over_ranks(t.stats.local_ms);
+      row.wait_ms = max_over_ranks(stats.wait_ms);
+      row.pack_ms = max_over_ranks(stats.pack_ms);
+      row.local_ms = max_over_ranks(stats.local_ms);
     }
     rows_.push_back(row);
     if (!root_) return;
     fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", impl, m_,
-               n_, k_, dtype_name(dtype_of<T>()), P_, Q_, nb_, t.ms, gflops, ok ? "ok" : "FAILED", err);
-    if (impl == "summa") print_summa_details(row, t.stats, max_bytes, sum_bytes);
+               n_, k_, dtype_name(dtype_of<T>()), P_, Q_, nb_, ms, gflops, ok ? "ok" : "FAILED", err);
+    if (impl == "summa") print_summa_details(row, stats, max_bytes, sum_bytes);
   }
 
   void print_summa_details(const Row& row, const SummaStats& stats, double max_bytes, double sum_bytes) const {
@@ -327,12 +296,19 @@ class DistGemmRun {
     for (index_t j = 0; j < n; ++j)
       for (index_t i = 0; i < k; ++i)
         bg[static_cast<std::size_t>(i + j * k)] = static_cast<T>(o_.trans_b ? element(1, j, i) : element(1, i, j));
-    one_ms_ = time_local_gemm<T>(plan_, m, n, k, ag.data(), bg.data(), cg.data(), o_.repeats);
-    double err = 0;
-    const bool ok = verify_one_rank(m, n, k, ag.data(), bg.data(), cg.data(), &err);
-    fmt::print("one rank  {}x{}x{} {} ({}): {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", m, n, k,
+    GemmCheck check;
+    const Measurement r = measure_local_gemm<T>(plan_, m, n, k, ag.data(), bg.data(), cg.data(), o_.repeats, [&] {
+      const auto view = [](const T* p, index_t rows, index_t cols) {
+        return MatrixView<const T>{p, MatrixLayout::col_major(rows, cols, std::max<index_t>(1, rows)), Memory::paged};
+      };
+      check = check_gemm<T>(T(1), view(ag.data(), m, k), view(bg.data(), k, n), T(0), nullptr, view(cg.data(), m, n));
+      return Verdict{check.ok ? Outcome::passed : Outcome::failed, check.rel_err, check.reason};
+    });
+    one_ms_ = r.timing.median_ms;
+    const bool ok = r.verdict.passed();
+    fmt::print("one rank  {}x{}x{} {} ({}): {:.2f} ms, {:.2f} GFLOP/s, check {} ({} error {:.2e}{}{})\n", m, n, k,
                dtype_name(dtype_of<T>()), plan_.str(), one_ms_, one_ms_ > 0 ? flops_ / (one_ms_ * 1e6) : 0.0,
-               ok ? "ok" : "FAILED", err);
+               ok ? "ok" : "FAILED", check.method, check.rel_err, ok ? "" : ": ", r.verdict.note);
     fmt::print("efficiency versus one rank, T1 / (P TP) with P = {}: summa {:.1f} %\n", P_ * Q_,
                rows_[0].ms > 0 ? 100.0 * one_ms_ / (P_ * Q_ * rows_[0].ms) : 0.0);
     return ok;

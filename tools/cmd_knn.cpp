@@ -470,7 +470,7 @@ int cmd_bench_gemv(const KnnCli& c) {
     for (const GemvImpl& i : reg.all())
       std::cout << fmt::format("{:<22} {:<4} {:<8} {}{}\n{:<36}({})\n", i.name, device_name(i.device), i.dtypes(),
                                i.baseline ? "[baseline] " : "", i.description, "", i.preconditions);
-    for (const MissingPart& m : reg.missing) std::cout << fmt::format("missing: {}: {}\n", m.name, m.reason);
+    for (const MissingPart& m : reg.missing()) std::cout << fmt::format("missing: {}: {}\n", m.name, m.reason);
     return 0;
   }
   GemvBenchOptions o;

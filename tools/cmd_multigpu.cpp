@@ -83,11 +83,6 @@ void copy_matrix(MatrixView<const float> src, MatrixView<float> dst) {
   for (index_t i = 0; i < src.rows(); ++i) std::copy(src.data + i * ls, src.data + i * ls + src.cols(), dst.data + i * ld);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 std::pair<int, int> parse_grid(const std::string& s) {
   const auto x = s.find('x');
   if (x == std::string::npos) throw Error("multigpu: --grid '" + s + "' is not PxQ");
@@ -173,10 +168,32 @@ struct Operands {
   Array<float> A, B, C, C0;
 };
 
+// The check of a run into the row, as a verdict.
+Verdict checked(Row& row, const Operands& x) {
+  row.check = x.verify();
+  return {row.check.ok ? Outcome::passed : Outcome::failed, row.check.rel_err, row.check.reason};
+}
+
+// Verifies the trial's run, then times `reps` calls of its time_one (every
+// one kept in row.runs); a failed check leaves the row untimed.
+void measure(Row& row, int reps, Trial t) {
+  t.time_one = [&row, once = t.time_one] {
+    row.runs.push_back(once());
+    return row.runs.back();
+  };
+  TimingPlan plan;
+  plan.warmup = 0, plan.min_reps = plan.max_reps = reps, plan.target_seconds = 0;
+  const Measurement m = verify_then_time(t, plan);
+  if (!m.verdict.passed()) {
+    row.check.ok = false;
+    if (row.check.reason.empty()) row.check.reason = m.verdict.note;
+  }
+  row.ms = m.timing.median_ms;
+}
+
 // A, B (and C0) start on the first GPU and C ends there: every timed call
 // scatters the blocks from it, multiplies, and gathers C back.
-multigpu::Stats time_from_gpu0(const multigpu::Plan& plan, Operands& x, int reps, std::vector<double>& times,
-                               multigpu::Check& check) {
+multigpu::Stats time_from_gpu0(const multigpu::Plan& plan, Operands& x, int reps, Row& row) {
   multigpu::bind_device(plan.devices[0]);
   x.reset_c();
   const Array<float> dA = cuda::to_device(x.A), dB = cuda::to_device(x.B), dC0 = cuda::to_device(x.C0);
@@ -192,36 +209,49 @@ multigpu::Stats time_from_gpu0(const multigpu::Plan& plan, Operands& x, int reps
     s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return s;
   };
-  const multigpu::Stats st = call(x.beta == 0.f);  // verified run (and warm-up)
-  copy_bytes(x.C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(x.M * x.N) * sizeof(float));
-  check = x.verify();
-  for (int r = 0; r < reps; ++r) times.push_back(call(false).ms);
+  multigpu::Stats st;
+  Trial t;
+  t.run = [&] { st = call(x.beta == 0.f); };
+  t.check = [&] {
+    copy_bytes(x.C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(x.M * x.N) * sizeof(float));
+    return checked(row, x);
+  };
+  t.time_one = [&] { return call(false).ms; };
+  measure(row, reps, t);
   return st;
 }
 
-multigpu::Stats time_on_devices(const multigpu::Plan& plan, Operands& x, int reps, std::vector<double>& times,
-                                multigpu::Check& check) {
+multigpu::Stats time_on_devices(const multigpu::Plan& plan, Operands& x, int reps, Row& row) {
   multigpu::Distributed d(plan, x.M, x.N, x.K);
   const MatrixView<const float> c0v = x.c0();
-  d.scatter(x.a(), x.b(), x.c0_or_null(c0v));
-  if (x.beta == 0.f) d.poison_c();
-  const multigpu::Stats st = d.run(x.alpha, x.beta);  // verified run (and warm-up)
-  d.gather(x.C.view());
-  check = x.verify();
-  for (int r = 0; r < reps; ++r) times.push_back(d.run(x.alpha, x.beta).ms);
+  multigpu::Stats st;
+  Trial t;
+  t.reset = [&] {
+    d.scatter(x.a(), x.b(), x.c0_or_null(c0v));
+    if (x.beta == 0.f) d.poison_c();
+  };
+  t.run = [&] { st = d.run(x.alpha, x.beta); };
+  t.check = [&] {
+    d.gather(x.C.view());
+    return checked(row, x);
+  };
+  t.time_one = [&] { return d.run(x.alpha, x.beta).ms; };
+  measure(row, reps, t);
   return st;
 }
 
-multigpu::Stats time_from_host(const multigpu::Plan& plan, Operands& x, int reps, std::vector<double>& times,
-                               multigpu::Check& check) {
-  x.reset_c();
-  multigpu::Stats st = multigpu::gemm_host(plan, x.alpha, x.a(), x.b(), x.beta, x.C.view());
-  check = x.verify();
-  for (int r = 0; r < reps; ++r) {
+multigpu::Stats time_from_host(const multigpu::Plan& plan, Operands& x, int reps, Row& row) {
+  multigpu::Stats st;
+  Trial t;
+  t.reset = [&] { x.reset_c(); };
+  t.run = [&] { st = multigpu::gemm_host(plan, x.alpha, x.a(), x.b(), x.beta, x.C.view()); };
+  t.check = [&] { return checked(row, x); };
+  t.time_one = [&] {
     const multigpu::Stats s = multigpu::gemm_host(plan, x.alpha, x.a(), x.b(), x.beta, x.C.view());
-    times.push_back(s.ms);
     if (!s.trace.empty()) st.trace = s.trace;  // the last repetition's (multigpu.trace=1)
-  }
+    return s.ms;
+  };
+  measure(row, reps, t);
   return st;
 }
 
@@ -233,12 +263,9 @@ Row time_variant(const Args& a, const multigpu::Plan& plan, Operands& x) {
               (plan.local != multigpu::LocalGemm::step12
                    ? std::string("-") + multigpu::local_gemm_name(plan.local) + "-local"
                    : "");
-  std::vector<double> times;
-  const multigpu::Stats st = from_gpu0   ? time_from_gpu0(plan, x, a.reps, times, mine.check)
-                             : on_device ? time_on_devices(plan, x, a.reps, times, mine.check)
-                                         : time_from_host(plan, x, a.reps, times, mine.check);
-  mine.ms = median(times);
-  mine.runs = times;
+  const multigpu::Stats st = from_gpu0   ? time_from_gpu0(plan, x, a.reps, mine)
+                             : on_device ? time_on_devices(plan, x, a.reps, mine)
+                                         : time_from_host(plan, x, a.reps, mine);
   mine.detail = st.detail + fmt::format("; per GPU {:.0f} MiB of buffers", double(st.device_bytes) / 1048576.0);
   if (st.comm_bytes > 0) mine.detail += fmt::format("; NCCL {:.2f} GB received", st.comm_bytes / 1e9);
   if (!on_device || plan.variant == multigpu::Variant::out_of_core)
@@ -247,7 +274,7 @@ Row time_variant(const Args& a, const multigpu::Plan& plan, Operands& x) {
   return mine;
 }
 
-// The local GEMM's kernel alone on the first GPU, operands on it.
+// The local GEMM's kernel alone on the first GPU, operands on it; GPU time from CUDA events.
 Row time_one_gpu(const Args& a, const multigpu::Plan& plan, Operands& x) {
   const index_t M = x.M, N = x.N, K = x.K;
   const GemmImpl& impl = registry().find(plan.local == multigpu::LocalGemm::step12   ? "cuda-12-best"
@@ -260,15 +287,20 @@ Row time_one_gpu(const Args& a, const multigpu::Plan& plan, Operands& x) {
       dC(Operands::dense(M, N), Memory::device);
   copy_bytes(dA.data(), Memory::device, x.A.data(), Memory::pinned, std::size_t(M * K) * sizeof(float));
   copy_bytes(dB.data(), Memory::device, x.B.data(), Memory::pinned, std::size_t(K * N) * sizeof(float));
-  x.reset_c();
-  copy_bytes(dC.data(), Memory::device, x.C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
   const GemmCall<float> call{x.alpha, std::as_const(dA).view(), std::as_const(dB).view(), x.beta, dC.view(), 1};
-  impl.run_f32(call);
-  cuda::synchronize();
-  copy_bytes(x.C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
-  base.check = x.verify();
-  const TimingStats ts = time_repeated([&] { impl.run_f32(call); }, 0, a.reps, a.reps, 0.0, [] { cuda::synchronize(); });
-  base.ms = ts.median_ms;
+  Trial t;
+  t.reset = [&] {
+    x.reset_c();
+    copy_bytes(dC.data(), Memory::device, x.C.data(), Memory::pinned, std::size_t(M * N) * sizeof(float));
+  };
+  t.run = [&] { impl.run_f32(call); };
+  t.finish = [] { cuda::synchronize(); };
+  t.check = [&] {
+    copy_bytes(x.C.data(), Memory::pinned, dC.data(), Memory::device, std::size_t(M * N) * sizeof(float));
+    return checked(base, x);
+  };
+  t.time_one = [&] { return cuda::event_time_ms([&] { impl.run_f32(call); }); };
+  measure(base, a.reps, t);
   base.detail = "one GPU, operands on it";
   return base;
 }
@@ -277,14 +309,14 @@ Row time_one_gpu(const Args& a, const multigpu::Plan& plan, Operands& x) {
 Row time_cublasxt(const Args& a, const multigpu::Plan& plan, Operands& x, const std::string& devs) {
   Row base;
   int used = 0;
-  x.reset_c();
-  multigpu::cublasxt_sgemm(plan.devices, a.xt_block, x.alpha, x.a(), x.b(), x.beta, x.C.view(), &used);
-  base.check = x.verify();
-  std::vector<double> bt;
-  for (int r = 0; r < a.reps; ++r)
-    bt.push_back(multigpu::cublasxt_sgemm(plan.devices, a.xt_block, x.alpha, x.a(), x.b(), x.beta, x.C.view()));
-  base.ms = median(bt);
-  base.runs = bt;
+  Trial t;
+  t.reset = [&] { x.reset_c(); };
+  t.run = [&] { multigpu::cublasxt_sgemm(plan.devices, a.xt_block, x.alpha, x.a(), x.b(), x.beta, x.C.view(), &used); };
+  t.check = [&] { return checked(base, x); };
+  t.time_one = [&] {
+    return multigpu::cublasxt_sgemm(plan.devices, a.xt_block, x.alpha, x.a(), x.b(), x.beta, x.C.view());
+  };
+  measure(base, a.reps, t);
   base.impl = "cublasxt";
   base.detail = "block dim " + std::to_string(used) + ", GPUs " + devs;
   return base;

@@ -26,38 +26,16 @@ struct GemvCall {
   int threads;            // >= 1, resolved
 };
 
-struct GemvImpl {
-  std::string name, description;
-  Device device = Device::cpu;
-  bool baseline = false;
-  bool threaded = false;
-  std::string preconditions;
-  Memory operand_memory = Memory::paged;
-  std::function<void(const GemvCall<float>&)> run_f32;
-  std::function<void(const GemvCall<double>&)> run_f64;
+struct GemvImpl : ImplInfo, TypedRuns<GemvCall> {
   // Why this implementation cannot take A of this layout, or "".
   std::function<std::string(const MatrixLayout& a)> unsupported;
 
-  bool supports(Dtype d) const { return d == Dtype::f32 ? bool(run_f32) : bool(run_f64); }
-  std::string dtypes() const {
-    std::string s;
-    if (run_f32) s += "f32";
-    if (run_f64) s += s.empty() ? "f64" : ",f64";
-    return s;
-  }
   std::string why_not(const MatrixLayout& a) const { return unsupported ? unsupported(a) : std::string(); }
 };
 
-class GemvRegistry {
+class GemvRegistry : public ImplRegistry<GemvImpl> {
  public:
-  void add(GemvImpl impl);
-  const GemvImpl* find_or_null(const std::string& name) const;  // "cpu" / "gpu": the device's default
-  const GemvImpl& find(const std::string& name) const;          // throws parray::Error listing the names
-  const std::vector<GemvImpl>& all() const { return impls_; }
-  std::vector<MissingPart> missing;
-
- private:
-  std::vector<GemvImpl> impls_;
+  GemvRegistry() : ImplRegistry<GemvImpl>("GEMV implementation") {}
 };
 
 // Filled on first use with parray's CPU GEMV and, with CUDA, the GPU ladder

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "parray/array.hpp"
+#include "parray/gemm_check.hpp"
+#include "parray/measure.hpp"
 #include "parray/named_layouts.hpp"
 #include "parray/registry.hpp"
 
@@ -53,9 +55,6 @@ struct CheckResult {
   std::string reason;       // why it failed, empty when ok
 };
 
-// Relative Frobenius tolerance for a dtype and inner dimension K.
-double gemm_tolerance(Dtype dtype, index_t k);
-
 // Operands for one problem, in host memory, with the FP64 reference computed
 // once and shared by every implementation that runs on it.
 class GemmCase {
@@ -72,6 +71,11 @@ class GemmCase {
   CheckResult run_and_check(const GemmImpl& impl, int threads);
   // Runs once without checking (for timing); C is not restored.
   void run(const GemmImpl& impl, int threads);
+  // The verify-then-time trial of one implementation on this case (C
+  // restored, run, checked against the reference; GPU calls timed with CUDA
+  // events). `result`, when given, receives the check's details. The case and
+  // `impl` must outlive the trial.
+  Trial trial(const GemmImpl& impl, int threads, CheckResult* result = nullptr);
   // C's whole storage (padding included), in host memory, as the last run left it.
   const void* c_storage() const;
   std::size_t c_storage_bytes() const;
@@ -92,26 +96,6 @@ class GemmCase {
   GemmProblem problem_;
   std::unique_ptr<Impl> impl_;
 };
-
-struct TimingStats {
-  double median_ms = 0, min_ms = 0, max_ms = 0;
-  int reps = 0;
-};
-
-// Median, least and greatest of a set of timings (ms; at least one).
-TimingStats timing_stats(std::vector<double> ms);
-
-// Warm-up runs, then timed repeats of run() with a steady clock; the number
-// of repeats adapts to the run time (at least min_reps, about target_seconds
-// in all, at most max_reps). `finish` is called after each run before the
-// clock stops (a device synchronisation for asynchronous implementations).
-// The warm-up is `warmup` runs, continued until it has lasted
-// min_warmup_seconds: after an idle pause a threaded run first waits for its
-// sleeping workers, and on a VM waking an idle vCPU took 0.1-7.6 ms, twice in
-// a row at times, against 0.03 ms for a 128^3 product (docs/cpu-gemm.md).
-TimingStats time_repeated(const std::function<void()>& run, int warmup, int min_reps, int max_reps,
-                          double target_seconds, const std::function<void()>& finish = {},
-                          double min_warmup_seconds = 0);
 
 // One-thread timings on one CPU. On the shared 2-vCPU VM one vCPU at times
 // ran a 64^3 or 512^3 product markedly slower than the other for seconds at a

@@ -27,6 +27,7 @@
 
 #include "parray/core.hpp"
 #include "parray/matrix.hpp"
+#include "parray/gemm_check.hpp"
 #include "parray/thread_array.hpp"
 
 namespace parray::multigpu {
@@ -196,23 +197,14 @@ class Distributed {
 
 // ---- verification (host, FP64) ---------------------------------------------------
 
-struct Check {
-  bool ok = false;
-  double rel_err = 0;    // relative Frobenius error (of the checksum vector when not full)
-  double tolerance = 0;
-  std::string method;    // "full", or "checksum+samples"
-  std::string reason;    // why it failed
-};
-// C against alpha A B + beta C0 (c0 null when beta == 0), every view row-major
-// in host memory. Up to 2^31 multiply-adds: the full FP64 product (relative
-// Frobenius error <= 4u(sqrt(K) + 4) and every element within 2(K + 4)u
-// (|alpha||A||B| + |beta||C0|), docs/verification.md). Above: every element
-// finite, C w against alpha A (B w) + beta C0 w for a random +-1 vector w
-// (E|dC w|^2 = |dC|_F^2, so the relative error of the checksum estimates the
-// relative Frobenius error of C: tolerance twice the full one), and 4096
-// sampled elements checked as in the full case.
-Check verify(float alpha, MatrixView<const float> a, MatrixView<const float> b, float beta,
-             const MatrixView<const float>* c0, MatrixView<const float> c, std::uint64_t seed = 1);
+// C against alpha A B + beta C0 (c0 null when beta == 0), host views: the
+// harness's checker (gemm_check.hpp: the full FP64 product up to 2^31
+// multiply-adds, a random-sign checksum plus sampled elements above).
+using Check = GemmCheck;
+inline Check verify(float alpha, MatrixView<const float> a, MatrixView<const float> b, float beta,
+                    const MatrixView<const float>* c0, MatrixView<const float> c, std::uint64_t seed = 1) {
+  return check_gemm<float>(alpha, a, b, beta, c0, c, seed);
+}
 
 // cublasXt (the baseline of the host-resident case): cublasXtSgemm on host
 // pointers over the same GPUs, block dimension `block_dim` (0: cublasXt's default).

@@ -73,7 +73,7 @@ void call(Fn fn, const GemvCall<T>& c) {
 void register_gemv_baselines(GemvRegistry& r) {
   if (r.find_or_null("gemv-openblas")) return;
   if (!lib().why.empty()) {
-    r.missing.push_back({"gemv-openblas", lib().why});
+    r.add_missing({"gemv-openblas", lib().why});
     return;
   }
   GemvImpl i;

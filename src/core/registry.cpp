@@ -9,44 +9,6 @@
 
 namespace parray {
 
-void Registry::add(GemmImpl impl) {
-  if (find_or_null(impl.name)) throw Error("registry: implementation '" + impl.name + "' registered twice");
-  if (impl.name == "cpu" || impl.name == "gpu" || impl.name == "all")
-    throw Error("registry: '" + impl.name + "' is a reserved name");
-  impls_.push_back(std::move(impl));
-}
-
-const GemmImpl* Registry::find_or_null(const std::string& name) const {
-  std::string wanted = name;
-  if (name == "cpu") wanted = default_cpu_;
-  if (name == "gpu") wanted = default_gpu_;
-  for (const GemmImpl& i : impls_)
-    if (i.name == wanted) return &i;
-  return nullptr;
-}
-
-const GemmImpl& Registry::find(const std::string& name) const {
-  if (const GemmImpl* i = find_or_null(name)) return *i;
-  if (name == "gpu") throw Error("no GPU implementation is available (parray list shows why)");
-  std::string known;
-  for (const GemmImpl& i : impls_) known += (known.empty() ? "" : ", ") + i.name;
-  throw Error("unknown implementation '" + name + "' (known: " + known + ")");
-}
-
-void Registry::set_default(Device device, const std::string& name) {
-  (device == Device::cpu ? default_cpu_ : default_gpu_) = name;
-}
-
-std::string Registry::default_name(Device device) const {
-  return device == Device::cpu ? default_cpu_ : default_gpu_;
-}
-
-void Registry::add_missing(MissingPart part) {
-  for (const MissingPart& m : missing_)
-    if (m.name == part.name) return;
-  missing_.push_back(std::move(part));
-}
-
 Registry& registry() {
   static Registry r;
   static std::once_flag once;

@@ -22,26 +22,14 @@ namespace parray {
 
 namespace {
 
-TimingStats measure(GemmCase& gcase, const GemmImpl& impl, int threads, const BenchOptions& o) {
-  auto run = [&] { gcase.run(impl, threads); };
-#if PARRAY_HAVE_CUDA
-  if (impl.device == Device::gpu) {
-    // GPU time from CUDA events around each call; median of the repeats.
-    for (int w = 0; w < o.warmup; ++w) run();
-    cuda::synchronize();
-    std::vector<double> ms;
-    double total = 0;
-    while (static_cast<int>(ms.size()) < o.max_reps &&
-           (static_cast<int>(ms.size()) < o.min_reps || total < o.target_seconds * 1e3)) {
-      ms.push_back(cuda::event_time_ms(run));
-      total += ms.back();
-    }
-    return timing_stats(std::move(ms));
-  }
-#endif
+TimingPlan timing_plan(const BenchOptions& o, Device device) {
+  TimingPlan plan;
+  plan.warmup = o.warmup, plan.min_reps = o.min_reps, plan.max_reps = o.max_reps;
+  plan.target_seconds = o.target_seconds;
   // Warmed up after run_round's pause (which lets the workers sleep), for at
   // least min_warmup_seconds: the first runs after it wait for the workers.
-  return time_repeated(run, o.warmup, o.min_reps, o.max_reps, o.target_seconds, {}, o.min_warmup_seconds);
+  if (device == Device::cpu) plan.min_warmup_seconds = o.min_warmup_seconds;
+  return plan;
 }
 
 double peak_gflops(const GemmImpl& impl, Dtype dtype, int threads) {
@@ -86,19 +74,21 @@ void run_round(GemmCase& gcase, BenchCell& cell, const BenchOptions& o) {
     if (row.ok()) cell.round_ms.push_back(row.ms);
     return;
   }
-  const CheckResult check = gcase.run_and_check(impl, row.threads);
-  row.outcome = check.ok ? Outcome::passed : Outcome::failed;
+  CheckResult check;
+  Trial trial = gcase.trial(impl, row.threads, &check);
+  // OpenMP's worker threads spin for a while after a parallel region; let
+  // those of the previous implementation go idle first.
+  if (impl.device == Device::cpu) trial.before_timing = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
+  const Measurement m = verify_then_time(trial, timing_plan(o, impl.device));
+  row.outcome = m.verdict.outcome;
   row.rel_err = std::max(row.rel_err, check.rel_err);
   row.max_abs_err = std::max(row.max_abs_err, check.max_abs_err);
-  if (!check.ok) {
-    row.note = "FAILED: " + check.reason;  // never timed: a wrong answer has no speed
+  if (!m.verdict.passed()) {
+    row.note = m.verdict.note;  // never timed: a wrong answer has no speed
     cell.timed = false;
     return;
   }
-  // OpenMP's worker threads spin for a while after a parallel region; let
-  // those of the previous implementation go idle first.
-  if (impl.device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  cell.round_ms.push_back(reported_ms(measure(gcase, impl, row.threads, o), o));
+  cell.round_ms.push_back(reported_ms(m.timing, o));
 }
 
 }  // namespace

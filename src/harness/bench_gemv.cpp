@@ -101,93 +101,110 @@ double copy_bandwidth(bool gpu, index_t elements, int threads, const GemvBenchOp
   return 2.0 * double(bytes) / (t.median_ms * 1e6);
 }
 
+// Copy bandwidths measured once per device and thread count (GB/s), the
+// yardstick of a problem's rows.
+template <class T>
+struct CopyBandwidths {
+  std::vector<std::pair<int, double>> cpu;  // threads -> GB/s
+  double gpu = 0;
+  double of(bool on_gpu, index_t elements, int threads, const GemvBenchOptions& o) {
+    if (on_gpu) return gpu > 0 ? gpu : gpu = copy_bandwidth<T>(true, elements, 1, o);
+    for (auto& [tc, bw] : cpu)
+      if (tc == threads) return bw;
+    cpu.emplace_back(threads, copy_bandwidth<T>(false, elements, threads, o));
+    return cpu.back().second;
+  }
+};
+
+// Why a row cannot run here, or "".
+template <class T>
+std::string gemv_skip_reason(const GemvImpl& impl, const GemvOperands<T>& ops) {
+  if (!impl.supports(dtype_of<T>())) return std::string("no ") + dtype_name(dtype_of<T>());
+  if (impl.operand_memory == Memory::device && !cuda_available()) return "no CUDA device";
+  return impl.why_not(ops.type.view.rank() == 2 ? MatrixLayout::from(ops.type.view) : MatrixLayout{});
+}
+
+// y's relative 2-norm error against the FP64 reference; NaN/Inf never passes.
+template <class T>
+Verdict check_y(const std::vector<T>& y, const std::vector<double>& ref, index_t n) {
+  double num = 0, den = 0;
+  bool finite = true;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double v = double(y[i]);
+    finite = finite && std::isfinite(v);
+    num += (v - ref[i]) * (v - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  Verdict v;
+  v.error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  const double tol = gemv_tolerance(dtype_of<T>(), n);
+  v.outcome = finite && v.error <= tol ? Outcome::passed : Outcome::failed;
+  if (!finite) v.note = "NaN/Inf in y";
+  else if (!v.passed()) v.note = fmt::format("rel_err {:.3e} > tolerance {:.3e}", v.error, tol);
+  return v;
+}
+
+// One GEMV row measured: y restored, one call checked, then the timed calls
+// (each restoring y first when beta != 0, which keeps it bounded).
+template <class T>
+void measure_gemv(const GemvImpl& impl, GemvOperands<T>& ops, const GemvBenchOptions& o, GemvBenchRow& r) {
+  const bool gpu = impl.operand_memory == Memory::device;
+  std::vector<T> y(ops.y0);
+  MatrixView<const T> a = ops.a_host.view(ops.type.view);
+  const T* x = ops.x.data();
+  T* yp = y.data();
+  if (gpu) {
+    ops.to_device();
+    a = ops.a_dev->view(ops.type.view), x = ops.x_dev->data(), yp = ops.y_dev->data();
+  }
+  auto reset_y = [&] {
+    if (gpu) copy_bytes(yp, Memory::device, ops.y0.data(), Memory::paged, ops.y0.size() * sizeof(T));
+    else std::copy(ops.y0.begin(), ops.y0.end(), y.begin());
+  };
+  const GemvOptions go{impl.name, r.threads};
+  Trial t;
+  t.reset = reset_y;
+  t.run = [&] {
+    if (o.beta != 0) reset_y();
+    gemv<T>(T(o.alpha), a, x, T(o.beta), yp, go);
+  };
+  t.finish = [gpu] { sync_if(gpu); };
+  t.check = [&] {
+    if (gpu) copy_bytes(y.data(), Memory::paged, yp, Memory::device, y.size() * sizeof(T));
+    return check_y(y, ops.ref, r.n);
+  };
+  TimingPlan plan;
+  plan.warmup = 2, plan.min_reps = o.min_reps, plan.max_reps = o.max_reps, plan.target_seconds = o.target_seconds;
+  const Measurement m = verify_then_time(t, plan);
+  r.outcome = m.verdict.outcome, r.rel_err = m.verdict.error, r.note = m.verdict.note;
+  r.ms = m.timing.median_ms;
+}
+
 template <class T>
 void bench_problem(const GemvBenchOptions& o, const std::string& layout, index_t m, index_t n,
                    std::vector<GemvBenchRow>& rows) {
   GemvOperands<T> ops(layout, m, n, o.alpha, o.beta, 42 + std::uint64_t(m) * 7 + std::uint64_t(n));
   const double bytes = (double(m) * double(n) + double(n) + double(m) * (o.beta == 0 ? 1 : 2)) * sizeof(T);
-  std::vector<std::pair<int, double>> copy_cpu;  // threads -> GB/s
-  double copy_gpu = 0;
+  CopyBandwidths<T> copy;
   const std::size_t first = rows.size();
   for (const std::string& name : o.impls) {
     const GemvImpl& impl = gemv_registry().find(name);
-    const bool gpu = impl.operand_memory == Memory::device;
     for (int threads : impl.threaded ? o.threads : std::vector<int>{1}) {
       GemvBenchRow r;
       r.impl = impl.name, r.device = device_name(impl.device), r.dtype = dtype_name(dtype_of<T>()), r.layout = layout;
       r.m = m, r.n = n, r.threads = threads;
-      if (!impl.supports(dtype_of<T>())) r.outcome = Outcome::skipped, r.note = "no " + r.dtype;
-      else if (gpu && !cuda_available()) r.outcome = Outcome::skipped, r.note = "no CUDA device";
-      else if (std::string why = impl.why_not(ops.type.view.rank() == 2 ? MatrixLayout::from(ops.type.view)
-                                                                        : MatrixLayout{});
-               !why.empty())
+      if (std::string why = gemv_skip_reason(impl, ops); !why.empty()) {
         r.outcome = Outcome::skipped, r.note = why;
-      if (!r.note.empty()) {
-        rows.push_back(r);
-        continue;
-      }
-      if (o.progress) std::fprintf(stderr, "[gemv] %s %s %s %lldx%lld t=%d\n", r.impl.c_str(), r.dtype.c_str(),
-                                   layout.c_str(), (long long)m, (long long)n, threads);
-      std::vector<T> y(ops.y0);
-      MatrixView<const T> a;
-      const T* x = ops.x.data();
-      T* yp = y.data();
-      if (gpu) {
-        ops.to_device();
-        a = ops.a_dev->view(ops.type.view);
-        x = ops.x_dev->data();
-        yp = ops.y_dev->data();
       } else {
-        a = ops.a_host.view(ops.type.view);
+        if (o.progress)
+          std::fprintf(stderr, "[gemv] %s %s %s %lldx%lld t=%d\n", r.impl.c_str(), r.dtype.c_str(), layout.c_str(),
+                       (long long)m, (long long)n, threads);
+        measure_gemv(impl, ops, o, r);
       }
-      auto reset_y = [&] {
-        if (gpu) copy_bytes(yp, Memory::device, ops.y0.data(), Memory::paged, ops.y0.size() * sizeof(T));
-        else std::copy(ops.y0.begin(), ops.y0.end(), y.begin());
-      };
-      const GemvOptions go{impl.name, threads};
-      auto once = [&] { gemv<T>(T(o.alpha), a, x, T(o.beta), yp, go); };
-      try {
-        reset_y();
-        once();
-        sync_if(gpu);
-        if (gpu) copy_bytes(y.data(), Memory::paged, yp, Memory::device, y.size() * sizeof(T));
-        double num = 0, den = 0;
-        bool finite = true;
-        for (index_t i = 0; i < m; ++i) {
-          const double v = double(y[size_t(i)]);
-          if (!std::isfinite(v)) finite = false;
-          num += (v - ops.ref[size_t(i)]) * (v - ops.ref[size_t(i)]);
-          den += ops.ref[size_t(i)] * ops.ref[size_t(i)];
-        }
-        r.rel_err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-        const double tol = gemv_tolerance(dtype_of<T>(), n);
-        r.outcome = finite && r.rel_err <= tol ? Outcome::passed : Outcome::failed;
-        if (!finite) r.note = "NaN/Inf in y";
-        else if (!r.ok()) r.note = fmt::format("rel_err {:.3e} > tolerance {:.3e}", r.rel_err, tol);
-        if (r.ok()) {
-          const TimingStats t = time_repeated(
-              [&] {
-                if (o.beta != 0) reset_y();  // keep y bounded; beta == 0 never reads it
-                once();
-              },
-              2, o.min_reps, o.max_reps, o.target_seconds, [&] { sync_if(gpu); });
-          r.ms = t.median_ms;
-          r.gbps = bytes / (r.ms * 1e6);
-          double copy = 0;
-          if (gpu) {
-            if (copy_gpu == 0) copy_gpu = copy_bandwidth<T>(true, m * n, 1, o);
-            copy = copy_gpu;
-          } else {
-            for (auto& [tc, bw] : copy_cpu)
-              if (tc == threads) copy = bw;
-            if (copy == 0) copy_cpu.emplace_back(threads, copy = copy_bandwidth<T>(false, m * n, threads, o));
-          }
-          r.copy_gbps = copy;
-          r.pct_copy = 100.0 * r.gbps / copy;
-        }
-      } catch (const Error& e) {
-        r.outcome = Outcome::failed;
-        r.note = e.what();
+      if (r.ok()) {
+        r.gbps = bytes / (r.ms * 1e6);
+        r.copy_gbps = copy.of(impl.operand_memory == Memory::device, m * n, threads, o);
+        r.pct_copy = 100.0 * r.gbps / r.copy_gbps;
       }
       rows.push_back(r);
     }

@@ -24,11 +24,6 @@ std::string GemmProblem::layouts() const {
   return layout_a + "/" + layout_b + "/" + layout_c;
 }
 
-double gemm_tolerance(Dtype dtype, index_t k) {
-  const double u = dtype == Dtype::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-  return 4.0 * u * (std::sqrt(static_cast<double>(std::max<index_t>(k, 0))) + 4.0);
-}
-
 namespace {
 
 // splitmix64: a tiny, fast, reproducible generator (the same numbers on every
@@ -60,6 +55,8 @@ struct GemmCase::Impl {
   virtual void run(const GemmImpl& impl, int threads) = 0;
   virtual std::string print() const = 0;
   virtual void run_fresh(const GemmImpl& impl, int threads) = 0;
+  virtual void restore(const GemmImpl& impl) = 0;
+  virtual CheckResult check_result(const GemmImpl& impl) = 0;
   virtual const void* c_storage() const = 0;
   virtual std::size_t c_storage_bytes() const = 0;
   virtual CheckResult check_c(const void* storage) = 0;
@@ -119,8 +116,14 @@ class TypedCase final : public GemmCase::Impl {
   void run_fresh(const GemmImpl& impl, int threads) override {
     restore_c(impl);
     run(impl, threads);
-    if (impl.operand_memory == Memory::device)
-      copy_bytes(c_.data(), Memory::paged, dc_->data(), Memory::device, bytes(c_));
+    fetch_c(impl);
+  }
+
+  void restore(const GemmImpl& impl) override { restore_c(impl); }
+
+  CheckResult check_result(const GemmImpl& impl) override {
+    fetch_c(impl);
+    return check();
   }
 
   const void* c_storage() const override { return c_.data(); }
@@ -150,6 +153,12 @@ class TypedCase final : public GemmCase::Impl {
  private:
   static std::size_t bytes(const Array<T>& arr) {
     return static_cast<std::size_t>(arr.storage_elements()) * sizeof(T);
+  }
+
+  // C from the device into the host copy that check() reads (a blocking copy: it waits for the run).
+  void fetch_c(const GemmImpl& impl) {
+    if (impl.operand_memory == Memory::device)
+      copy_bytes(c_.data(), Memory::paged, dc_->data(), Memory::device, bytes(c_));
   }
 
   void restore_c(const GemmImpl& impl) {
@@ -249,8 +258,7 @@ class TypedCase final : public GemmCase::Impl {
     }
     double bound = std::fabs(p_.alpha) * s;
     if (p_.beta != 0.0) bound += std::fabs(p_.beta) * std::fabs(static_cast<double>(vc_init_(i, j)));
-    const double u = std::numeric_limits<T>::epsilon() / 2;
-    return 2.0 * static_cast<double>(k + 4) * u * bound + std::numeric_limits<T>::denorm_min();
+    return gemm_element_factor(dtype_of<T>(), k) * bound + std::numeric_limits<T>::denorm_min();
   }
 
   CheckResult check() const {
@@ -338,6 +346,22 @@ CheckResult GemmCase::run_and_check(const GemmImpl& impl, int threads) {
 }
 
 void GemmCase::run(const GemmImpl& impl, int threads) { impl_->run(impl, threads); }
+
+Trial GemmCase::trial(const GemmImpl& impl, int threads, CheckResult* result) {
+  Trial t;
+  t.reset = [this, &impl] { impl_->restore(impl); };
+  t.run = [this, &impl, threads] { impl_->run(impl, threads); };
+  t.check = [this, &impl, result] {
+    const CheckResult c = impl_->check_result(impl);
+    if (result) *result = c;
+    return Verdict{c.ok ? Outcome::passed : Outcome::failed, c.rel_err, c.ok ? "" : "FAILED: " + c.reason};
+  };
+#if PARRAY_HAVE_CUDA
+  // GPU time from CUDA events around each call.
+  if (impl.device == Device::gpu) t.time_one = [run = t.run] { return cuda::event_time_ms(run); };
+#endif
+  return t;
+}
 
 std::string GemmCase::print() const { return impl_->print(); }
 

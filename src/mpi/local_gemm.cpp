@@ -1,7 +1,7 @@
 // Which GEMM a rank runs locally (CPU or GPU), and the one-rank reference time
 // that dist-gemm's parallel efficiency divides by.
 #include <algorithm>
-#include <chrono>
+#include <memory>
 #include <vector>
 
 #include "panel_gemm.hpp"
@@ -66,51 +66,74 @@ LocalGemmPlan plan_local_gemm(const SummaOptions& o, const ProcCoord& me) {
   return plan;
 }
 
+namespace {
+
+// The whole product by a CPU plan: C written in place.
 template <class T>
-double time_local_gemm(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b, T* c,
-                       int repeats) {
-  if (repeats < 1) throw Error("time_local_gemm: repeats must be at least 1");
+Trial cpu_trial(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
   const index_t lda = std::max<index_t>(1, m), ldb = std::max<index_t>(1, k), ldc = std::max<index_t>(1, m);
-  std::vector<double> times;
+  Trial t;
+  t.run = [=, opts = GemmOptions{plan.impl, plan.threads}] {
+    gemm<T>(Order::col_major, Trans::no, Trans::no, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc, opts);
+  };
+  return t;
+}
+
+#if PARRAY_HAVE_CUDA
+// The whole product by a GPU plan: the operands uploaded once (outside the
+// time), C brought back for the check, each call timed with CUDA events.
+template <class T>
+Trial gpu_trial(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
+  detail::use_gpu(plan.gpu);
+  auto dev = std::make_shared<std::vector<Array<T>>>();  // column-major m x k, k x n, m x n
+  dev->reserve(3);
+  dev->emplace_back(Layout::dense({k, m}), Memory::device);
+  dev->emplace_back(Layout::dense({n, k}), Memory::device);
+  dev->emplace_back(Layout::dense({n, m}), Memory::device);
+  copy_bytes((*dev)[0].data(), Memory::device, a, Memory::paged, static_cast<std::size_t>(m * k) * sizeof(T));
+  copy_bytes((*dev)[1].data(), Memory::device, b, Memory::paged, static_cast<std::size_t>(k * n) * sizeof(T));
+  Trial t;
+  t.run = [=, opts = GemmOptions{plan.impl, 1}] {
+    const index_t lda = std::max<index_t>(1, m), ldb = std::max<index_t>(1, k), ldc = std::max<index_t>(1, m);
+    gemm<T>(T(1), MatrixView<const T>{(*dev)[0].data(), MatrixLayout::col_major(m, k, lda), Memory::device},
+            MatrixView<const T>{(*dev)[1].data(), MatrixLayout::col_major(k, n, ldb), Memory::device}, T(0),
+            MatrixView<T>{(*dev)[2].data(), MatrixLayout::col_major(m, n, ldc), Memory::device}, opts);
+  };
+  t.finish = [dev, c, m, n] {
+    copy_bytes(c, Memory::paged, (*dev)[2].data(), Memory::device, static_cast<std::size_t>(m * n) * sizeof(T));
+  };
+  t.time_one = [run = t.run] { return cuda::event_time_ms(run); };
+  return t;
+}
+#endif
+
+}  // namespace
+
+template <class T>
+Measurement measure_local_gemm(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b,
+                               T* c, int repeats, const std::function<Verdict()>& check) {
+  if (repeats < 1) throw Error("measure_local_gemm: repeats must be at least 1");
+  Trial t;
   if (plan.device == Device::cpu) {
-    const GemmOptions opts{plan.impl, plan.threads};
-    auto run = [&] { gemm<T>(Order::col_major, Trans::no, Trans::no, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc, opts); };
-    run();
-    for (int r = 0; r < repeats; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run();
-      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
+    t = cpu_trial(plan, m, n, k, a, b, c);
   } else {
 #if PARRAY_HAVE_CUDA
-    detail::use_gpu(plan.gpu);
-    Array<T> da(Layout::dense({k, m}), Memory::device), db(Layout::dense({n, k}), Memory::device),
-        dc(Layout::dense({n, m}), Memory::device);  // column-major m x k, k x n, m x n
-    copy_bytes(da.data(), Memory::device, a, Memory::paged, static_cast<std::size_t>(m * k) * sizeof(T));
-    copy_bytes(db.data(), Memory::device, b, Memory::paged, static_cast<std::size_t>(k * n) * sizeof(T));
-    const GemmOptions opts{plan.impl, 1};
-    auto run = [&] {
-      gemm<T>(T(1), MatrixView<const T>{da.data(), MatrixLayout::col_major(m, k, lda), Memory::device},
-              MatrixView<const T>{db.data(), MatrixLayout::col_major(k, n, ldb), Memory::device}, T(0),
-              MatrixView<T>{dc.data(), MatrixLayout::col_major(m, n, ldc), Memory::device}, opts);
-    };
-    run();
-    cuda::synchronize();
-    copy_bytes(c, Memory::paged, dc.data(), Memory::device, static_cast<std::size_t>(m * n) * sizeof(T));
-    for (int r = 0; r < repeats; ++r) times.push_back(cuda::event_time_ms(run));
+    t = gpu_trial(plan, m, n, k, a, b, c);
 #else
-    throw Error("time_local_gemm: a GPU plan in a build without CUDA");
+    throw Error("measure_local_gemm: a GPU plan in a build without CUDA");
 #endif
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  t.check = check;
+  TimingPlan timing;
+  timing.warmup = 0, timing.min_reps = timing.max_reps = repeats, timing.target_seconds = 0;
+  return verify_then_time(t, timing);
 }
 
 template LocalGemmPlan plan_local_gemm<float>(const SummaOptions&, const ProcCoord&);
 template LocalGemmPlan plan_local_gemm<double>(const SummaOptions&, const ProcCoord&);
-template double time_local_gemm<float>(const LocalGemmPlan&, index_t, index_t, index_t, const float*, const float*,
-                                       float*, int);
-template double time_local_gemm<double>(const LocalGemmPlan&, index_t, index_t, index_t, const double*,
-                                        const double*, double*, int);
+template Measurement measure_local_gemm<float>(const LocalGemmPlan&, index_t, index_t, index_t, const float*,
+                                               const float*, float*, int, const std::function<Verdict()>&);
+template Measurement measure_local_gemm<double>(const LocalGemmPlan&, index_t, index_t, index_t, const double*,
+                                                const double*, double*, int, const std::function<Verdict()>&);
 
 }  // namespace parray::mpi

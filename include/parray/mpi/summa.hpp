@@ -12,6 +12,7 @@
 // does (redistribute(), one all-to-all); that traffic is counted apart.
 #pragma once
 
+#include "parray/measure.hpp"
 #include "parray/gemm.hpp"
 #include "parray/mpi/dist_matrix.hpp"
 #include "parray/registry.hpp"
@@ -76,13 +77,13 @@ extern template SummaStats summa<double>(Trans, Trans, double, const DistMatrix<
 
 // The one-rank reference of a parallel efficiency: C = A B (column-major, A
 // m x k, B k x n, C m x n, tight leading dimensions, host memory) with
-// `plan`'s GEMM on this rank alone. One untimed run (C then holds the
-// product), then `repeats` timed ones; returns their median in ms. On a GPU
-// the operands are uploaded first and the time is the GEMM's alone (CUDA
-// events), as a one-GPU program holding its data would see it.
+// `plan`'s GEMM on this rank alone, verified by `check` (which reads C) and
+// then timed `repeats` times (median). On a GPU the operands are uploaded
+// first and the time is the GEMM's alone (CUDA events), as a one-GPU program
+// holding its data would see it.
 template <class T>
-double time_local_gemm(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b, T* c,
-                       int repeats);
+Measurement measure_local_gemm(const LocalGemmPlan& plan, index_t m, index_t n, index_t k, const T* a, const T* b,
+                               T* c, int repeats, const std::function<Verdict()>& check);
 
 // ScaLAPACK's psgemm / pdgemm on the same grid and data (BLACS "Row" grid
 // over MPI_COMM_WORLD). scalapack_available() is false where the build found

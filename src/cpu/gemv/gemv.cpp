@@ -27,36 +27,17 @@ namespace parray {
 
 // ---- registry ---------------------------------------------------------------
 
-void GemvRegistry::add(GemvImpl impl) {
-  if (find_or_null(impl.name)) throw Error("gemv registry: '" + impl.name + "' registered twice");
-  impls_.push_back(std::move(impl));
-}
-
-const GemvImpl* GemvRegistry::find_or_null(const std::string& name) const {
-  std::string wanted = name;
-  if (name == "cpu") wanted = "gemv-cpu";
-  if (name == "gpu") wanted = "gemv-gpu-tuned";
-  for (const GemvImpl& i : impls_)
-    if (i.name == wanted) return &i;
-  return nullptr;
-}
-
-const GemvImpl& GemvRegistry::find(const std::string& name) const {
-  if (const GemvImpl* i = find_or_null(name)) return *i;
-  std::string known;
-  for (const GemvImpl& i : impls_) known += (known.empty() ? "" : ", ") + i.name;
-  throw Error("unknown GEMV implementation '" + name + "' (known: " + known + ")");
-}
-
 GemvRegistry& gemv_registry() {
   static GemvRegistry r;
   static std::once_flag once;
   std::call_once(once, [] {
     register_cpu_gemv(r);
+    r.set_default(Device::cpu, "gemv-cpu");
 #if PARRAY_HAVE_CUDA
     register_cuda_gemv(r);
+    if (r.find_or_null("gemv-gpu-tuned")) r.set_default(Device::gpu, "gemv-gpu-tuned");
 #else
-    r.missing.push_back({"gemv-gpu", "built without CUDA"});
+    r.add_missing({"gemv-gpu", "built without CUDA"});
 #endif
   });
   return r;
