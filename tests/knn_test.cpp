@@ -288,6 +288,55 @@ TEST(VecsIo, CorruptFilesGiveClearErrors) {
   expect_error([&] { read_bvecs(tmp("c.fvecs")); }, "bvecs");
 }
 
+// ---- the k-NN registry ----------------------------------------------------------
+
+TEST(KnnRegistry, FindsByNameAliasAndDevice) {
+  const KnnRegistry& reg = knn_registry();
+  ASSERT_NE(reg.find_or_null("knn-cpu"), nullptr);
+  EXPECT_EQ(reg.find("cpu").name, "knn-cpu");
+  EXPECT_TRUE(reg.find("knn-cpu").stores_16bit);
+  try {
+    reg.find("no-such-knn");
+    ADD_FAILURE() << "no error for an unknown name";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unknown k-NN implementation 'no-such-knn'"), std::string::npos) << m;
+    EXPECT_NE(m.find("knn-cpu"), std::string::npos) << m;
+  }
+  if (!faiss_available()) {
+    ASSERT_NE(reg.absent_or_null("faiss"), nullptr);
+    GTEST_SKIP() << "faiss-flat: " << faiss_description();
+  }
+  EXPECT_EQ(reg.find("faiss").name, "faiss-flat");
+  EXPECT_TRUE(reg.find("faiss").baseline);
+}
+
+TEST(KnnRegistry, PreparedCpuSearchEqualsKnnCpu) {
+  const index_t n = 700, q = 9, d = 12, k = 6;
+  const std::vector<float> base = synthetic_vectors(n, d, 31), queries = synthetic_vectors(q, d, 32);
+  for (Metric m : {Metric::l2, Metric::ip}) {
+    KnnOptions o;
+    o.k = k, o.metric = m, o.threads = 2;
+    std::vector<float> want_d(q * k);
+    std::vector<index_t> want_i(q * k);
+    knn_cpu<float>(base.data(), n, queries.data(), q, d, o, want_d.data(), want_i.data());
+    KnnData data(base, n, queries, q, d);
+    const KnnSearch s = knn_registry().find("knn-cpu").prepare(data, o);
+    EXPECT_EQ(s.name, "knn-cpu");
+    s.run();
+    if (s.finish) s.finish();
+    std::vector<float> got_d(q * k, std::nanf(""));
+    std::vector<index_t> got_i(q * k, -1);
+    s.results(got_d.data(), got_i.data());
+    EXPECT_EQ(got_i, want_i) << metric_name(m);
+    EXPECT_EQ(got_d, want_d) << metric_name(m);
+  }
+  KnnData big(std::vector<float>(std::size_t(4 * d), 7e4f), 4, queries, q, d, Storage::f16);
+  KnnOptions o;
+  o.k = 2;
+  expect_error([&] { knn_registry().find("cpu").prepare(big, o); }, "beyond FP16's 65504");
+}
+
 // ---- CLI ------------------------------------------------------------------------
 
 

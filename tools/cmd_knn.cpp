@@ -3,8 +3,9 @@
 //   parray knn   --base B.fvecs --queries Q.fvecs --k K [--metric l2|ip] [--out I.ivecs] [--gt GT.ivecs]
 //   parray knn   --synthetic N,d,Q --k K ...        (uniform [-1,1) data, recall against FP64 ground truth)
 //   parray knn   ... --write-gt --out GT.ivecs       (exact FP64 ground truth)
+//   (knn and bench knn: the implementations of the k-NN registry, knn_bench.hpp)
 //   parray dist  --base B.fvecs --query Q.fvecs [--query-index I] | --synthetic N,d [--impl cpu|gpu]
-//   parray bench knn  --impl cpu,gpu,faiss --synthetic N,d,Q --k LIST [--threads LIST] [--csv FILE]
+//   parray bench knn  --impl cpu,gpu,faiss --synthetic N,d,Q --k LIST [--threads LIST] [--csv FILE] | --list
 //   parray bench gemv --impl LIST|all --shapes MxN,... [--layout row,col] [--dtype f32,f64] [--threads LIST] [--csv FILE]
 //
 // Bad input: parray::Error, turned into one line and exit status 2 by main().
@@ -26,6 +27,7 @@
 #include "parray/config.hpp"
 #include "parray/harness.hpp"
 #include "parray/knn_bench.hpp"
+#include "parray/measure.hpp"
 #include "parray/vecs_io.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -69,6 +71,7 @@ struct KnnCli {
   std::string query_index = "0", top = "10", dist_csv, time_csv;
   // bench knn
   std::string b_impl = "cpu,faiss", b_synthetic, b_k = "10", b_threads = "1", b_csv, b_metric = "l2", b_storage = "f32";
+  bool b_list = false;
   // bench gemv
   std::string g_impl = "all", g_shapes, g_layouts = "row,col", g_dtypes = "f32", g_threads = "1", g_csv;
   double g_alpha = 1.0, g_beta = 0.0;
@@ -165,129 +168,84 @@ Vectors<std::int32_t> ground_truth(const KnnCli& c, const Data& x, const KnnOpti
   return gt;
 }
 
-// The k-NN implementation --impl (and --storage) names, set up on the data:
-// run() writes the k nearest of every query into dist and idx (the GPU's into
-// device buffers until fetch()). Its calls refer to it: not copied.
-class KnnRunner {
- public:
-  KnnRunner(const KnnCli& c, const Data& x, const KnnOptions& o, std::vector<float>& dist, std::vector<index_t>& idx)
-      : x_(x), o_(o), dist_(dist), idx_(idx), storage_(parse_storage(c.storage)) {
-    if (storage_ != Storage::f32) {
-      if (c.impl != "cpu" && c.impl != "gpu")
-        throw Error("--storage " + c.storage + " is implemented for --impl cpu and gpu only");
-      if (storage_ == Storage::f16)
-        for (float v : x.base)
-          if (std::abs(v) > 65504.0f)
-            throw Error("--storage f16: the base holds " + std::to_string(v) + ", beyond FP16's 65504");
-      base16_ = to_16bit(x.base.data(), x.n * x.d, storage_);
-    }
-    if (c.impl == "cpu" && storage_ != Storage::f32) {
-      name = std::string("knn-cpu-") + storage_name(storage_);
-      run = [this] {
-        knn_cpu_16bit(base16_.data(), storage_, x_.n, x_.queries.data(), x_.q, x_.d, o_, dist_.data(), idx_.data());
-      };
-    } else if (c.impl == "cpu") {
-      name = "knn-cpu";
-      run = [this] {
-        knn_cpu<float>(x_.base.data(), x_.n, x_.queries.data(), x_.q, x_.d, o_, dist_.data(), idx_.data());
-      };
-    } else if (c.impl == "faiss") {
-      name = "faiss-flat";
-      faiss_ = std::make_unique<FaissFlatIndex>(x.base.data(), x.n, x.d, o.metric);
-      run = [this] { faiss_->search(x_.queries.data(), x_.q, o_.k, o_.threads, dist_.data(), idx_.data()); };
-    } else if (c.impl == "gpu") {
-      name = storage_ == Storage::f32 ? "knn-gpu" : std::string("knn-gpu-") + storage_name(storage_);
-      prepare_gpu();
-    } else {
-      throw Error("unknown --impl '" + c.impl + "' (use cpu, gpu or faiss)");
-    }
+// The k-NN implementation --impl names (bench knn --list shows them); a
+// 16-bit --storage only for one that searches the 16-bit base.
+const KnnImpl& knn_impl(const KnnCli& c, Storage storage) {
+  const KnnRegistry& reg = knn_registry();
+  const KnnImpl* impl = reg.find_or_null(c.impl);
+  if (!impl) {
+    if (const KnnAbsent* a = reg.absent_or_null(c.impl))
+      throw Error("--impl " + c.impl + ": " + a->impl.name + " is not available: " + a->reason);
+    impl = &reg.find(c.impl);  // throws "unknown k-NN implementation", naming the known ones
   }
-  KnnRunner(const KnnRunner&) = delete;
-  KnnRunner& operator=(const KnnRunner&) = delete;
+  if (storage != Storage::f32 && !impl->stores_16bit)
+    throw Error("--storage " + c.storage + " is implemented for --impl cpu and gpu only, not " + impl->name);
+  return *impl;
+}
 
-  // The last run's results into dist and idx.
-  void fetch() {
-#if PARRAY_HAVE_CUDA
-    if (!dd_) return;
-    copy_bytes(dist_.data(), Memory::paged, dd_->data(), Memory::device, dist_.size() * 4);
-    copy_bytes(idx_.data(), Memory::paged, id_->data(), Memory::device, idx_.size() * sizeof(index_t));
-#endif
-  }
-
-  std::string name;
-  std::function<void()> run, finish;
-
- private:
-  // The queries and result buffers on the device, and the base (FP32, or
-  // only its 16-bit copy).
-  void prepare_gpu() {
-#if PARRAY_HAVE_CUDA
-    if (!cuda_available()) throw Error("--impl gpu: no GPU is present");
-    const Data& x = x_;
-    qd_ = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q, 1), x.d}), Memory::device);
-    dd_ = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(x.q * o_.k, 1)}), Memory::device);
-    id_ = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(x.q * o_.k, 1)}), Memory::device);
-    copy_bytes(qd_->data(), Memory::device, x.queries.data(), Memory::paged, x.queries.size() * 4);
-    if (storage_ == Storage::f32) {
-      bd_ = std::make_unique<Array<float>>(Layout::dense({x.n, x.d}), Memory::device);
-      copy_bytes(bd_->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * 4);
-      run = [this] {
-        cuda::knn_device(bd_->data(), x_.n, qd_->data(), x_.q, x_.d, o_, dd_->data(), id_->data());
-      };
-    } else {
-      bd16_ = std::make_unique<Array<std::uint16_t>>(Layout::dense({x.n, x.d}), Memory::device);
-      copy_bytes(bd16_->data(), Memory::device, base16_.data(), Memory::paged, base16_.size() * 2);
-      run = [this] {
-        cuda::knn_device_16bit(bd16_->data(), storage_, x_.n, qd_->data(), x_.q, x_.d, o_, dd_->data(), id_->data());
-      };
-    }
-    finish = [] { cuda::synchronize(); };
-#else
-    throw Error("--impl gpu: parray was built without CUDA");
-#endif
-  }
-
-  const Data& x_;
-  const KnnOptions& o_;
-  std::vector<float>& dist_;
-  std::vector<index_t>& idx_;
-  const Storage storage_;
-  std::vector<std::uint16_t> base16_;
-  std::unique_ptr<FaissFlatIndex> faiss_;
-#if PARRAY_HAVE_CUDA
-  std::unique_ptr<Array<float>> bd_, qd_, dd_;
-  std::unique_ptr<Array<index_t>> id_;
-  std::unique_ptr<Array<std::uint16_t>> bd16_;
-#endif
+// The search's answers and speed.
+struct KnnFound {
+  std::vector<float> dist;
+  std::vector<index_t> idx;
+  double recall = -1;  // -1: no ground truth
+  TimingStats timing;
 };
 
+// Runs the search once, fetches its answers and computes recall@k where
+// there is ground truth (reported, not judged), then times it.
+KnnFound search_and_time(const KnnCli& c, const KnnData& x, const KnnSearch& s, const KnnOptions& o,
+                         const Vectors<std::int32_t>& gt) {
+  KnnFound f;
+  f.dist.assign(std::size_t(x.q() * o.k), std::nanf(""));
+  f.idx.assign(std::size_t(x.q() * o.k), -1);
+  Trial t;
+  t.run = s.run;
+  t.finish = s.finish;
+  t.check = [&] {
+    s.results(f.dist.data(), f.idx.data());
+    Verdict v;
+    v.outcome = Outcome::passed;
+    if (!gt.data.empty()) {
+      f.recall = knn_recall(x.base(), x.n(), x.queries(), x.q(), x.d(), o.metric, f.idx.data(), o.k, gt.data.data(),
+                            gt.d, o.k);
+      v.error = 1 - f.recall;
+    }
+    return v;
+  };
+  TimingPlan plan;
+  plan.warmup = 0;
+  plan.min_reps = c.reps > 0 ? c.reps : 1;
+  plan.max_reps = c.reps > 0 ? c.reps : 5;
+  plan.target_seconds = 1.0;
+  const Measurement m = verify_then_time(t, plan);
+  if (!m.verdict.passed()) throw Error(m.verdict.note);
+  f.timing = m.timing;
+  return f;
+}
+
 int cmd_knn(const KnnCli& c) {
-  const Data x = load_knn_data(c);
+  Data x = load_knn_data(c);
   if (!c.save_data.empty()) return save_knn_data(c, x);
   const KnnOptions o = knn_options(c, x);
   if (c.write_gt) return write_ground_truth(c, x, o);
+  const Storage storage = parse_storage(c.storage);
+  const KnnImpl& impl = knn_impl(c, storage);
   const Vectors<std::int32_t> gt = ground_truth(c, x, o);
-  std::vector<float> dist(std::size_t(x.q * o.k));
-  std::vector<index_t> idx(std::size_t(x.q * o.k), -1);
-  KnnRunner runner(c, x, o, dist, idx);
-  runner.run();
-  if (runner.finish) runner.finish();
-  const TimingStats t =
-      time_repeated(runner.run, 0, c.reps > 0 ? c.reps : 1, c.reps > 0 ? c.reps : 5, 1.0, runner.finish);
-  runner.fetch();
-  std::cout << fmt::format("{}: {} queries x {} base vectors, d = {}, k = {}, {}, {} thread(s)\n", runner.name, x.q,
-                           x.n, x.d, o.k, metric_name(o.metric), o.threads);
+  KnnData data(std::move(x.base), x.n, std::move(x.queries), x.q, x.d, storage);
+  const KnnSearch s = impl.prepare(data, o);
+  const KnnFound f = search_and_time(c, data, s, o, gt);
+  const TimingStats& t = f.timing;
+  std::cout << fmt::format("{}: {} queries x {} base vectors, d = {}, k = {}, {}, {} thread(s)\n", s.name, x.q, x.n,
+                           x.d, o.k, metric_name(o.metric), o.threads);
   std::cout << fmt::format("time {:.3f} ms (median of {}), {:.0f} queries/s\n", t.median_ms, t.reps,
                            double(x.q) / (t.median_ms * 1e-3));
-  if (!gt.data.empty()) {
-    const double r = knn_recall(x.base.data(), x.n, x.queries.data(), x.q, x.d, o.metric, idx.data(), o.k,
-                                gt.data.data(), gt.d, o.k);
-    std::cout << fmt::format("recall@{} {:.6f} (against {})\n", o.k, r, c.gt.empty() ? "exact FP64 ground truth" : c.gt);
-  }
+  if (f.recall >= 0)
+    std::cout << fmt::format("recall@{} {:.6f} (against {})\n", o.k, f.recall,
+                             c.gt.empty() ? "exact FP64 ground truth" : c.gt);
   if (!c.out.empty()) {
     Vectors<std::int32_t> v;
     v.n = x.q, v.d = o.k;
-    v.data.assign(idx.begin(), idx.end());
+    v.data.assign(f.idx.begin(), f.idx.end());
     write_ivecs(c.out, v);
   }
   return 0;
@@ -435,7 +393,20 @@ int cmd_dist(const KnnCli& c) {
   return ok ? 0 : 1;
 }
 
+// bench knn --list: the k-NN registry, and what this build or machine lacks.
+int list_knn_impls() {
+  const KnnRegistry& reg = knn_registry();
+  for (const KnnImpl& i : reg.all())
+    std::cout << fmt::format("{:<22} {:<4} {:<12} {}{}\n{:<40}({})\n", i.name, device_name(i.device),
+                             i.stores_16bit ? "f32,f16,bf16" : "f32", i.baseline ? "[baseline] " : "", i.description,
+                             "", i.preconditions);
+  for (const MissingPart& m : reg.missing()) std::cout << fmt::format("missing: {}: {}\n", m.name, m.reason);
+  return 0;
+}
+
 int cmd_bench_knn(const KnnCli& c) {
+  if (c.b_list) return list_knn_impls();
+  if (c.b_synthetic.empty()) throw Error("give --synthetic N,d,Q");
   KnnBenchOptions o;
   o.impls = split_list(c.b_impl, ',');
   if (o.impls.empty()) throw Error("--impl is empty");
@@ -525,7 +496,7 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->knn->add_option("--synthetic", c->synthetic, "N,d,Q: uniform [-1,1) base and queries");
   c->knn->add_option("--k", c->k, "neighbours per query (1..N)")->required();
   c->knn->add_option("--metric", c->metric, "l2 or ip");
-  c->knn->add_option("--impl", c->impl, "cpu, gpu or faiss");
+  c->knn->add_option("--impl", c->impl, "cpu, gpu, faiss or a name of bench knn --list");
   c->knn->add_option("--out", c->out, "write the neighbour indices (.ivecs)");
   c->knn->add_option("--gt", c->gt, "ground truth (.ivecs) for recall@k");
   c->knn->add_flag("--write-gt", c->write_gt, "compute exact ground truth in FP64 and write it to --out");
@@ -552,8 +523,9 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->dist->add_option("--seed", c->seed, "seed of --synthetic");
 
   c->bench_knn = bench.add_subcommand("knn", "Time k-NN implementations and FAISS on the same data");
-  c->bench_knn->add_option("--impl", c->b_impl, "comma list of cpu, gpu, gpu:GEMM (a GPU GEMM by name), faiss");
-  c->bench_knn->add_option("--synthetic", c->b_synthetic, "N,d,Q")->required();
+  c->bench_knn->add_option("--impl", c->b_impl,
+                           "comma list of cpu, gpu, gpu:GEMM (a GPU GEMM by name), faiss, or names (--list)");
+  c->bench_knn->add_option("--synthetic", c->b_synthetic, "N,d,Q (required)");
   c->bench_knn->add_option("--k", c->b_k, "comma list of k");
   c->bench_knn->add_option("--metric", c->b_metric, "l2 or ip");
   c->bench_knn->add_option("--storage", c->b_storage, "base storage of the CPU and GPU k-NN: f32, f16 or bf16");
@@ -563,6 +535,7 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->bench_knn->add_option("--reps", c->reps, "timed repeats");
   c->bench_knn->add_option("--seed", c->seed);
   c->bench_knn->add_option("--offset", c->offset, "synthetic data uniform in [C-1, C+1) instead of [-1, 1)");
+  c->bench_knn->add_flag("--list", c->b_list, "list the k-NN implementations");
 
   c->bench_gemv = bench.add_subcommand("gemv", "Verify and time GEMV implementations (GB/s, % of copy bandwidth)");
   c->bench_gemv->add_option("--impl", c->g_impl, "comma list of names, or all, cpu, gpu");

@@ -21,6 +21,7 @@
 #include "parray/config.hpp"
 #include "parray/cpu.hpp"
 #include "parray/harness.hpp"
+#include "parray/knn_bench.hpp"
 #include "parray/tuning.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -128,6 +129,16 @@ void print_tuning() {
   }
 }
 
+// The GEMV and k-NN registries in brief (bench gemv --list, bench knn --list show them in full).
+template <class Impl>
+void print_other_registry(const char* title, const ImplRegistry<Impl>& r) {
+  std::cout << "\n" << title << ":\n";
+  for (const Impl& i : r.all())
+    std::cout << fmt::format("  {:<22} {:<4} {}{}\n", i.name, device_name(i.device), i.baseline ? "[baseline] " : "",
+                             i.description);
+  for (const MissingPart& m : r.missing()) std::cout << fmt::format("  missing: {}: {}\n", m.name, m.reason);
+}
+
 int cmd_list(const std::string& format) {
   const Registry& r = registry();
   if (format == "csv") {
@@ -155,6 +166,9 @@ int cmd_list(const std::string& format) {
 #endif
   if (r.missing().empty()) std::cout << "optional parts: all present\n";
   for (const MissingPart& m : r.missing()) std::cout << fmt::format("missing: {}: {}\n", m.name, m.reason);
+  register_gemv_baselines(gemv_registry());
+  print_other_registry("GEMV implementations (parray bench gemv)", gemv_registry());
+  print_other_registry("k-NN implementations (parray knn, parray bench knn)", knn_registry());
   return 0;
 }
 

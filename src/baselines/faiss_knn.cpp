@@ -1,9 +1,12 @@
 // FAISS IndexFlatL2 / IndexFlatIP (exact brute force: BLAS SGEMM + heaps) as
 // the CPU k-NN baseline, when CMake found FAISS (Debian: libfaiss-dev). FAISS
-// is never required: without it faiss_available() is false and `bench knn`
-// reports it missing.
+// is never required: without it faiss_available() is false and the k-NN
+// registry records faiss-flat as missing.
 #include <dlfcn.h>
 #include <omp.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "parray/knn_bench.hpp"
 
@@ -61,6 +64,50 @@ void FaissFlatIndex::search(const float* queries, index_t q, index_t k, int thre
 #else
   (void)queries, (void)threads, (void)distances, (void)indices;
 #endif
+}
+
+namespace {
+
+// FAISS searches the FP32 base whatever KnnData::storage() says (stores_16bit
+// is false): callers that want the 16-bit base refuse it by that flag.
+KnnSearch faiss_search(KnnData& x, const KnnOptions& o) {
+  check_knn_problem(x.n(), x.q(), x.d(), o);
+  struct Results {
+    std::vector<float> dist;
+    std::vector<index_t> idx;
+  };
+  auto r = std::make_shared<Results>();
+  r->dist.assign(std::size_t(x.q() * o.k), std::nanf(""));
+  r->idx.assign(std::size_t(x.q() * o.k), -1);
+  const FaissFlatIndex& index = x.faiss_index(o.metric);
+  KnnSearch s;
+  s.name = "faiss-flat";
+  s.run = [&x, &index, o, r] { index.search(x.queries(), x.q(), o.k, o.threads, r->dist.data(), r->idx.data()); };
+  s.results = [r](float* distances, index_t* indices) {
+    std::copy(r->dist.begin(), r->dist.end(), distances);
+    std::copy(r->idx.begin(), r->idx.end(), indices);
+  };
+  return s;
+}
+
+}  // namespace
+
+void register_knn_baselines(KnnRegistry& r) {
+  if (r.find_or_null("faiss-flat") || r.absent_or_null("faiss-flat")) return;
+  KnnImpl i;
+  i.name = "faiss-flat";
+  i.aliases = {"faiss"};
+  i.description = faiss_description();
+  i.baseline = true;
+  i.threaded = true;
+  i.tags = {"baseline"};
+  i.preconditions = "host data; searches the FP32 base, no 16-bit storage";
+  if (!faiss_available()) {
+    r.add_absent(std::move(i), faiss_description());
+    return;
+  }
+  i.prepare = faiss_search;
+  r.add(std::move(i));
 }
 
 }  // namespace parray

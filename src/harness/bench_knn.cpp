@@ -3,21 +3,14 @@
 // recall@k against exact FP64 ground truth (parray's CPU DGEMM) before it is
 // timed; queries/s = Q / median time of a whole search (device-resident data
 // on the GPU, as PyTorch's side measures it).
-#include <omp.h>
-
 #include <algorithm>
-#include <functional>
-#include <memory>
+#include <cstdio>
 
 #include <fmt/format.h>
 
 #include "parray/array.hpp"
-#include "parray/config.hpp"
-#include "parray/harness.hpp"
 #include "parray/knn_bench.hpp"
-#if PARRAY_HAVE_CUDA
-#include "parray/cuda_runtime.hpp"
-#endif
+#include "parray/measure.hpp"
 
 namespace parray {
 
@@ -34,175 +27,129 @@ std::vector<std::int32_t> knn_ground_truth(const float* base, index_t n, const f
 
 namespace {
 
-// What every row of one benchmark searches: the data, its exact ground truth,
-// and the copies each implementation searches (made on first use).
-struct KnnBenchData {
-  index_t kmax = 0;
-  std::vector<float> base, queries;
-  std::vector<std::int32_t> gt;
-  std::vector<std::uint16_t> base16;
-  std::unique_ptr<FaissFlatIndex> faiss;
-#if PARRAY_HAVE_CUDA
-  std::unique_ptr<Array<float>> base_dev, queries_dev, dist_dev;
-  std::unique_ptr<Array<index_t>> idx_dev;
-  std::unique_ptr<Array<std::uint16_t>> base16_dev;
-#endif
+// One row's implementation: an item of --impl ("cpu", "faiss-flat",
+// "gpu:GEMM") resolved in the registry, or the part this build or machine
+// lacks (the row skipped, saying why).
+struct KnnItem {
+  const KnnImpl* impl = nullptr;
+  const KnnAbsent* absent = nullptr;
+  std::string gemm;  // after ':' (a GPU k-NN's inner GEMM)
+
+  const KnnImpl& info() const { return impl ? *impl : absent->impl; }
 };
 
-KnnBenchData knn_bench_data(const KnnBenchOptions& o) {
-  KnnBenchData x;
-  x.kmax = *std::max_element(o.ks.begin(), o.ks.end());
-  KnnOptions check;
-  check.k = x.kmax;
-  check_knn_problem(o.n, o.q, o.d, check);
-  x.base = synthetic_vectors(o.n, o.d, o.seed, o.offset);
-  x.queries = synthetic_vectors(o.q, o.d, o.seed + 1, o.offset);
-  if (o.progress) std::fprintf(stderr, "[knn] exact FP64 ground truth, k = %lld\n", (long long)x.kmax);
-  const int gt_threads = *std::max_element(o.threads.begin(), o.threads.end());
-  x.gt = knn_ground_truth(x.base.data(), o.n, x.queries.data(), o.q, o.d, x.kmax, o.metric, gt_threads);
-  if (o.storage != Storage::f32) x.base16 = to_16bit(x.base.data(), o.n * o.d, o.storage);
-  return x;
+KnnItem resolve_item(const KnnRegistry& reg, const std::string& item) {
+  KnnItem it;
+  const std::size_t colon = item.find(':');
+  const std::string name = item.substr(0, colon);
+  if (colon != std::string::npos) it.gemm = item.substr(colon + 1);
+  it.impl = reg.find_or_null(name);
+  if (!it.impl) it.absent = reg.absent_or_null(name);
+  if (!it.impl && !it.absent) reg.find(name);  // throws "unknown k-NN implementation" with the names
+  if (colon != std::string::npos && (it.gemm.empty() || it.info().device != Device::gpu))
+    throw Error("k-NN item '" + item + "': only a GPU k-NN takes an inner GEMM (gpu:NAME)");
+  return it;
 }
 
-// One row's search: run() writes the k nearest of every query (the GPU's into
-// device buffers, which fetch_indices brings back), finish() waits for it.
-struct KnnSearch {
-  std::function<void()> run, finish;
-  bool gpu = false;
+// Why a row of this item cannot run here, or "".
+std::string skip_reason(const KnnItem& it) {
+  if (it.absent) return it.absent->reason;
+  if (it.impl->device == Device::gpu && !cuda_available()) return "no GPU";
+  return "";
+}
+
+// What a search's check compares with: the exact ground truth (kmax per query).
+struct KnnTruth {
+  const KnnData& data;
+  Metric metric;
+  const std::vector<std::int32_t>& gt;
+  index_t kmax;
 };
 
-// The GPU search of a row: the data on the device once, the result buffers
-// per k. Empty when there is no GPU (the row's note says why).
-KnnSearch gpu_search(const KnnBenchOptions& o, KnnBenchData& x, index_t k, const KnnOptions& ko, KnnBenchRow& r) {
-  KnnSearch s;
-#if PARRAY_HAVE_CUDA
-  if (!cuda_available()) {
-    r.outcome = Outcome::skipped, r.note = "no GPU";
-    return s;
-  }
-  if (!x.queries_dev) {
-    x.queries_dev = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(o.q, 1), o.d}), Memory::device);
-    copy_bytes(x.queries_dev->data(), Memory::device, x.queries.data(), Memory::paged, x.queries.size() * sizeof(float));
-  }
-  if (o.storage == Storage::f32 && !x.base_dev) {
-    x.base_dev = std::make_unique<Array<float>>(Layout::dense({o.n, o.d}), Memory::device);
-    copy_bytes(x.base_dev->data(), Memory::device, x.base.data(), Memory::paged, x.base.size() * sizeof(float));
-  }
-  if (o.storage != Storage::f32 && !x.base16_dev) {  // only the 16-bit copy of the base goes to the device
-    x.base16_dev = std::make_unique<Array<std::uint16_t>>(Layout::dense({o.n, o.d}), Memory::device);
-    copy_bytes(x.base16_dev->data(), Memory::device, x.base16.data(), Memory::paged, x.base16.size() * 2);
-  }
-  x.dist_dev = std::make_unique<Array<float>>(Layout::dense({std::max<index_t>(o.q * k, 1)}), Memory::device);
-  x.idx_dev = std::make_unique<Array<index_t>>(Layout::dense({std::max<index_t>(o.q * k, 1)}), Memory::device);
-  if (o.storage == Storage::f32)
-    s.run = [&o, &x, &ko] {
-      cuda::knn_device(x.base_dev->data(), o.n, x.queries_dev->data(), o.q, o.d, ko, x.dist_dev->data(),
-                       x.idx_dev->data());
-    };
-  else
-    s.run = [&o, &x, &ko] {
-      cuda::knn_device_16bit(x.base16_dev->data(), o.storage, o.n, x.queries_dev->data(), o.q, o.d, ko,
-                             x.dist_dev->data(), x.idx_dev->data());
-    };
-  s.finish = [] { cuda::synchronize(); };
-  s.gpu = true;
-#else
-  (void)o, (void)x, (void)k, (void)ko;
-  r.outcome = Outcome::skipped, r.note = "built without CUDA";
-#endif
-  return s;
-}
-
-// The search of implementation impl (cpu, gpu or faiss) with k and threads
-// in ko into dist and idx; empty (the row skipped, its note saying why)
-// where it cannot run here.
-KnnSearch knn_search(const KnnBenchOptions& o, KnnBenchData& x, const std::string& impl, index_t k,
-                     const KnnOptions& ko, std::vector<float>& dist, std::vector<index_t>& idx, KnnBenchRow& r) {
-  KnnSearch s;
-  if (impl == "cpu" && o.storage != Storage::f32) {
-    s.run = [&o, &x, &ko, &dist, &idx] {
-      knn_cpu_16bit(x.base16.data(), o.storage, o.n, x.queries.data(), o.q, o.d, ko, dist.data(), idx.data());
-    };
-  } else if (impl == "cpu") {
-    s.run = [&o, &x, &ko, &dist, &idx] {
-      knn_cpu<float>(x.base.data(), o.n, x.queries.data(), o.q, o.d, ko, dist.data(), idx.data());
-    };
-  } else if (impl == "faiss") {
-    if (!faiss_available()) {
-      r.outcome = Outcome::skipped, r.note = faiss_description();
-      return s;
-    }
-    if (!x.faiss) x.faiss = std::make_unique<FaissFlatIndex>(x.base.data(), o.n, o.d, o.metric);
-    s.run = [&o, &x, &ko, &dist, &idx] {
-      x.faiss->search(x.queries.data(), o.q, ko.k, ko.threads, dist.data(), idx.data());
-    };
-  } else {
-    s = gpu_search(o, x, k, ko, r);
-  }
-  return s;
-}
-
-// The row's search once, checked for recall@k against the ground truth,
-// then timed.
-void measure_row(const KnnBenchOptions& o, const KnnBenchData& x, const KnnSearch& s, index_t k, bool rounded,
-                 std::vector<index_t>& idx, KnnBenchRow& r) {
-  try {
-    s.run();
-    if (s.finish) s.finish();
-#if PARRAY_HAVE_CUDA
-    if (s.gpu) copy_bytes(idx.data(), Memory::paged, x.idx_dev->data(), Memory::device, idx.size() * sizeof(index_t));
-#endif
-    r.recall =
-        knn_recall(x.base.data(), o.n, x.queries.data(), o.q, o.d, o.metric, idx.data(), k, x.gt.data(), x.kmax, k);
-    const TimingStats t = time_repeated(s.run, 1, o.min_reps, o.max_reps, o.target_seconds, s.finish);
-    r.ms = t.median_ms;
-    r.qps = double(o.q) / (r.ms * 1e-3);
-    // 16-bit storage rounds the base: recall against the FP32 data's ground truth may drop.
-    r.outcome = r.recall >= 1.0 || rounded ? Outcome::passed : Outcome::failed;
+// The search run once from poisoned outputs, checked for recall@k against
+// the ground truth (a 16-bit base is rounded: its recall against the FP32
+// data may drop and still pass), then timed.
+void measure_row(const KnnBenchOptions& o, const KnnTruth& t, const KnnSearch& s, bool rounded, KnnBenchRow& r) {
+  const index_t k = r.k;
+  std::vector<float> dist(std::size_t(t.data.q() * k));
+  std::vector<index_t> idx(std::size_t(t.data.q() * k), -1);
+  Trial trial;
+  trial.run = s.run;
+  trial.finish = s.finish;
+  trial.check = [&] {
+    s.results(dist.data(), idx.data());
+    r.recall = knn_recall(t.data.base(), t.data.n(), t.data.queries(), t.data.q(), t.data.d(), t.metric, idx.data(),
+                          k, t.gt.data(), t.kmax, k);
+    Verdict v;
+    v.error = 1.0 - r.recall;
+    v.outcome = r.recall >= 1.0 || rounded ? Outcome::passed : Outcome::failed;
     if (r.recall < 1.0)
-      r.note = rounded ? fmt::format("base stored as {}: recall against the FP32 data", storage_name(o.storage))
+      v.note = rounded ? fmt::format("base stored as {}: recall against the FP32 data", storage_name(o.storage))
                        : fmt::format("recall {:.6f} < 1", r.recall);
-  } catch (const Error& e) {
-    r.note = e.what();
+    return v;
+  };
+  TimingPlan plan;
+  plan.warmup = 1, plan.min_reps = o.min_reps, plan.max_reps = o.max_reps, plan.target_seconds = o.target_seconds;
+  const Measurement m = verify_then_time(trial, plan);
+  r.outcome = m.verdict.outcome;
+  r.note = m.verdict.note;
+  if (m.timing.reps > 0) {
+    r.ms = m.timing.median_ms;
+    r.qps = double(t.data.q()) / (r.ms * 1e-3);
+  }
+}
+
+// The rows of one item at one k: one per thread count (one for an
+// implementation that takes none).
+void item_rows(const KnnBenchOptions& o, KnnData& data, const KnnTruth& truth, const KnnItem& it, index_t k,
+               std::vector<KnnBenchRow>& rows) {
+  const KnnImpl& info = it.info();
+  const std::string skip = skip_reason(it);
+  for (int threads : info.threaded ? o.threads : std::vector<int>{1}) {
+    KnnOptions ko;
+    ko.k = k, ko.metric = o.metric, ko.threads = threads, ko.gemm = it.gemm;
+    ko.query_tile = o.query_tile, ko.base_tile = o.base_tile;
+    KnnBenchRow r;
+    r.impl = knn_search_name(info, o.storage, ko);
+    r.device = device_name(info.device);
+    r.metric = metric_name(o.metric);
+    r.n = o.n, r.d = o.d, r.q = o.q, r.k = k, r.threads = threads;
+    if (!skip.empty()) {
+      r.outcome = Outcome::skipped, r.note = skip;
+    } else {
+      try {
+        const KnnSearch s = it.impl->prepare(data, ko);
+        if (o.progress) std::fprintf(stderr, "[knn] %s k=%lld threads=%d\n", r.impl.c_str(), (long long)k, threads);
+        measure_row(o, truth, s, info.stores_16bit && o.storage != Storage::f32, r);
+      } catch (const Error& e) {
+        r.outcome = Outcome::failed, r.note = e.what();
+      }
+    }
+    rows.push_back(r);
   }
 }
 
 }  // namespace
 
 std::vector<KnnBenchRow> run_knn_bench(const KnnBenchOptions& o) {
-  KnnBenchData x = knn_bench_data(o);
+  if (o.ks.empty() || o.threads.empty()) throw Error("k-NN bench: no k or no thread count given");
+  const index_t kmax = *std::max_element(o.ks.begin(), o.ks.end());
+  KnnOptions check;
+  check.k = kmax;
+  check_knn_problem(o.n, o.q, o.d, check);
+  const KnnRegistry& reg = knn_registry();
+  std::vector<KnnItem> items;
+  for (const std::string& item : o.impls) items.push_back(resolve_item(reg, item));
+  KnnData data(synthetic_vectors(o.n, o.d, o.seed, o.offset), o.n, synthetic_vectors(o.q, o.d, o.seed + 1, o.offset),
+               o.q, o.d, o.storage);
+  if (o.progress) std::fprintf(stderr, "[knn] exact FP64 ground truth, k = %lld\n", (long long)kmax);
+  const int gt_threads = *std::max_element(o.threads.begin(), o.threads.end());
+  const std::vector<std::int32_t> gt =
+      knn_ground_truth(data.base(), o.n, data.queries(), o.q, o.d, kmax, o.metric, gt_threads);
+  const KnnTruth truth{data, o.metric, gt, kmax};
   std::vector<KnnBenchRow> rows;
-  for (const std::string& item : o.impls) {
-    // "gpu:NAME" runs the GPU k-NN with GEMM implementation NAME (parray list)
-    const std::string impl = item.rfind("gpu:", 0) == 0 ? "gpu" : item;
-    const std::string gemm_name = item.rfind("gpu:", 0) == 0 ? item.substr(4) : "";
-    const bool gpu = impl == "gpu";
-    if (impl != "cpu" && impl != "gpu" && impl != "faiss")
-      throw Error("unknown k-NN implementation '" + impl + "' (known: cpu, gpu, gpu:GEMM, faiss)");
-    for (index_t k : o.ks) {
-      for (int threads : gpu ? std::vector<int>{1} : o.threads) {
-        KnnBenchRow r;
-        r.impl = impl == "cpu" ? "knn-cpu" : impl == "gpu" ? "knn-gpu" : "faiss-flat";
-        if (!gemm_name.empty()) r.impl += ":" + gemm_name;
-        r.device = gpu ? "gpu" : "cpu";
-        r.metric = metric_name(o.metric);
-        r.n = o.n, r.d = o.d, r.q = o.q, r.k = k, r.threads = threads;
-        std::vector<float> dist(size_t(o.q * k));
-        std::vector<index_t> idx(size_t(o.q * k), -1);
-        KnnOptions ko;
-        ko.k = k, ko.metric = o.metric, ko.threads = threads, ko.gemm = gemm_name;
-        ko.query_tile = o.query_tile, ko.base_tile = o.base_tile;
-        const bool rounded = o.storage != Storage::f32 && impl != "faiss";  // the searched base is rounded
-        if (rounded) r.impl += std::string("-") + storage_name(o.storage);
-        const KnnSearch s = knn_search(o, x, impl, k, ko, dist, idx, r);
-        if (s.run) {
-          if (o.progress) std::fprintf(stderr, "[knn] %s k=%lld threads=%d\n", r.impl.c_str(), (long long)k, threads);
-          measure_row(o, x, s, k, rounded, idx, r);
-        }
-        rows.push_back(r);
-      }
-    }
-  }
+  for (const KnnItem& it : items)
+    for (index_t k : o.ks) item_rows(o, data, truth, it, k, rows);
   return rows;
 }
 
