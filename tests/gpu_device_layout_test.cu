@@ -3,6 +3,7 @@
 // through a sub-type, and the results must equal the host Layout's.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "parray/array.hpp"
@@ -65,4 +66,50 @@ TEST(GpuDeviceLayout, DeviceOffsetsEqualHostOffsets) {
     const std::vector<index_t> want = host_offsets(l);
     EXPECT_EQ(device_offsets(l, want.size()), want);
   }
+}
+
+// #copy across memory kinds and layouts: every named layout to every other,
+// host (paged, pinned) <-> device and device <-> device, at an odd size; the
+// destination poisoned first, every element compared. A destination with
+// holes (a column block of a wider matrix) must keep the holes' data.
+TEST(GpuCopy, AnyLayoutAnyKindInOneCall) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const index_t r = 37, c = 45;
+  const std::vector<std::pair<Memory, Memory>> kinds = {{Memory::paged, Memory::device},
+                                                        {Memory::pinned, Memory::device},
+                                                        {Memory::device, Memory::device},
+                                                        {Memory::device, Memory::paged},
+                                                        {Memory::device, Memory::pinned}};
+  for (const std::string& from : matrix_layout_names())
+    for (const std::string& to : matrix_layout_names())
+      for (auto [src_kind, dst_kind] : kinds) {
+        SCOPED_TRACE(from + " -> " + to + ", " + memory_name(src_kind) + " -> " + memory_name(dst_kind));
+        const MatrixType st = make_matrix_type(from, r, c), dt = make_matrix_type(to, r, c);
+        Array<float> src_host(st.storage, Memory::paged), dst_host(dt.storage, Memory::paged);
+        for (index_t i = 0; i < src_host.storage_elements(); ++i) src_host[i] = float(i % 977) + 0.5f;
+        for (index_t i = 0; i < dst_host.storage_elements(); ++i) dst_host[i] = -1.f;  // poison
+        Array<float> src(st.storage, src_kind), dst(dt.storage, dst_kind);
+        copy_bytes(src.data(), src_kind, src_host.data(), Memory::paged, std::size_t(src.storage_elements()) * 4);
+        copy_bytes(dst.data(), dst_kind, dst_host.data(), Memory::paged, std::size_t(dst.storage_elements()) * 4);
+        copy<float>(MatrixView<const float>(src.view(st.view)), dst.view(dt.view));
+        copy_bytes(dst_host.data(), Memory::paged, dst.data(), dst_kind, std::size_t(dst.storage_elements()) * 4);
+        const MatrixView<float> s = src_host.view(st.view), d = dst_host.view(dt.view);
+        for (index_t i = 0; i < r; ++i)
+          for (index_t j = 0; j < c; ++j) ASSERT_EQ(d(i, j), s(i, j)) << "(" << i << ", " << j << ")";
+      }
+}
+
+TEST(GpuCopy, ADestinationWithHolesKeepsThem) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const index_t r = 19, c = 23, ld = 40;  // a 19 x 23 block of a 19 x 40 row-major matrix
+  std::vector<float> wide(std::size_t(r * ld), 7.f), want(wide);
+  Array<float> src(Layout::dense({c, r}), Memory::device);  // column-major source
+  std::vector<float> src_host(std::size_t(r * c));
+  for (std::size_t x = 0; x < src_host.size(); ++x) src_host[x] = float(x);
+  copy_bytes(src.data(), Memory::device, src_host.data(), Memory::paged, src_host.size() * 4);
+  const MatrixView<const float> s{src.data(), MatrixLayout::col_major(r, c, r), Memory::device};
+  copy<float>(s, MatrixView<float>{wide.data(), MatrixLayout::row_major(r, c, ld), Memory::paged});
+  for (index_t i = 0; i < r; ++i)
+    for (index_t j = 0; j < c; ++j) want[std::size_t(i * ld + j)] = src_host[std::size_t(j * r + i)];
+  EXPECT_EQ(wide, want);
 }

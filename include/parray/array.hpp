@@ -81,15 +81,10 @@ void copy(const T* src, const Layout& src_type, T* dst, const Layout& dst_type) 
   for (index_t i = 0; i < src_type.size(); ++i) dst[dst_type.offset(i)] = src[src_type.offset(i)];
 }
 
-// Layout-transforming copy between two matrices of the same shape. Both in
-// host memory (paged or pinned); device copies arrive with the CUDA backend.
+// Layout-transforming copy between two matrices of the same shape, both in
+// host memory (paged or pinned).
 template <class T>
-void copy(MatrixView<const T> src, MatrixView<T> dst) {
-  if (src.rows() != dst.rows() || src.cols() != dst.cols())
-    throw Error("copy: source is " + std::to_string(src.rows()) + "x" + std::to_string(src.cols()) +
-                ", destination is " + std::to_string(dst.rows()) + "x" + std::to_string(dst.cols()));
-  if (src.memory == Memory::device || dst.memory == Memory::device)
-    throw Error("copy: a layout-transforming copy to or from device memory needs the CUDA backend");
+void copy_host(MatrixView<const T> src, MatrixView<T> dst) {
   // Walk the destination's contiguous direction innermost.
   const bool dst_rows_inner = dst.layout.rows.is_strided() && dst.layout.rows.stride[0] == 1 &&
                               !(dst.layout.cols.is_strided() && dst.layout.cols.stride[0] == 1);
@@ -106,6 +101,25 @@ void copy(MatrixView<const T> src, MatrixView<T> dst) {
         dst.data[dof + dst.layout.cols.offset(j)] = src.data[so + src.layout.cols.offset(j)];
     }
   }
+}
+
+// The copies that touch device memory (src/core/copy.cpp): one cudaMemcpy
+// where both sides have the same dense layout, else a staged copy and the
+// device's tiled layout-changing kernel. Built without CUDA: parray::Error.
+template <class T>
+void copy_device(MatrixView<const T> src, MatrixView<T> dst);
+extern template void copy_device<float>(MatrixView<const float>, MatrixView<float>);
+extern template void copy_device<double>(MatrixView<const double>, MatrixView<double>);
+
+// Parray's #copy between two matrix types of the same shape, any layouts, any
+// memory kinds (paged, pinned, device) on either side, in one call.
+template <class T>
+void copy(MatrixView<const T> src, MatrixView<T> dst) {
+  if (src.rows() != dst.rows() || src.cols() != dst.cols())
+    throw Error("copy: source is " + std::to_string(src.rows()) + "x" + std::to_string(src.cols()) +
+                ", destination is " + std::to_string(dst.rows()) + "x" + std::to_string(dst.cols()));
+  if (src.memory == Memory::device || dst.memory == Memory::device) return copy_device(src, dst);
+  copy_host(src, dst);
 }
 
 }  // namespace parray

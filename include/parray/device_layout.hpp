@@ -202,7 +202,7 @@ struct FixedAxis {
   }
   PARRAY_HD index_t offset(index_t i) const {
     index_t off = 0;
-#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int l = Levels - 1; l > 0; --l) {

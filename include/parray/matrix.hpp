@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -202,7 +203,10 @@ struct MatrixView {
   PARRAY_HD index_t cols() const { return layout.cols.size; }
   PARRAY_HD T& operator()(index_t i, index_t j) const { return data[layout.offset(i, j)]; }
   PARRAY_HD MatrixView t() const { return {data, layout.transposed(), memory}; }
-  PARRAY_HD operator MatrixView<const T>() const { return {data, layout, memory}; }
+  // A view of const elements; only a view of mutable ones converts (a
+  // conversion of MatrixView<const T> to itself is one nvcc warns of).
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  PARRAY_HD operator MatrixView<const U>() const { return {data, layout, memory}; }
 };
 
 }  // namespace parray
