@@ -53,6 +53,22 @@ TEST(Cli, GemmVerifies) {
   EXPECT_NE(f.out.find("check OK"), std::string::npos) << f.out;
 }
 
+// --layout-X takes a Parray type, over a storage type named S by --storage-X:
+// the paper's fig 17 storage of A written out, B transposed by a type.
+TEST(Cli, LayoutsAsParrayTypes) {
+  CliResult r = run_cli("gemm --impl cpu -m 64 -n 32 -k 48 --reps 1 --storage-a \"[2][64][24]\" "
+                        "--layout-a \"[#S_1][[#S_0][#S_2]]\" --storage-b \"[32][48]\" --layout-b \"[#S_1][#S_0]\" "
+                        "--layout-c \"[64][32]\"");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("check OK"), std::string::npos) << r.out;
+  expect_cli_bad_input("gemm -m 64 -n 32 -k 48 --storage-a \"[2][64][24]\" --layout-a \"[#S_1][[#S_0][#S_9]]\"",
+                       "at position 16");
+  expect_cli_bad_input("gemm -m 64 -n 32 -k 50 --storage-a \"[2][64][24]\" --layout-a \"[#S_1][[#S_0][#S_2]]\"",
+                       "is 64x48, the operand is 64x50");
+  expect_cli_bad_input("gemm -m 64 -n 32 -k 48 --layout-b \"[48][32\"", "expected ']' at position 7");
+  expect_cli_bad_input("gemm -m 64 -n 32 -k 48 --storage-b \"[48][32]\"", "--storage-b needs --layout-b");
+}
+
 TEST(Cli, IsaOverrideSelectsTheMicrokernel) {
   const CliResult r = run_cli("--isa portable list");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -38,9 +38,19 @@ using tools::whole;
 namespace {
 
 void check_layout_name(const std::string& s) {
+  if (is_layout_type_text(s)) return;  // a Parray type: checked against its operand's size when the case is built
   for (const std::string& n : matrix_layout_names())
     if (n == s) return;
   make_matrix_type(s, 1, 1);  // throws the message listing the known names
+}
+
+// --storage-X S with --layout-X VIEW: one type text "{S}VIEW" (named_layouts.hpp).
+std::string with_storage(const std::string& layout, const std::string& storage, const char* which) {
+  if (storage.empty()) return layout;
+  if (!is_layout_type_text(layout) || layout.front() == '{')
+    throw Error(std::string("--storage-") + which + " needs --layout-" + which +
+                " to be a Parray type over S, e.g. [#S_1][#S_0]");
+  return "{" + storage + "}" + layout;
 }
 
 // Refuses problems whose operands (plus the FP64 reference the check needs)
@@ -174,6 +184,7 @@ int cmd_list(const std::string& format) {
 
 struct GemmArgs {
   std::string impl = "cpu", dtype = "f32", layout_a = "row", layout_b = "row", layout_c = "row";
+  std::string storage_a, storage_b, storage_c;
   std::string m, n, k;
   double alpha = 1.0, beta = 0.0;
   std::uint64_t seed = 42;
@@ -187,8 +198,10 @@ int cmd_gemm(const GemmArgs& g) {
   p.m = whole(g.m, "-m");
   p.n = whole(g.n, "-n");
   p.k = whole(g.k, "-k");
-  for (const std::string* l : {&g.layout_a, &g.layout_b, &g.layout_c}) check_layout_name(*l);
-  p.layout_a = g.layout_a, p.layout_b = g.layout_b, p.layout_c = g.layout_c;
+  p.layout_a = with_storage(g.layout_a, g.storage_a, "a");
+  p.layout_b = with_storage(g.layout_b, g.storage_b, "b");
+  p.layout_c = with_storage(g.layout_c, g.storage_c, "c");
+  for (const std::string* l : {&p.layout_a, &p.layout_b, &p.layout_c}) check_layout_name(*l);
   p.alpha = g.alpha, p.beta = g.beta, p.seed = g.seed, p.int_inputs = g.int_inputs || g.print;
   if (g.threads < 0) throw Error("--threads " + std::to_string(g.threads) + " is negative");
   if (g.reps < 0) throw Error("--reps " + std::to_string(g.reps) + " is negative");
@@ -235,7 +248,7 @@ int cmd_gemm(const GemmArgs& g) {
 
 struct BenchArgs {
   std::string impls = "all", sizes, shapes, dtypes = "f32", layouts = "row", threads = "1", csv, json;
-  std::string layout_a, layout_b, layout_c;
+  std::string layout_a, layout_b, layout_c, storage_a, storage_b, storage_c;
   double alpha = 1.0, beta = 0.0;
   int reps = 0, rounds = 1;
   bool interleave = false;
@@ -288,9 +301,9 @@ int cmd_bench_gemm(const BenchArgs& b) {
         GemmProblem p;
         p.dtype = parse_dtype(d);
         p.m = m, p.k = k, p.n = n;
-        p.layout_a = b.layout_a.empty() ? l : b.layout_a;
-        p.layout_b = b.layout_b.empty() ? l : b.layout_b;
-        p.layout_c = b.layout_c.empty() ? l : b.layout_c;
+        p.layout_a = with_storage(b.layout_a.empty() ? l : b.layout_a, b.storage_a, "a");
+        p.layout_b = with_storage(b.layout_b.empty() ? l : b.layout_b, b.storage_b, "b");
+        p.layout_c = with_storage(b.layout_c.empty() ? l : b.layout_c, b.storage_c, "c");
         for (const std::string* x : {&p.layout_a, &p.layout_b, &p.layout_c}) check_layout_name(*x);
         p.alpha = b.alpha, p.beta = b.beta, p.seed = b.seed;
         check_fits(p);
@@ -338,9 +351,14 @@ int main(int argc, char** argv) {
   gemm->add_option("-n", g.n, "columns of B and C")->required();
   gemm->add_option("-k", g.k, "columns of A, rows of B")->required();
   gemm->add_option("--dtype", g.dtype, "f32 or f64");
-  gemm->add_option("--layout-a", g.layout_a, "layout of A: row, col, row-pad, fig17, fig17x4, fig18");
+  gemm->add_option("--layout-a", g.layout_a,
+                   "layout of A: row, col, row-pad, fig17, fig17x4, fig18, or a Parray type ([64][48], or a view "
+                   "such as [#S_1][#S_0] over --storage-a)");
   gemm->add_option("--layout-b", g.layout_b, "layout of B");
   gemm->add_option("--layout-c", g.layout_c, "layout of C");
+  gemm->add_option("--storage-a", g.storage_a, "A's dense storage type S, e.g. [2][64][24], for a --layout-a over it");
+  gemm->add_option("--storage-b", g.storage_b, "B's storage type S");
+  gemm->add_option("--storage-c", g.storage_c, "C's storage type S");
   gemm->add_option("--alpha", g.alpha);
   gemm->add_option("--beta", g.beta);
   gemm->add_option("--seed", g.seed, "random seed of the inputs");
@@ -361,6 +379,9 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--layout-a", b.layout_a);
   bench_gemm->add_option("--layout-b", b.layout_b);
   bench_gemm->add_option("--layout-c", b.layout_c);
+  bench_gemm->add_option("--storage-a", b.storage_a, "A's storage type S for a --layout-a over it");
+  bench_gemm->add_option("--storage-b", b.storage_b);
+  bench_gemm->add_option("--storage-c", b.storage_c);
   bench_gemm->add_option("--threads", b.threads, "thread counts, comma list");
   bench_gemm->add_option("--alpha", b.alpha);
   bench_gemm->add_option("--beta", b.beta);

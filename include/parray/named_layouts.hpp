@@ -12,6 +12,11 @@
 //              2x2 blocks stored contiguously (fig. 18b), r2 = ceil(r/2)
 //
 // For sizes that do not divide, the storage is padded and the view resized.
+//
+// Beside the names, any Parray type: "[r][c]" (a dense type, its own
+// storage), or "{STORAGE}VIEW" — a dense storage type and a rank-2 view of it
+// written with references to S, e.g. "{[2][64][24]}[#S_1][[#S_0][#S_2]]"
+// (the CLI's --storage-a "[2][64][24]" --layout-a "[#S_1][[#S_0][#S_2]]").
 #pragma once
 
 #include <string>
@@ -31,8 +36,34 @@ inline const std::vector<std::string>& matrix_layout_names() {
   return names;
 }
 
+// A layout given as a Parray type (see above), checked against the r x c
+// operand it must describe.
+inline MatrixType matrix_type_from_text(const std::string& text, index_t r, index_t c) {
+  MatrixType t;
+  if (text.front() == '{') {
+    const std::size_t close = text.find('}');
+    if (close == std::string::npos) throw Error("layout type \"" + text + "\": '{' without '}'");
+    t.storage = Layout::parse(text.substr(1, close - 1));
+    t.view = Layout::parse(text.substr(close + 1), {{"S", t.storage}});
+  } else {
+    t.storage = t.view = Layout::parse(text);
+  }
+  if (t.view.rank() != 2 || t.view.dim(0).size() != r || t.view.dim(1).size() != c)
+    throw Error("layout type \"" + text + "\" is " +
+                (t.view.rank() == 2 ? std::to_string(t.view.dim(0).size()) + "x" + std::to_string(t.view.dim(1).size())
+                                    : "of rank " + std::to_string(t.view.rank())) +
+                ", the operand is " + std::to_string(r) + "x" + std::to_string(c));
+  if (t.view.span() > t.storage.size())
+    throw Error("layout type \"" + text + "\" reaches past its storage of " + std::to_string(t.storage.size()) +
+                " elements");
+  return t;
+}
+
+inline bool is_layout_type_text(const std::string& s) { return !s.empty() && (s.front() == '[' || s.front() == '{'); }
+
 inline MatrixType make_matrix_type(const std::string& name, index_t r, index_t c) {
   if (r < 0 || c < 0) throw Error("matrix layout: negative size");
+  if (is_layout_type_text(name)) return matrix_type_from_text(name, r, c);
   auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
   Layout::Symbols s;
   if (name == "row") {
@@ -62,7 +93,7 @@ inline MatrixType make_matrix_type(const std::string& name, index_t r, index_t c
   }
   std::string known;
   for (const std::string& n : matrix_layout_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown matrix layout '" + name + "' (known: " + known + ")");
+  throw Error("unknown matrix layout '" + name + "' (known: " + known + ", or a Parray type such as [#S_1][#S_0] over --storage)");
 }
 
 }  // namespace parray
