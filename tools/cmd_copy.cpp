@@ -44,11 +44,14 @@ struct Operand {
   MatrixView<float> view() { return storage.view(type.view); }
 };
 
+// The value element (i, j) holds: distinct enough that a misplaced element shows.
+float value_at(index_t i, index_t j) { return float((i * 7919 + j) % 1048573); }
+
 void fill(Operand& x) {
   Array<float> h(x.type.storage, Memory::paged);
   MatrixView<float> v = h.view(x.type.view);
   for (index_t i = 0; i < v.rows(); ++i)
-    for (index_t j = 0; j < v.cols(); ++j) v(i, j) = float((i * 7919 + j) % 1048573);
+    for (index_t j = 0; j < v.cols(); ++j) v(i, j) = value_at(i, j);
   copy_bytes(x.storage.data(), x.storage.memory(), h.data(), Memory::paged, std::size_t(h.storage_elements()) * 4);
 }
 
@@ -64,7 +67,7 @@ Verdict check(Operand& x) {
   const MatrixView<float> v = h.view(x.type.view);
   for (index_t i = 0; i < v.rows(); ++i)
     for (index_t j = 0; j < v.cols(); ++j)
-      if (v(i, j) != float((i * 7919 + j) % 1048573))
+      if (v(i, j) != value_at(i, j))
         return {Outcome::failed, 1, fmt::format("element ({}, {}) is {}", i, j, v(i, j))};
   return {Outcome::passed, 0, ""};
 }

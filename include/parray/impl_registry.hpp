@@ -112,6 +112,27 @@ class ImplRegistry {
   }
   const std::vector<MissingPart>& missing() const { return missing_; }
 
+  // An implementation this build or machine lacks, described as it would be
+  // registered, and why it is missing.
+  struct Absent {
+    Impl impl;
+    std::string reason;
+  };
+  // Records impl as missing (missing() lists it) so that a user's name for it
+  // (its name, an alias, its device's "cpu"/"gpu") finds why, not "unknown".
+  void add_absent(Impl impl, std::string reason) {
+    add_missing({impl.name, reason});
+    absent_.push_back({std::move(impl), std::move(reason)});
+  }
+  const Absent* absent_or_null(const std::string& name) const {
+    for (const Absent& a : absent_) {
+      const bool device_default = (name == "cpu" || name == "gpu") && name == device_name(a.impl.device) &&
+                                  default_name(a.impl.device).empty();
+      if (a.impl.answers_to(name) || device_default) return &a;
+    }
+    return nullptr;
+  }
+
  private:
   static std::vector<std::string> names_of(const Impl& impl) {
     std::vector<std::string> n = impl.aliases;
@@ -122,6 +143,7 @@ class ImplRegistry {
   std::string what_;
   std::vector<Impl> impls_;
   std::vector<MissingPart> missing_;
+  std::vector<Absent> absent_;
   std::string default_cpu_, default_gpu_;
 };
 

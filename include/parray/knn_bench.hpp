@@ -121,24 +121,11 @@ struct KnnImpl : ImplInfo {
   std::function<KnnSearch(KnnData&, const KnnOptions&)> prepare;
 };
 
-// A k-NN implementation that this build or machine lacks, as it would be
-// registered (no prepare), and why it is missing.
-struct KnnAbsent {
-  KnnImpl impl;
-  std::string reason;
-};
-
 class KnnRegistry : public ImplRegistry<KnnImpl> {
  public:
   KnnRegistry() : ImplRegistry<KnnImpl>("k-NN implementation") {}
-  // Records impl as missing (missing() lists it) so that a user's name for it
-  // (its name, an alias, its device's "cpu"/"gpu") finds why, not "unknown".
-  void add_absent(KnnImpl impl, std::string reason);
-  const KnnAbsent* absent_or_null(const std::string& name) const;
-
- private:
-  std::vector<KnnAbsent> absent_;
 };
+using KnnAbsent = KnnRegistry::Absent;
 
 // Filled on first use: knn-cpu (default "cpu"), knn-gpu (default "gpu"; with
 // CUDA) and, through register_knn_baselines, faiss-flat ("faiss").

@@ -95,20 +95,6 @@ const FaissFlatIndex& KnnData::faiss_index(Metric metric) {
 
 // ---- the registry -------------------------------------------------------------
 
-void KnnRegistry::add_absent(KnnImpl impl, std::string reason) {
-  add_missing({impl.name, reason});
-  absent_.push_back({std::move(impl), std::move(reason)});
-}
-
-const KnnAbsent* KnnRegistry::absent_or_null(const std::string& name) const {
-  for (const KnnAbsent& a : absent_) {
-    const bool device_default = (name == "cpu" || name == "gpu") && name == device_name(a.impl.device) &&
-                                default_name(a.impl.device).empty();
-    if (a.impl.answers_to(name) || device_default) return &a;
-  }
-  return nullptr;
-}
-
 std::string knn_search_name(const KnnImpl& impl, Storage storage, const KnnOptions& options) {
   std::string s = impl.name;
   if (!options.gemm.empty()) s += ":" + options.gemm;
