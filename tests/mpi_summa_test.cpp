@@ -52,7 +52,7 @@ TEST(MpiThreadArray, CoordinatesAndCommunicators) {
     MpiThreadArray grid({g[0], g[1]});
     bool ok = true;
     grid.detour([&](const ProcCoord& p) {
-      ok = ok && p.row * g[1] + p.col == p.tid && p[0] == p.row && p[1] == p.col && p.size() == world_size();
+      ok = ok && p.row * g[1] + p.col == p.tid() && p[0] == p.row && p[1] == p.col && p.size() == world_size();
       int rs = 0, cs = 0, rr = 0, cr = 0;
       MPI_Comm_size(p.row_comm, &rs);
       MPI_Comm_size(p.col_comm, &cs);
@@ -63,6 +63,27 @@ TEST(MpiThreadArray, CoordinatesAndCommunicators) {
     });
     EXPECT_TRUE(all_true(ok)) << g[0] << "x" << g[1];
   }
+}
+
+// Any rank: a 3-D array [1][n][1] and a nested one [[1][n]] over the n
+// ranks; communicators and #sync along each dimension.
+TEST(MpiThreadArray, AnyRankAndSyncAlongADimension) {
+  const int n = world_size();
+  bool ok = true;
+  MpiThreadArray three({1, n, 1});
+  three.detour([&](const ProcCoord& p) {
+    ok = ok && p.rank() == 3 && p.tid(1) == p.tid() && p.tid(0) == 0 && p.tid(2) == 0 && p.dim(1) == n;
+    int sizes[3] = {0, 0, 0}, r1 = -1;
+    for (int d = 0; d < 3; ++d) MPI_Comm_size(p.along[d], &sizes[d]);
+    MPI_Comm_rank(p.along[1], &r1);
+    ok = ok && sizes[0] == 1 && sizes[1] == n && sizes[2] == 1 && r1 == p.tid(1);
+    for (int d = 0; d < 3; ++d) p.sync(d);
+    p.sync();
+  });
+  MpiThreadArray nested(ThreadShape::nested({{1, n}}));
+  nested.detour([&](const ProcCoord& p) { ok = ok && p.tid(0, 1) == p.tid() && p.tid(0, 0) == 0 && p.dim(0, 1) == n; });
+  EXPECT_TRUE(all_true(ok));
+  EXPECT_THROW(three.coord().sync(3), Error);
 }
 
 TEST(MpiThreadArray, GridMustMatchRankCount) {
@@ -104,7 +125,7 @@ TEST(DistMatrix, ScatterGatherRoundTripAndRedistribute) {
     std::vector<double> y(static_cast<std::size_t>(m * n), 0.0), yt(static_cast<std::size_t>(m * n), 0.0);
     back.gather_to(cm(y, m, n), 0);
     t.gather_to(cm(yt, n, m), 0);
-    if (grid.coord().tid == 0) {
+    if (grid.coord().tid() == 0) {
       ok = ok && y == x;
       for (index_t i = 0; i < m; ++i)
         for (index_t j = 0; j < n; ++j) ok = ok && yt[static_cast<std::size_t>(j + i * n)] == x[static_cast<std::size_t>(i + j * m)];
@@ -153,7 +174,7 @@ void check_summa(const std::vector<int>& g, const Shape& s, bool ta, bool tb, bo
   std::vector<T> got(static_cast<std::size_t>(std::max<index_t>(1, s.m * s.n)));
   c.gather_to({got.data(), MatrixLayout::col_major(s.m, s.n, std::max<index_t>(1, s.m))});
   double err = 0;
-  if (grid.coord().tid == 0) {
+  if (grid.coord().tid() == 0) {
     // Operands rounded to T, as the product saw them.
     for (index_t i = 0; i < s.m; ++i)
       for (index_t j = 0; j < s.n; ++j) {

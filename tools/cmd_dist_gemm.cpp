@@ -101,7 +101,7 @@ bool verify(const DistGemmOptions& o, const DistMatrix<T>& a, const DistMatrix<T
   if (small) {
     std::vector<T> cg(static_cast<std::size_t>(std::max<index_t>(1, m * n)));
     c.gather_to({cg.data(), MatrixLayout::col_major(m, n, std::max<index_t>(1, m))}, root);
-    if (c.grid().coord().tid == root) {
+    if (c.grid().coord().tid() == root) {
       std::vector<double> ref(static_cast<std::size_t>(m * n), 0.0), bt(static_cast<std::size_t>(k * n));
       for (index_t j = 0; j < n; ++j)
         for (index_t p = 0; p < k; ++p)
@@ -169,7 +169,7 @@ template <class T>
 class DistGemmRun {
  public:
   DistGemmRun(const DistGemmOptions& o, const MpiThreadArray& grid)
-      : o_(o), grid_(grid), root_(grid.coord().tid == 0), P_(grid.rows()), Q_(grid.cols()), m_(o.m), n_(o.n),
+      : o_(o), grid_(grid), root_(grid.coord().tid() == 0), P_(grid.rows()), Q_(grid.cols()), m_(o.m), n_(o.n),
         k_(o.k), nb_(o.block), ta_(o.trans_a ? Trans::yes : Trans::no), tb_(o.trans_b ? Trans::yes : Trans::no),
         so_(summa_options(o)),
         plan_(plan_local_gemm<T>(so_, grid.coord())),  // throws on every rank alike for a bad --local
@@ -184,7 +184,7 @@ class DistGemmRun {
 
   int run() {
     grid_.detour([&](const ProcCoord& p) {
-      if (p.tid == o_.fail_rank) throw Error("injected failure (--fail-rank)");
+      if (p.tid() == o_.fail_rank) throw Error("injected failure (--fail-rank)");
       measure("summa", [&] { return summa<T>(ta_, tb_, T(1), a_, b_, T(0), c_, so_); });
     });
     if (o_.efficiency) time_one_rank();

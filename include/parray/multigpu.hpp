@@ -54,12 +54,12 @@ class GpuThreadArray {
   int cols() const { return cols_; }
   int device(int tid) const { return devices_[std::size_t(tid)]; }
 
-  // body(const ThreadCoord& t): t[0], t[1] the GPU's row and column, t.tid its
+  // body(const ThreadCoord& t): t[0], t[1] the GPU's row and column, t.tid() its
   // index, t.sync() a barrier over the GPUs' host threads.
   template <class F>
   void detour(F&& body) const {
     CpuThreadArray({rows_, cols_}).detour([&](const ThreadCoord& t) {
-      bind_device(devices_[std::size_t(t.tid)]);
+      bind_device(devices_[std::size_t(t.tid())]);
       body(t);
     });
   }

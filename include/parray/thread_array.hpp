@@ -1,11 +1,12 @@
 // CPU thread arrays: Parray's `pthd [2][2]` and `#detour`.
 //
 //   CpuThreadArray threads({2, 2});
-//   threads.detour([&](const ThreadCoord& t) { work(t[0], t[1]); t.sync(); });
+//   threads.detour([&](const ThreadCoord& t) { work(t.tid(0), t.tid(1)); t.sync(); });
 //
-// runs the callable once on each thread of a 1-, 2- or 3-D array, giving it
-// its coordinates ($tid$, $tid_0$, $tid_1$ ...) and a barrier over the whole
-// array (Parray's #sync). detour returns when every thread has finished; the
+// runs the callable once on each thread of the array (any ThreadShape: up to
+// four dimensions, each flat or nested), giving it its coordinates ($tid$,
+// $tid_0$, $tid_1_0$ ...) and barriers over the whole array and over its
+// sub-arrays (Parray's #sync). detour returns when every thread has finished; the
 // first exception thrown by any thread is rethrown in the caller.
 // StreamThreadArray (below) gives the same coordinates to threads that are a
 // GPU's streams, run in turn by the caller: no barrier, no host threads.
@@ -16,12 +17,14 @@
 #include <exception>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "parray/core.hpp"
+#include "parray/thread_shape.hpp"
 
 namespace parray {
 
@@ -37,82 +40,101 @@ void run_on_threads(int n, const std::function<void(int)>& task);
 int pool_threads();
 }  // namespace detail
 
-class ThreadCoord {
+// One CPU thread of an array: its coordinates (thread_shape.hpp: t.tid(),
+// t.tid(d), t.tid(d, e), t.dim(d) ...) and Parray's #sync — over the whole
+// array, or with sync(d) over the sub-array of the threads that differ from
+// this one only in dimension d (for pthd [2][2], sync(1) waits for the other
+// thread of the same row).
+class ThreadCoord : public ThreadIndex {
  public:
-  int tid = 0;                 // flat id, row-major over the dimensions
-  int rank = 1;                // number of dimensions
-  std::array<int, 3> id{};     // tid_0, tid_1, tid_2
-  std::array<int, 3> dims{1, 1, 1};
-
-  int operator[](int d) const { return id[static_cast<std::size_t>(d)]; }
-  int size() const { return dims[0] * dims[1] * dims[2]; }
-  void sync() const {
-    if (in_turn_) throw Error("thread array: sync() in a detour whose threads run in turn (StreamThreadArray)");
-    if (barrier_) barrier_->arrive_and_wait();
+  using ThreadIndex::ThreadIndex;
+  void sync() const { wait(all_); }
+  void sync(int d) const {
+    if (d < 0 || d >= rank())
+      throw Error("thread array: sync(" + std::to_string(d) + ") in a " + std::to_string(rank()) + "-D array");
+    wait(along_[d]);
   }
 
  private:
   friend class CpuThreadArray;
   friend class StreamThreadArray;
-  // Thread `tid` of an array of `rank` dimensions `dims`, row-major.
-  static ThreadCoord at(int tid, int rank, const std::array<int, 3>& dims) {
-    ThreadCoord t;
-    t.tid = tid;
-    t.rank = rank;
-    t.dims = dims;
-    t.id = {tid / (dims[1] * dims[2]), (tid / dims[2]) % dims[1], tid % dims[2]};
-    return t;
+  void wait(std::barrier<>* b) const {
+    if (in_turn_) throw Error("thread array: sync() in a detour whose threads run in turn (StreamThreadArray)");
+    if (b) b->arrive_and_wait();
   }
-  std::barrier<>* barrier_ = nullptr;
+  std::barrier<>* all_ = nullptr;
+  std::barrier<>* along_[ThreadShape::kMaxRank] = {};
   bool in_turn_ = false;
 };
 
 class CpuThreadArray {
  public:
-  explicit CpuThreadArray(std::initializer_list<int> dims) : CpuThreadArray(std::vector<int>(dims)) {}
-  explicit CpuThreadArray(const std::vector<int>& dims) {
-    if (dims.empty() || dims.size() > 3)
-      throw Error("thread array: 1 to 3 dimensions, got " + std::to_string(dims.size()));
-    rank_ = static_cast<int>(dims.size());
-    for (std::size_t d = 0; d < dims.size(); ++d) {
-      if (dims[d] < 1) throw Error("thread array: dimension " + std::to_string(d) + " is " + std::to_string(dims[d]));
-      dims_[d] = dims[d];
-    }
+  // Parray's pthd [2][2] is CpuThreadArray({2, 2}); nested shapes too:
+  // CpuThreadArray(ThreadShape::parse("[[2][2]][4]")).
+  CpuThreadArray(std::initializer_list<int> dims) : CpuThreadArray(ThreadShape(dims)) {}
+  explicit CpuThreadArray(const std::vector<int>& dims) : CpuThreadArray(ThreadShape(dims)) {}
+  explicit CpuThreadArray(const ThreadShape& shape) : shape_(shape) {
     if (size() > 4096) throw Error("thread array: " + std::to_string(size()) + " threads is too many");
   }
 
-  int size() const { return dims_[0] * dims_[1] * dims_[2]; }
-  int rank() const { return rank_; }
-  const std::array<int, 3>& dims() const { return dims_; }
+  int size() const { return shape_.size(); }
+  int rank() const { return shape_.rank(); }
+  const ThreadShape& shape() const { return shape_; }
 
   template <class F>
   void detour(F&& body) const {
-    const int n = size();
-    std::barrier<> barrier(n);
+    Barriers barriers(shape_);
     std::exception_ptr first_error;
     std::mutex error_mutex;
     auto run = [&](int tid) {
-      ThreadCoord t = ThreadCoord::at(tid, rank_, dims_);
-      t.barrier_ = &barrier;
+      ThreadCoord t(shape_, tid);
+      barriers.attach(t);
       try {
         body(static_cast<const ThreadCoord&>(t));
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
-        // A thread that fails leaves the barrier so the others cannot hang on it.
-        barrier.arrive_and_drop();
-        return;
+        // A thread that fails leaves its barriers so the others cannot hang on them.
+        barriers.drop(t);
       }
     };
     // The calling thread is thread 0, as Parray's main thread joins in; the
     // others come from a pool of threads kept between detours.
-    detail::run_on_threads(n, run);
+    detail::run_on_threads(size(), run);
     if (first_error) std::rethrow_exception(first_error);
   }
 
  private:
-  int rank_ = 1;
-  std::array<int, 3> dims_{1, 1, 1};
+  // One barrier over the array and, per dimension d, one per group of
+  // threads that differ only in their coordinate d.
+  class Barriers {
+   public:
+    explicit Barriers(const ThreadShape& s) : shape_(s), all_(s.size()) {
+      for (int d = 0; d < s.rank(); ++d)
+        for (int g = 0; g < s.size() / s.dim(d); ++g) along_[d].push_back(std::make_unique<std::barrier<>>(s.dim(d)));
+    }
+    void attach(ThreadCoord& t) {
+      t.all_ = &all_;
+      for (int d = 0; d < shape_.rank(); ++d) t.along_[d] = along_[d][static_cast<std::size_t>(group(t, d))].get();
+    }
+    void drop(const ThreadCoord& t) {
+      all_.arrive_and_drop();
+      for (int d = 0; d < shape_.rank(); ++d) t.along_[d]->arrive_and_drop();
+    }
+
+   private:
+    // The flat id with coordinate d taken out.
+    int group(const ThreadCoord& t, int d) const {
+      int inner = 1;
+      for (int k = d + 1; k < shape_.rank(); ++k) inner *= shape_.dim(k);
+      return t.tid() / (inner * shape_.dim(d)) * inner + t.tid() % inner;
+    }
+    const ThreadShape& shape_;
+    std::barrier<> all_;
+    std::vector<std::unique_ptr<std::barrier<>>> along_[ThreadShape::kMaxRank];
+  };
+
+  ThreadShape shape_;
 };
 
 // A thread array whose threads are the CUDA streams (or any queues) of one
@@ -134,7 +156,7 @@ class StreamThreadArray {
   template <class F>
   void detour(F&& body) const {
     for (int tid = 0; tid < size(); ++tid) {
-      ThreadCoord t = ThreadCoord::at(tid, shape_.rank(), shape_.dims());
+      ThreadCoord t(shape_.shape(), tid);
       t.in_turn_ = true;
       body(static_cast<const ThreadCoord&>(t));
     }

@@ -53,7 +53,7 @@ void DistMatrix<T>::scatter_from(MatrixView<const T> global, int root) {
   const int np = grid_->size();
   std::vector<int> counts(static_cast<std::size_t>(np)), displs(static_cast<std::size_t>(np));
   std::vector<T> send;
-  if (me.tid == root) {
+  if (me.tid() == root) {
     if (global.rows() != dist_.m || global.cols() != dist_.n)
       throw Error("scatter: root's matrix is " + std::to_string(global.rows()) + "x" + std::to_string(global.cols()) +
                   ", the distributed one " + std::to_string(dist_.m) + "x" + std::to_string(dist_.n));
@@ -91,7 +91,7 @@ void DistMatrix<T>::gather_to(MatrixView<T> global, int root) const {
     for (index_t li = 0; li < mloc_; ++li) mine[static_cast<std::size_t>(li + lj * mloc_)] = data_[li + lj * lld_];
   std::vector<int> counts(static_cast<std::size_t>(np)), displs(static_cast<std::size_t>(np));
   std::vector<T> all;
-  if (me.tid == root) {
+  if (me.tid() == root) {
     if (global.rows() != dist_.m || global.cols() != dist_.n)
       throw Error("gather: root's matrix is " + std::to_string(global.rows()) + "x" + std::to_string(global.cols()) +
                   ", the distributed one " + std::to_string(dist_.m) + "x" + std::to_string(dist_.n));
@@ -106,7 +106,7 @@ void DistMatrix<T>::gather_to(MatrixView<T> global, int root) const {
   }
   MPI_Gatherv(mine.data(), as_count(mloc_ * nloc_, "gather"), mpi_type<T>(), all.data(), counts.data(),
               displs.data(), mpi_type<T>(), root, grid_->comm());
-  if (me.tid != root) return;
+  if (me.tid() != root) return;
   for (int r = 0; r < np; ++r) {
     const int pr = r / grid_->cols(), pc = r % grid_->cols();
     const index_t ml = dist_.local_rows(pr), nl = dist_.local_cols(pc);
@@ -135,7 +135,7 @@ double redistribute(const DistMatrix<T>& src, DistMatrix<T>& dst, bool transpose
     throw Error("redistribute: the two matrices live on different process arrays");
   const MpiThreadArray& grid = src.grid();
   const int np = grid.size(), q = grid.cols();
-  const int me = grid.coord().tid;
+  const int me = grid.coord().tid();
   auto dst_owner = [&](index_t gi, index_t gj) {  // gi, gj in the source's coordinates
     const index_t ti = transpose ? gj : gi, tj = transpose ? gi : gj;
     return d.row_owner(ti) * q + d.col_owner(tj);

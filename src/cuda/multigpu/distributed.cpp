@@ -89,7 +89,7 @@ Distributed::Distributed(const Plan& plan, index_t m, index_t n, index_t k) : s_
       s.piece = (m + index_t(s.chunks) * s.G - 1) / (index_t(s.chunks) * s.G);
     }
     s.team->threads().detour([&](const ThreadCoord& t) {
-      State::Local& L = s.local[std::size_t(t.tid)];
+      State::Local& L = s.local[std::size_t(t.tid())];
       if (plan.variant == Variant::summa_2d) {
         const int p = t[0], q = t[1];
         const index_t mp = s.rows_of(p).size(), nq = s.cols_of(q).size();
@@ -101,7 +101,7 @@ Distributed::Distributed(const Plan& plan, index_t m, index_t n, index_t k) : s_
           if (s.P > 1) L.bpanel[slot] = DeviceBuffer(std::size_t(s.kb * nq));
         }
       } else {
-        const index_t kg = s.k_slice(t.tid).size();
+        const index_t kg = s.k_slice(t.tid()).size();
         L.a = DeviceBuffer(std::size_t(s.M * kg));
         L.b = DeviceBuffer(std::size_t(kg * s.N));
         L.c = DeviceBuffer(std::size_t(s.own_rows() * s.N));
@@ -132,8 +132,8 @@ void Distributed::scatter(MatrixView<const float> a, MatrixView<const float> b, 
   if (c0) wait_for_callers_work(*c0);
   std::lock_guard<std::mutex> lock(s.team->busy);
   s.team->threads().detour([&](const ThreadCoord& t) {
-    State::Local& L = s.local[std::size_t(t.tid)];
-    cudaStream_t in = *s.team->gpu[std::size_t(t.tid)].in;
+    State::Local& L = s.local[std::size_t(t.tid())];
+    cudaStream_t in = *s.team->gpu[std::size_t(t.tid())].in;
     if (s.plan.variant == Variant::summa_2d) {
       const int p = t[0], q = t[1];
       const Range r = s.rows_of(p), cl = s.cols_of(q);
@@ -151,12 +151,12 @@ void Distributed::scatter(MatrixView<const float> a, MatrixView<const float> b, 
       copy_rows(L.b.get(), nq, B.p + bk.begin * B.ld + cl.begin, B.ld, bk.size(), nq, cudaMemcpyDefault, in);
       if (C.p) copy_rows(L.c.get(), nq, C.p + r.begin * C.ld + cl.begin, C.ld, mp, nq, cudaMemcpyDefault, in);
     } else {
-      const Range kg = s.k_slice(t.tid);
+      const Range kg = s.k_slice(t.tid());
       copy_rows(L.a.get(), kg.size(), A.p + kg.begin, A.ld, s.M, kg.size(), cudaMemcpyDefault, in);
       copy_rows(L.b.get(), s.N, B.p + kg.begin * B.ld, B.ld, kg.size(), s.N, cudaMemcpyDefault, in);
       if (C.p)
         for (int c = 0; c < s.chunks; ++c) {
-          const index_t r0 = index_t(c) * s.G * s.piece + t.tid * s.piece;
+          const index_t r0 = index_t(c) * s.G * s.piece + t.tid() * s.piece;
           const index_t rows = std::clamp<index_t>(s.M - r0, 0, s.piece);
           copy_rows(L.c.get() + index_t(c) * s.piece * s.N, s.N, C.p + r0 * C.ld, C.ld, rows, s.N,
                     cudaMemcpyDefault, in);
@@ -172,15 +172,15 @@ void Distributed::gather(MatrixView<float> c) const {
   const Rows C = operand_rows(c, "C");
   std::lock_guard<std::mutex> lock(s.team->busy);
   s.team->threads().detour([&](const ThreadCoord& t) {
-    const State::Local& L = s.local[std::size_t(t.tid)];
-    cudaStream_t out = *s.team->gpu[std::size_t(t.tid)].out;
+    const State::Local& L = s.local[std::size_t(t.tid())];
+    cudaStream_t out = *s.team->gpu[std::size_t(t.tid())].out;
     if (s.plan.variant == Variant::summa_2d) {
       const Range r = s.rows_of(t[0]), cl = s.cols_of(t[1]);
       copy_rows(C.p + r.begin * C.ld + cl.begin, C.ld, L.c.get(), cl.size(), r.size(), cl.size(),
                 cudaMemcpyDefault, out);
     } else {
       for (int ch = 0; ch < s.chunks; ++ch) {
-        const index_t r0 = index_t(ch) * s.G * s.piece + t.tid * s.piece;
+        const index_t r0 = index_t(ch) * s.G * s.piece + t.tid() * s.piece;
         const index_t rows = std::clamp<index_t>(s.M - r0, 0, s.piece);
         copy_rows(C.p + r0 * C.ld, C.ld, L.c.get() + index_t(ch) * s.piece * s.N, s.N, rows, s.N,
                   cudaMemcpyDefault, out);
@@ -194,8 +194,8 @@ void Distributed::poison_c() {
   State& s = *s_;
   std::lock_guard<std::mutex> lock(s.team->busy);
   s.team->threads().detour([&](const ThreadCoord& t) {
-    State::Local& L = s.local[std::size_t(t.tid)];
-    cudaStream_t cs = *s.team->gpu[std::size_t(t.tid)].compute;
+    State::Local& L = s.local[std::size_t(t.tid())];
+    cudaStream_t cs = *s.team->gpu[std::size_t(t.tid())].compute;
     const index_t rows = s.plan.variant == Variant::summa_2d ? s.rows_of(t[0]).size() : s.own_rows();
     const index_t cols = s.plan.variant == Variant::summa_2d ? s.cols_of(t[1]).size() : s.N;
     fill_nan(cs, L.c.get(), rows, cols, cols);
@@ -212,8 +212,8 @@ namespace {
 // x - 1 runs on the compute stream. A slot is refilled only after the GEMM
 // that read it (panel x - 2) has finished. Returns the bytes received.
 double run_summa_2d(Distributed::State& s, const ThreadCoord& t, float alpha, float beta) {
-  Distributed::State::Local& L = s.local[std::size_t(t.tid)];
-  const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid)];
+  Distributed::State::Local& L = s.local[std::size_t(t.tid())];
+  const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid())];
   cudaStream_t compute = *gpu.compute, comm = *gpu.in;
   double received = 0;
   const int p = t[0], q = t[1];
@@ -260,11 +260,11 @@ double run_summa_2d(Distributed::State& s, const ThreadCoord& t, float alpha, fl
 // starts as soon as that chunk's GEMM is done, overlapping the next chunk's
 // GEMM. Returns the bytes received.
 double run_ksplit(Distributed::State& s, const ThreadCoord& t, float alpha, float beta) {
-  Distributed::State::Local& L = s.local[std::size_t(t.tid)];
-  const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid)];
+  Distributed::State::Local& L = s.local[std::size_t(t.tid())];
+  const GpuSlot& gpu = s.team->gpu[std::size_t(t.tid())];
   cudaStream_t compute = *gpu.compute, comm = *gpu.in;
   double received = 0;
-  const Range kg = s.k_slice(t.tid);
+  const Range kg = s.k_slice(t.tid());
   const index_t rows_per_chunk = index_t(s.G) * s.piece;
   float* dst = beta == 0.f ? L.c.get() : nullptr;
   if (!dst) {
@@ -304,7 +304,7 @@ Stats Distributed::run(float alpha, float beta) {
   std::vector<double> received(std::size_t(s.G), 0.0);
   const double t0 = now_ms();
   s.team->threads().detour([&](const ThreadCoord& t) {
-    received[std::size_t(t.tid)] =
+    received[std::size_t(t.tid())] =
         s.plan.variant == Variant::summa_2d ? run_summa_2d(s, t, alpha, beta) : run_ksplit(s, t, alpha, beta);
   });
   Stats st;

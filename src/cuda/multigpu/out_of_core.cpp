@@ -418,12 +418,12 @@ Stats out_of_core(const Plan& plan, float alpha, Rows A, Rows B, float beta, Row
   std::vector<std::string> traces(static_cast<std::size_t>(G));
   const double t0 = now_ms();
   tm.threads().detour([&](const ThreadCoord& t) {
-    const std::size_t g = std::size_t(t.tid);
+    const std::size_t g = std::size_t(t.tid());
     OocBuffers& buf = *mine[g];
     buf.fit(tl);
     held[g] = buf.bytes();
     OocGpu gpu(job, buf, tm.gpu[g], tracing);
-    gpu.run(t.tid, G);
+    gpu.run(t.tid(), G);
     h2d[g] = gpu.h2d, d2h[g] = gpu.d2h;
     traces[g] = gpu.trace_summary();
   });

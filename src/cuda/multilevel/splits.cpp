@@ -325,18 +325,18 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   const bool in_turn = parts_in_turn(host);
   run_parts(threads, in_turn, cx, [&](const ThreadCoord& t) {
     PARRAY_CUDA_CHECK(cudaSetDevice(device));
-    cudaStream_t s = cx.streams[size_t(t.tid)];
+    cudaStream_t s = cx.streams[size_t(t.tid())];
     if (host) {  // B once: thread i uploads slice i of its rows
-      const Range kb = part(K, t.size(), t.tid);
+      const Range kb = part(K, t.size(), t.tid());
       if (kb.size() > 0) {
         pack(call.b, kb.begin, kb.size(), 0, N, hB + kb.begin * N);
         PARRAY_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(B) + kb.begin * N, hB + kb.begin * N,
                                           size_t(kb.size() * N) * sizeof(float), cudaMemcpyHostToDevice, s));
       }
-      PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[size_t(t.tid)], s));
+      PARRAY_CUDA_CHECK(cudaEventRecord(cx.ready[size_t(t.tid())], s));
       t.sync();  // every slice of B has its event
     }
-    const Range r = part(M, t.size(), t.tid);
+    const Range r = part(M, t.size(), t.tid());
     const index_t step = host ? chunk_rows(r.size()) : std::max<index_t>(r.size(), 1);
     bool waited = !host;
     for (index_t r0 = r.begin; r0 < r.end; r0 += step) {
@@ -450,7 +450,7 @@ class KSplit {
  private:
   void part_body(const ThreadCoord& t) {
     PARRAY_CUDA_CHECK(cudaSetDevice(device_));
-    cudaStream_t s = cx_.streams[size_t(t.tid)];
+    cudaStream_t s = cx_.streams[size_t(t.tid())];
     prepare_c(t, s);
     multiply_slice(t, s);
     if (no_barriers_) {  // C is complete once every stream is: detour returns after all of them
@@ -463,18 +463,18 @@ class KSplit {
   // C on the device before any part writes it: the host's C (read by the sum
   // or the one part, both on stream 0), scaled by beta where the parts add.
   void prepare_c(const ThreadCoord& t, cudaStream_t s) {
-    if (host_ && call_.beta != 0.f && t.tid == 0) {
+    if (host_ && call_.beta != 0.f && t.tid() == 0) {
       pack(call_.c, 0, M_, 0, N_, hC_);
       PARRAY_CUDA_CHECK(cudaMemcpyAsync(ops_.C, hC_, size_t(M_ * N_) * sizeof(float), cudaMemcpyHostToDevice, s));
     }
     if (adds_ && !no_barriers_) {  // C = beta C before any part adds into it
-      if (t.tid == 0) {
+      if (t.tid() == 0) {
         scale_on_stream(s, int(M_), int(N_), call_.beta, ops_.C, ops_.ldc);
         PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], s));
       }
       t.sync();  // the event is recorded
     }
-    if (adds_ && t.tid != 0) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.ready[0], 0));
+    if (adds_ && t.tid() != 0) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.ready[0], 0));
   }
 
   // This thread's K slice (the first `parts` threads take one each, none
@@ -483,7 +483,7 @@ class KSplit {
     const float *A = ops_.A, *B = ops_.B;
     const long long lda = ops_.lda, ldb = ops_.ldb, ldc = ops_.ldc;
     const index_t M = M_, N = N_;
-    const Range kr = t.tid < parts_ ? part(K_, parts_, t.tid) : Range{0, 0};
+    const Range kr = t.tid() < parts_ ? part(K_, parts_, t.tid()) : Range{0, 0};
     const index_t step =
         host_ ? std::max<index_t>(64, (kr.size() / 4 + 15) / 16 * 16) : std::max<index_t>(kr.size(), 1);
     for (index_t k0 = kr.begin; k0 < kr.end; k0 += step) {
@@ -512,7 +512,7 @@ class KSplit {
         gemm_best_add_on_stream(s, int(M), int(N), int(kc), call_.alpha, a, la, b, ldb, ops_.C, ldc, parts_,
                                 kc == kr.size() ? cx_.launched.fetch_add(1) : -1, col_major_a_);
       } else {
-        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W_ + t.tid * slice_,
+        gemm_best_on_stream(s, int(M), int(N), int(kc), 1.f, a, la, b, ldb, first ? 0.f : 1.f, W_ + t.tid() * slice_,
                             ldw_, parts_);
       }
     }
@@ -521,17 +521,17 @@ class KSplit {
   // After every part: thread 0 sums the slices into C (unless the parts
   // added), then each thread brings back its rows of C (host operands).
   void finish_c(const ThreadCoord& t, cudaStream_t s) {
-    PARRAY_CUDA_CHECK(cudaEventRecord(cx_.done[size_t(t.tid)], s));
+    PARRAY_CUDA_CHECK(cudaEventRecord(cx_.done[size_t(t.tid())], s));
     t.sync();  // every part has its event
-    if (t.tid == 0 && !direct_) {
+    if (t.tid() == 0 && !direct_) {
       for (int j = 1; j < parts_; ++j) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.done[size_t(j)], 0));
       if (!adds_)
         sum_parts_on_stream(s, int(M_), int(N_), parts_, W_, ldw_, slice_, call_.alpha, call_.beta, ops_.C, ops_.ldc);
     }
-    if (t.tid == 0) PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], s));
+    if (t.tid() == 0) PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], s));
     t.sync();  // C has its event
     if (host_) {  // rows of C back, one block per thread
-      const Range r = part(M_, t.size(), t.tid);
+      const Range r = part(M_, t.size(), t.tid());
       if (r.size() > 0) {
         PARRAY_CUDA_CHECK(cudaStreamWaitEvent(s, cx_.ready[0], 0));
         PARRAY_CUDA_CHECK(cudaMemcpyAsync(hC_ + r.begin * N_, ops_.C + r.begin * N_,
