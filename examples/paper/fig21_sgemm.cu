@@ -15,8 +15,9 @@
 // The kernel is parray's ladder step 11 (src/cuda/gemm/11_parray_fig21.cuh),
 // launched through that CUDA thread array by the registry's
 // cuda-11-parray-fig21: each thread takes its base offsets from the types
-// once and steps along them, so the blocked storages run at the speed of
-// row-major (the paper's fig 22). The program prints the types, checks each
+// once and steps along them, as the paper's code does (its fig 22 reports the
+// blocked storages at row-major's speed; docs/layouts.md has parray's
+// figures). The program prints the types, checks each
 // product against FP64 and prints each storage's speed and its ratio to
 // row-major (CUDA events, 3 warm-up runs, median of 10).
 #include <cuda_runtime.h>

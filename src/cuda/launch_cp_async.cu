@@ -45,11 +45,20 @@ void gemm_parray_fig21(const GemmCall<float>& call) {
   set_problem(call, "cuda-11-parray-fig21");
   if (ceil_div(cur.M, 16) > 65535) throw Error("cuda-11-parray-fig21: M over 65535 * 16");
   with_operands(call, [&](auto a, auto b, auto c) {
-    bool pairs = false;  // $cnt(B_1_1_1)$: are B's column pairs adjacent (and float2-aligned)?
-    if constexpr (decltype(b)::strided) pairs = b.cs == 1 && b.rs % 2 == 0 && (reinterpret_cast<std::uintptr_t>(b.p) % 8) == 0;
-    ladder::parray_fig21<<<dim3(ceil_div(cur.N, 256), ceil_div(cur.M, 16)), dim3(32, 4)>>>(
-        cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta, c, pairs);
-    PARRAY_CUDA_CHECK_LAUNCH();
+    // $cnt(B_1_1_1)$, the part the kernel cannot see per thread: every row
+    // offset of B even and B 8-byte aligned, so that a column pair that is
+    // adjacent at an even offset (the kernel's test) is one float2 on every row.
+    bool rows_even = true;
+    if constexpr (decltype(b)::strided) {
+      rows_even = b.rs % 2 == 0;
+    } else {
+      for (int l = 0; l < b.l.rows.levels; ++l) rows_even = rows_even && b.l.rows.stride[l] % 2 == 0;
+    }
+    const bool pairs = rows_even && reinterpret_cast<std::uintptr_t>(b.p) % 8 == 0;
+    // #parray {cuda(float a, float b, float c) [[M/16][N/256]][[4][32]]} CUDA
+    const CudaThreadArray CUDA(ThreadShape::nested({{int(ceil_div(cur.M, 16)), int(ceil_div(cur.N, 256))}, {4, 32}}));
+    CUDA.detour<128>(ladder::ParrayFig21<decltype(a), decltype(b), decltype(c)>{cur.M, cur.N, cur.K, cur.alpha, a, b,
+                                                                                cur.beta, c, pairs});
   });
 }
 

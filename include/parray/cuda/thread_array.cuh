@@ -126,8 +126,8 @@ class CudaThread {
 };
 
 namespace detail {
-template <class F>
-__global__ void detour_kernel(F f, CudaThread t) {
+template <int MaxThreadsPerBlock, class F>
+__global__ __launch_bounds__(MaxThreadsPerBlock) void detour_kernel(F f, CudaThread t) {
   if (!t.inside()) return;
   f(static_cast<const CudaThread&>(t));
 }
@@ -163,9 +163,15 @@ class CudaThreadArray {
   dim3 block() const { return block_; }
 
   // Parray's #detour: runs f on every thread; asynchronous, launch checked.
-  template <class F>
+  // MaxThreadsPerBlock, when the block is known to be smaller than 1024,
+  // lets the compiler give each thread more registers (__launch_bounds__).
+  template <int MaxThreadsPerBlock = 1024, class F>
   void detour(F f, cudaStream_t stream = 0) const {
-    detail::detour_kernel<<<grid_, block_, 0, stream>>>(f, t_);
+    if (block_.x * block_.y * block_.z > unsigned(MaxThreadsPerBlock))
+      throw Error("cuda thread array " + t_.shape_.str() + ": blocks of " +
+                  std::to_string(block_.x * block_.y * block_.z) + " threads, the body allows " +
+                  std::to_string(MaxThreadsPerBlock));
+    detail::detour_kernel<MaxThreadsPerBlock><<<grid_, block_, 0, stream>>>(f, t_);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
 
