@@ -40,7 +40,24 @@ TEST(Cli, ListShowsTheLadderAndMissingParts) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   const CliResult csv = run_cli("list --format csv");
   EXPECT_EQ(csv.status, 0);
-  EXPECT_EQ(csv.out.rfind("name,device,dtypes,baseline,tags,description,preconditions\n", 0), 0u);
+  EXPECT_EQ(csv.out.rfind("name,device,dtypes,baseline,tags,description,preconditions,inputs\n", 0), 0u);
+  EXPECT_NE(csv.out.find("gold,cpu,\"f32,f64\""), std::string::npos);
+}
+
+// --precision: a call never gets less accuracy than it asks; a bench row of an
+// implementation that delivers less says why instead of running.
+TEST(Cli, PrecisionIsNeverLowered) {
+  expect_cli_bad_input("gemm --impl gold -m 8 -n 8 -k 8 --precision fp64",
+                       "'gold' delivers fp32 products of f32 data, the call asks for fp64");
+  expect_cli_bad_input("gemm --impl gold -m 8 -n 8 -k 8 --precision fp8", "unknown precision 'fp8'");
+  const CliResult ok = run_cli("gemm --impl gold -m 8 -n 8 -k 8 --reps 1 --precision tf32");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("check OK"), std::string::npos);
+  const CliResult f64 = run_cli("gemm --impl gold -m 8 -n 8 -k 8 --reps 1 --dtype f64 --precision fp64");
+  EXPECT_EQ(f64.status, 0) << f64.err;
+  const CliResult bench = run_cli("bench gemm --impl gold --sizes 8 --reps 1 --precision fp64");
+  EXPECT_EQ(bench.status, 0) << bench.err;
+  EXPECT_NE(bench.out.find("delivers fp32 products"), std::string::npos) << bench.out;
 }
 
 TEST(Cli, GemmVerifies) {

@@ -149,22 +149,29 @@ void print_other_registry(const char* title, const ImplRegistry<Impl>& r) {
   for (const MissingPart& m : r.missing()) std::cout << fmt::format("  missing: {}: {}\n", m.name, m.reason);
 }
 
+// What an implementation does to its inputs: "full" precision of the dtype,
+// or rounded to a narrower format (precision.hpp).
+std::string inputs_of(const GemmImpl& i) {
+  return i.rounds_inputs ? std::string("rounded to ") + precision_name(*i.rounds_inputs) : "full";
+}
+
 int cmd_list(const std::string& format) {
   const Registry& r = registry();
   if (format == "csv") {
-    std::cout << "name,device,dtypes,baseline,tags,description,preconditions\n";
+    std::cout << "name,device,dtypes,baseline,tags,description,preconditions,inputs\n";
     for (const GemmImpl& i : r.all())
-      std::cout << fmt::format("{},{},\"{}\",{},\"{}\",\"{}\",\"{}\"\n", i.name, device_name(i.device), i.dtypes(),
-                               i.baseline ? 1 : 0, fmt::join(i.tags, " "), i.description, i.preconditions);
+      std::cout << fmt::format("{},{},\"{}\",{},\"{}\",\"{}\",\"{}\",{}\n", i.name, device_name(i.device), i.dtypes(),
+                               i.baseline ? 1 : 0, fmt::join(i.tags, " "), i.description, i.preconditions,
+                               inputs_of(i));
     for (const MissingPart& m : r.missing()) std::cout << fmt::format("# missing {}: {}\n", m.name, m.reason);
     return 0;
   }
   if (format != "table") throw Error("unknown format '" + format + "' (use table or csv)");
   std::cout << fmt::format("{:<20} {:<4} {:<8} {}\n", "implementation", "dev", "dtypes", "description");
   for (const GemmImpl& i : r.all())
-    std::cout << fmt::format("{:<20} {:<4} {:<8} {}{}\n{:<34}  ({}){}\n", i.name, device_name(i.device), i.dtypes(),
-                             i.baseline ? "[baseline] " : "", i.description, "", i.preconditions,
-                             i.tags.empty() ? "" : fmt::format(" [{}]", fmt::join(i.tags, ", ")));
+    std::cout << fmt::format("{:<20} {:<4} {:<8} {}{}\n{:<34}  ({}){}; inputs {}\n", i.name, device_name(i.device),
+                             i.dtypes(), i.baseline ? "[baseline] " : "", i.description, "", i.preconditions,
+                             i.tags.empty() ? "" : fmt::format(" [{}]", fmt::join(i.tags, ", ")), inputs_of(i));
   std::cout << fmt::format("\ndefaults: cpu -> {}, gpu -> {}\n", r.default_name(Device::cpu),
                            r.default_name(Device::gpu).empty() ? "(none)" : r.default_name(Device::gpu));
   std::cout << fmt::format("cpu: {} vector unit; parray-cpu uses the {} microkernel\n", cpu_vector_isa(), cpu_isa());
@@ -190,6 +197,7 @@ struct GemmArgs {
   std::uint64_t seed = 42;
   int reps = 0, threads = 0;
   bool print = false, int_inputs = false;
+  std::string precision;
 };
 
 int cmd_gemm(const GemmArgs& g) {
@@ -203,6 +211,7 @@ int cmd_gemm(const GemmArgs& g) {
   p.layout_c = with_storage(g.layout_c, g.storage_c, "c");
   for (const std::string* l : {&p.layout_a, &p.layout_b, &p.layout_c}) check_layout_name(*l);
   p.alpha = g.alpha, p.beta = g.beta, p.seed = g.seed, p.int_inputs = g.int_inputs || g.print;
+  if (!g.precision.empty()) p.precision = parse_precision(g.precision);
   if (g.threads < 0) throw Error("--threads " + std::to_string(g.threads) + " is negative");
   if (g.reps < 0) throw Error("--reps " + std::to_string(g.reps) + " is negative");
   if (g.print && p.m * p.n + p.m * p.k + p.k * p.n > 3 * 64 * 64)
@@ -255,6 +264,7 @@ struct BenchArgs {
   std::string pin_cpu = "auto";
   std::uint64_t seed = 42;
   std::string stat = "median";
+  std::string precision;
 };
 
 int cmd_bench_gemm(const BenchArgs& b) {
@@ -306,6 +316,7 @@ int cmd_bench_gemm(const BenchArgs& b) {
         p.layout_c = with_storage(b.layout_c.empty() ? l : b.layout_c, b.storage_c, "c");
         for (const std::string* x : {&p.layout_a, &p.layout_b, &p.layout_c}) check_layout_name(*x);
         p.alpha = b.alpha, p.beta = b.beta, p.seed = b.seed;
+        if (!b.precision.empty()) p.precision = parse_precision(b.precision);
         check_fits(p);
         o.problems.push_back(p);
       }
@@ -366,6 +377,9 @@ int main(int argc, char** argv) {
   gemm->add_option("--threads", g.threads, "CPU threads (default: OMP_NUM_THREADS or all cores)");
   gemm->add_flag("--print", g.print, "print A, B and C (small integer inputs 0..8, checkable by hand)");
   gemm->add_flag("--int-inputs", g.int_inputs, "small integer inputs 0..8");
+  gemm->add_option("--precision", g.precision,
+                   "the least accuracy of the products: fp64, fp32, tf32, fp16, bf16 (default: the dtype's own); "
+                   "an implementation that delivers less is refused");
 
   CLI::App* bench = app.add_subcommand("bench", "Benchmark tables");
   bench->require_subcommand(1);
@@ -396,6 +410,9 @@ int main(int argc, char** argv) {
                          "one-thread CPU rows (parray and the baselines' children) run on this CPU: auto (default: "
                          "the highest this process may use), off, or a CPU number");
   bench_gemm->add_option("--seed", b.seed);
+  bench_gemm->add_option("--precision", b.precision,
+                         "the least accuracy of the products (default: the dtype's own); implementations that "
+                         "deliver less are not run, their rows say why");
   bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV (rewritten after each problem, so a run cut short keeps those it finished)");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");

@@ -5,10 +5,12 @@
 // Bad arguments throw parray::Error with a message that says what is wrong.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "parray/core.hpp"
 #include "parray/matrix.hpp"
+#include "parray/precision.hpp"
 
 namespace parray {
 
@@ -18,6 +20,10 @@ struct GemmOptions {
   std::string impl = "cpu";
   // CPU threads; 0 means OMP_NUM_THREADS or all cores.
   int threads = 0;
+  // The least accuracy the products may have (precision.hpp); unset: the
+  // dtype's own (fp32 for float, fp64 for double). An implementation that
+  // delivers less is an error, never a silent downgrade.
+  std::optional<Precision> precision = std::nullopt;
 };
 
 template <class T>
@@ -25,11 +31,12 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
           const GemmOptions& options = {});
 
 // The same through an implementation already taken from the registry
-// (registry().find): no lookup by name. threads as GemmOptions::threads.
+// (registry().find): no lookup by name. threads and precision as in
+// GemmOptions.
 struct GemmImpl;
 template <class T>
 void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
-          int threads = 0);
+          int threads = 0, std::optional<Precision> precision = {});
 
 // The same for views of non-const data (what Array::view returns).
 template <class T>
@@ -51,9 +58,9 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
 extern template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
                                  MatrixView<float>, const GemmOptions&);
 extern template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
-                                 MatrixView<float>, int);
+                                 MatrixView<float>, int, std::optional<Precision>);
 extern template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>,
-                                  double, MatrixView<double>, int);
+                                  double, MatrixView<double>, int, std::optional<Precision>);
 extern template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
                                   MatrixView<double>, const GemmOptions&);
 extern template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*,

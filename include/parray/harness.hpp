@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct GemmProblem {
   double alpha = 1.0, beta = 0.0;
   std::uint64_t seed = 42;
   bool int_inputs = false;  // values 0..8 instead of [-1, 1)
+  // The least accuracy asked of the products (unset: the dtype's own); an
+  // implementation that delivers less is not run (its row says why).
+  std::optional<Precision> precision = std::nullopt;
   // Compute the FP64 reference on the GPU when the problem is large (above
   // 2.2e9 multiply-adds) and a GPU is present; the bench sets it when every
   // implementation being checked is a GPU one.

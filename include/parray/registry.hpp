@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "parray/core.hpp"
 #include "parray/impl_registry.hpp"
 #include "parray/matrix.hpp"
+#include "parray/precision.hpp"
 
 namespace parray {
 
@@ -46,11 +48,29 @@ struct GemmImpl : ImplInfo, TypedRuns<GemmCall> {
   // or an empty string when it can. Empty hook: every layout.
   std::function<std::string(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c)>
       unsupported;
+  // The format the inputs are rounded to before the products (tensor cores'
+  // TF32, FP16, BF16); unset: used at their dtype's own precision. What a
+  // call gets is delivers(dtype) and gemm() refuses a call that asks more.
+  std::optional<Precision> rounds_inputs;
+
+  Precision delivers(Dtype d) const {
+    if (!rounds_inputs) return precision_of(d);
+    return meets(*rounds_inputs, precision_of(d)) ? precision_of(d) : *rounds_inputs;
+  }
 
   std::string why_not(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) const {
     return unsupported ? unsupported(a, b, c) : std::string();
   }
 };
+
+// Why `impl` cannot give a call of dtype d the precision asked (unset: d's
+// own), or an empty string when it can.
+inline std::string precision_shortfall(const GemmImpl& impl, Dtype d, std::optional<Precision> asked) {
+  const Precision want = asked.value_or(precision_of(d)), got = impl.delivers(d);
+  if (meets(got, want)) return {};
+  return "implementation '" + impl.name + "' delivers " + precision_name(got) + " products of " + dtype_name(d) +
+         " data, the call asks for " + precision_name(want);
+}
 
 class Registry : public ImplRegistry<GemmImpl> {
  public:

@@ -65,12 +65,12 @@ int resolve_threads(int requested) {
 template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options) {
-  gemm<T>(registry().find(options.impl), alpha, a, b, beta, c, options.threads);
+  gemm<T>(registry().find(options.impl), alpha, a, b, beta, c, options.threads, options.precision);
 }
 
 template <class T>
 void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
-          int requested_threads) {
+          int requested_threads, std::optional<Precision> precision) {
   check_sizes(a, "A");
   check_sizes(b, "B");
   check_sizes(c, "C");
@@ -82,6 +82,7 @@ void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const
     throw Error("gemm: C's layout " + c.layout.str() + " maps two elements to the same address");
   if (!impl.supports(dtype_of<T>()))
     throw Error("gemm: implementation '" + impl.name + "' does not support " + dtype_name(dtype_of<T>()));
+  if (std::string why = precision_shortfall(impl, dtype_of<T>(), precision); !why.empty()) throw Error("gemm: " + why);
   const int threads = resolve_threads(requested_threads);
   if (m == 0 || n == 0) return;
   check_not_null(c, "C");
@@ -144,9 +145,9 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
 template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
                           MatrixView<float>, const GemmOptions&);
 template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
-                          MatrixView<float>, int);
+                          MatrixView<float>, int, std::optional<Precision>);
 template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>, double,
-                           MatrixView<double>, int);
+                           MatrixView<double>, int, std::optional<Precision>);
 template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
                            MatrixView<double>, const GemmOptions&);
 template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*, index_t,

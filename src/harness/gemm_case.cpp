@@ -102,9 +102,9 @@ class TypedCase final : public GemmCase::Impl {
     const T alpha = static_cast<T>(p_.alpha), beta = static_cast<T>(p_.beta);
     if (impl.operand_memory == Memory::device) {
       ensure_device_copies();
-      gemm<T>(impl, alpha, dva_, dvb_, beta, dvc_, threads);
+      gemm<T>(impl, alpha, dva_, dvb_, beta, dvc_, threads, p_.precision);
     } else {
-      gemm<T>(impl, alpha, va_, vb_, beta, vc_, threads);
+      gemm<T>(impl, alpha, va_, vb_, beta, vc_, threads, p_.precision);
     }
   }
 
@@ -375,6 +375,7 @@ CheckResult GemmCase::check_c(const void* storage) { return impl_->check_c(stora
 
 std::string GemmCase::why_not(const GemmImpl& impl) const {
   if (!impl.supports(problem_.dtype)) return std::string("no ") + dtype_name(problem_.dtype);
+  if (std::string why = precision_shortfall(impl, problem_.dtype, problem_.precision); !why.empty()) return why;
   // GPU implementations need a GPU whether their operands start on the device
   // or in host memory (the end-to-end ones copy them over themselves).
   if ((impl.device == Device::gpu || impl.operand_memory == Memory::device) && !cuda_available())

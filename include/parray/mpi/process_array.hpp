@@ -152,7 +152,10 @@ class MpiThreadArray {
   // One line naming this rank, then every rank of MPI_COMM_WORLD stops.
   [[noreturn]] void abort_all(const std::string& why) const {
     std::string at;
-    for (int d = 0; d < c_.rank(); ++d) at += (d ? "," : "") + std::to_string(c_.tid(d));
+    for (int d = 0; d < c_.rank(); ++d) {
+      if (d) at += ',';
+      at += std::to_string(c_.tid(d));
+    }
     std::fprintf(stderr, "parray mpi: rank %d (%s of %s) failed: %s\n", c_.tid(), at.c_str(), c_.shape().str().c_str(),
                  why.c_str());
     std::fflush(stderr);
