@@ -417,6 +417,19 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV (rewritten after each problem, so a run cut short keeps those it finished)");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
 
+  // parray tune: the speed table of the default GPU GEMM for this GPU, a
+  // bench gemm table of its candidates over shapes from thin to large.
+  BenchArgs tune_args;
+  tune_args.impls = "cuda-12-best,cuda-13-3xtf32";
+  tune_args.shapes =
+      "256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,1037x1055x1031,"
+      "4096x512x4096,4096x4096x64,64x4096x4096,8191x17x8193";
+  CLI::App* tune = app.add_subcommand(
+      "tune", "Measure the default GPU GEMM's candidates on this GPU and write its speed table (gpu.speed_table)");
+  tune->add_option("--out", tune_args.csv, "the CSV to write")->required();
+  tune->add_option("--shapes", tune_args.shapes, "MxKxN shapes, comma list");
+  tune->add_option("--rounds", tune_args.rounds, "rounds over the candidates (default 1)");
+
   std::vector<tools::CliCommand> extra;
   for (tools::CommandAdder adder : tools::command_adders())
     for (tools::CliCommand& c : adder(app, *bench)) extra.push_back(std::move(c));
@@ -428,6 +441,10 @@ int main(int argc, char** argv) {
     if (list->parsed()) return cmd_list(list_format);
     if (gemm->parsed()) return cmd_gemm(g);
     if (bench_gemm->parsed()) return cmd_bench_gemm(b);
+    if (tune->parsed()) {
+      if (!cuda_available()) throw Error("parray tune measures GPU kernels: no CUDA device");
+      return cmd_bench_gemm(tune_args);
+    }
     for (const tools::CliCommand& c : extra)
       if (c.command->parsed()) return c.run();
   } catch (const CLI::CallForHelp& e) {

@@ -59,8 +59,11 @@ struct GpuTuning {
   // gpu.3xtf32_small, PARRAY_3XTF32_SMALL: cuda-13-3xtf32's small parts (false:
   // one TF32 product, which fails the FP32 check; for showing that it does).
   bool tf32x3_small = true;
-  // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": the GPU default).
+  // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
   std::string knn_gemm;
+  // gpu.speed_table, PARRAY_GPU_SPEED_TABLE: the CSV of `parray tune` (a bench
+  // gemm table) the default GPU GEMM chooses its kernel from ("": built-in).
+  std::string speed_table;
 };
 
 // Several GPUs: the multi-GPU GEMMs (src/cuda/multigpu) and the multilevel

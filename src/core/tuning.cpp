@@ -268,7 +268,10 @@ const Key kKeys[] = {
         "0: cuda-13-3xtf32 drops its small parts (one TF32 product; fails the FP32 check)"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
-        "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: the GPU default)"),
+        "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),
+    key<kGpu, &GpuTuning::speed_table, Text>(
+        "gpu.speed_table", "PARRAY_GPU_SPEED_TABLE",
+        "bench gemm CSV (parray tune) the default GPU GEMM picks its kernel from (empty: the built-in table)"),
 
     key<kMulti, &MultiGpuTuning::pcie_gbs, Rate>(
         "multigpu.pcie_gbs", "PARRAY_MULTIGPU_PCIE_GBS",

@@ -164,8 +164,12 @@ void register_cuda_backend(Registry& r) {
       "ladder 13: FP32 at FP32 accuracy on tensor cores: A and B split into TF32 big + small parts (read "
       "through any layout), then one cuBLAS TF32 GEMM over 3K (Ab Bb + Ab Bs + As Bb)",
       gemm_3xtf32, {"ladder", "gpu-ladder", "tensor"});
+  f32("gpu-auto",
+      "the default GPU GEMM: per call, the faster of cuda-12-best and cuda-13-3xtf32 (both FP32-accurate) at the "
+      "nearest shape measured on this GPU (gpu.speed_table, else the built-in H100/H200 tables)",
+      gemm_auto, {});
   multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
-  r.set_default(Device::gpu, "cuda-12-best");
+  r.set_default(Device::gpu, "gpu-auto");
 }
 
 }  // namespace parray

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "parray/registry.hpp"
 
 namespace parray::cuda {
@@ -31,6 +33,10 @@ void gemm_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
 // Step 12 with candidate tile shape `shape` (tuning); false when the operands
 // are not a case the candidates are built for.
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);
+
+// gpu-auto, the default: the kernel the speed table names for this shape (src/cuda/gemm_auto.cpp).
+void gemm_auto(const GemmCall<float>& call);
+std::string gemm_auto_choice(index_t m, index_t n, index_t k);
 
 int sm_count();  // of the current device, cached
 

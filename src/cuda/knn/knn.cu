@@ -7,7 +7,7 @@
 //     for each query tile (QT queries, 1024 by default):
 //       for each base tile (NT = 16384 vectors by default; at least kc when kc <= 2048):
 //         [16-bit or centered base: the tile widened / centered in FP32]
-//         C (QT x NT) = Q_tile . B_tile^T          parray::gemm(..., "gpu"), device views
+//         C (QT x NT) = Q_tile . B_tile^T          parray::gemm(..., cuda-12-best), device views
 //         kc <= 2048: select_tile<<<QT>>>           one pass, fused top-kc (select_topk.cuh)
 //         kc >  2048: keys, CUB segmented stable sort of each row of C, then
 //                     merge_rows: the sorted row merged with the query's sorted
@@ -160,10 +160,11 @@ void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
   float* qn = ws_qn.get<float>(std::size_t(q));
   row_norms<<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, false, qn);
   PARRAY_CUDA_CHECK_LAUNCH();
-  // The GEMM: KnnOptions::gemm, else gpu.knn_gemm, else the GPU default.
+  // The GEMM: KnnOptions::gemm, else gpu.knn_gemm, else cuda-12-best (the
+  // CUDA-core kernel the exact search's measurements were taken with).
   std::string gemm_impl = o.gemm;
   if (gemm_impl.empty()) gemm_impl = gpu_tuning().knn_gemm;
-  const GemmOptions gemm_options{gemm_impl.empty() ? "gpu" : gemm_impl, 1};
+  const GemmOptions gemm_options{gemm_impl.empty() ? "cuda-12-best" : gemm_impl, 1};
   // State: k keys + int32 indices per query of the tile (two copies for merged passes).
   float* sk = ws_state.get<float>(std::size_t(qt * k) * 2);
   int* si = reinterpret_cast<int*>(sk + qt * k);

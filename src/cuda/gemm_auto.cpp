@@ -1,0 +1,47 @@
+// gpu-auto, the default GPU GEMM: per call, the fastest of parray's
+// FP32-accurate GPU kernels at the nearest shape of this GPU's speed table
+// (include/parray/dispatch.hpp). Both candidates take any layout and any
+// shape, so the choice is only about speed; a call goes to cuda-12-best where
+// no table says otherwise.
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "parray/cuda/check.hpp"
+#include "parray/cuda/gemm_launchers.hpp"
+#include "parray/dispatch.hpp"
+#include "parray/tuning.hpp"
+
+namespace parray::cuda {
+
+namespace {
+
+const char* const kFallback = "cuda-12-best";
+const std::vector<std::string> kCandidates = {"cuda-12-best", "cuda-13-3xtf32"};
+
+// gpu.speed_table when set, else the built-in table of this GPU (read once).
+const SpeedTable& speed_table() {
+  static const SpeedTable table = [] {
+    if (!gpu_tuning().speed_table.empty()) return SpeedTable::from_file(gpu_tuning().speed_table);
+    int dev = 0;
+    cudaDeviceProp prop{};
+    PARRAY_CUDA_CHECK(cudaGetDevice(&dev));
+    PARRAY_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    return builtin_speed_table(prop.name);
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::string gemm_auto_choice(index_t m, index_t n, index_t k) {
+  const std::string pick = speed_table().fastest(Dtype::f32, m, n, k, kCandidates);
+  return pick.empty() ? kFallback : pick;
+}
+
+void gemm_auto(const GemmCall<float>& call) {
+  const std::string name = gemm_auto_choice(call.c.rows(), call.c.cols(), call.a.cols());
+  registry().find(name).run_f32(call);
+}
+
+}  // namespace parray::cuda
