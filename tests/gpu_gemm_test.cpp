@@ -130,6 +130,28 @@ TEST(Gpu3xTf32, TheSmallPartsAreWhatMeetsTheFp32Tolerance) {
   }
 }
 
+// An implementation that rounds its inputs (cuBLAS TF32) runs only when the
+// problem asks for that precision, and is checked at it: within the TF32
+// tolerance, beyond the FP32 one (the inputs really are rounded).
+TEST(GpuPrecision, Tf32IsAskedForAndCheckedAtTf32) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& impl = registry().find("cublas-tf32");
+  for (const char* layout : {"row", "col"}) {
+    GemmProblem p;
+    p.m = 300, p.k = 1000, p.n = 260;
+    p.beta = 0.5;
+    p.layout_a = p.layout_b = p.layout_c = layout;
+    EXPECT_NE(GemmCase(p).why_not(impl).find("delivers tf32"), std::string::npos) << layout;
+    p.precision = Precision::tf32;
+    GemmCase gcase(p);
+    ASSERT_EQ(gcase.why_not(impl), "") << layout;
+    const CheckResult r = gcase.run_and_check(impl, 1);
+    EXPECT_TRUE(r.ok) << layout << ": " << r.reason << " (rel_err " << r.rel_err << ", tolerance " << r.tolerance << ")";
+    EXPECT_GT(r.rel_err, gemm_tolerance(Dtype::f32, p.k)) << layout << ": no sign of TF32 rounding";
+    EXPECT_DOUBLE_EQ(r.tolerance, gemm_tolerance(Dtype::f32, p.k, Precision::tf32));
+  }
+}
+
 // A long K: the tensor cores accumulate by truncation, so one TF32 GEMM over
 // 3K = 24576 terms would be ~1e-4 off (5x the tolerance at 4096^3 on an H100);
 // step 13's chunks of K keep it inside.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "parray/gemm.hpp"
+#include "parray/gemm_check.hpp"
 #include "parray/precision.hpp"
 #include "parray/registry.hpp"
 
@@ -77,4 +78,18 @@ TEST(Precision, GemmRefusesLessThanAsked) {
   EXPECT_THROW(gemm<float>(1.f, va, vb, 0.f, vc, o), Error);
   o.precision = Precision::fp32;
   EXPECT_NO_THROW(gemm<float>(1.f, va, vb, 0.f, vc, o));
+}
+
+// The check's tolerance follows what an implementation delivers: unchanged
+// for full-precision inputs, wider by 4 v (v the format's unit roundoff) for
+// rounded ones, the same at every K for that part.
+TEST(Precision, ToleranceFollowsTheDeliveredPrecision) {
+  for (index_t k : {1, 100, 4096}) {
+    EXPECT_EQ(gemm_tolerance(Dtype::f32, k, Precision::fp32), gemm_tolerance(Dtype::f32, k));
+    EXPECT_EQ(gemm_tolerance(Dtype::f64, k, Precision::fp64), gemm_tolerance(Dtype::f64, k));
+    EXPECT_NEAR(gemm_tolerance(Dtype::f32, k, Precision::tf32) - gemm_tolerance(Dtype::f32, k), 4 * 0x1p-11, 1e-15);
+    EXPECT_NEAR(gemm_tolerance(Dtype::f32, k, Precision::bf16) - gemm_tolerance(Dtype::f32, k), 4 * 0x1p-8, 1e-15);
+    EXPECT_NEAR(gemm_element_factor(Dtype::f32, k, Precision::fp16) - gemm_element_factor(Dtype::f32, k),
+                2 * 0x1p-11, 1e-15);
+  }
 }

@@ -9,15 +9,22 @@
 #include <string>
 
 #include "parray/matrix.hpp"
+#include "parray/precision.hpp"
 
 namespace parray {
 
 // Relative Frobenius tolerance of a GEMM result of inner dimension K:
-// 4 u (sqrt(K) + 4), u the unit roundoff of the dtype.
+// 4 u (sqrt(K) + 4), u the unit roundoff of the dtype; for an implementation
+// that rounds its inputs to a narrower format (`delivered`, precision.hpp)
+// 4 v more, v that format's unit roundoff (each product's inputs carry a
+// relative error up to v each; it does not grow with K).
 double gemm_tolerance(Dtype dtype, index_t k);
-// The element-wise forward-error factor 2 (K + 4) u: |C_ij - ref_ij| may be
-// at most that times (|alpha| |A||B| + |beta| |C0|)_ij.
+double gemm_tolerance(Dtype dtype, index_t k, Precision delivered);
+// The element-wise forward-error factor 2 (K + 4) u (+ 2 v for rounded
+// inputs): |C_ij - ref_ij| may be at most that times
+// (|alpha| |A||B| + |beta| |C0|)_ij.
 double gemm_element_factor(Dtype dtype, index_t k);
+double gemm_element_factor(Dtype dtype, index_t k, Precision delivered);
 
 struct GemmCheck {
   bool ok = false;

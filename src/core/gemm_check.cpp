@@ -9,15 +9,27 @@
 
 namespace parray {
 
-double gemm_tolerance(Dtype dtype, index_t k) {
-  const double u = dtype == Dtype::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-  return 4.0 * u * (std::sqrt(static_cast<double>(std::max<index_t>(k, 0))) + 4.0);
+namespace {
+// Unit roundoff 2^-(mantissa bits + 1) of a format.
+double unit_roundoff(Precision p) { return std::ldexp(1.0, -(format_of(p).mantissa_bits + 1)); }
+// That of the inputs' rounding: 0 where the inputs keep the dtype's precision.
+double input_roundoff(Dtype dtype, Precision delivered) {
+  return meets(delivered, precision_of(dtype)) ? 0.0 : unit_roundoff(delivered);
 }
+}  // namespace
 
-double gemm_element_factor(Dtype dtype, index_t k) {
-  const double u = dtype == Dtype::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-  return 2.0 * static_cast<double>(k + 4) * u;
+double gemm_tolerance(Dtype dtype, index_t k, Precision delivered) {
+  const double u = unit_roundoff(precision_of(dtype));
+  return 4.0 * u * (std::sqrt(static_cast<double>(std::max<index_t>(k, 0))) + 4.0) +
+         4.0 * input_roundoff(dtype, delivered);
 }
+double gemm_tolerance(Dtype dtype, index_t k) { return gemm_tolerance(dtype, k, precision_of(dtype)); }
+
+double gemm_element_factor(Dtype dtype, index_t k, Precision delivered) {
+  const double u = unit_roundoff(precision_of(dtype));
+  return 2.0 * static_cast<double>(k + 4) * u + 2.0 * input_roundoff(dtype, delivered);
+}
+double gemm_element_factor(Dtype dtype, index_t k) { return gemm_element_factor(dtype, k, precision_of(dtype)); }
 
 namespace {
 

@@ -53,7 +53,7 @@ std::string cublas_unsupported(const MatrixLayout& a, const MatrixLayout& b, con
 }
 
 template <class T>
-void cublas_gemm(const GemmCall<T>& call) {
+void cublas_gemm_as(const GemmCall<T>& call, bool tf32) {
   MatrixView<const T> a = call.a, b = call.b;
   MatrixView<T> c = call.c;
   // cuBLAS computes column-major C; for row-major C compute C^T = B^T A^T.
@@ -63,15 +63,31 @@ void cublas_gemm(const GemmCall<T>& call) {
   }
   const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
   const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols());
-  if constexpr (std::is_same_v<T, float>)
-    cublas_check(cublasSgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
-                             int(bb.ld), &call.beta, c.data, int(bc.ld)),
-                 "cublasSgemm");
-  else
+  if constexpr (std::is_same_v<T, float>) {
+    if (tf32)
+      cublas_check(cublasGemmEx(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, CUDA_R_32F, int(ba.ld),
+                                b.data, CUDA_R_32F, int(bb.ld), &call.beta, c.data, CUDA_R_32F, int(bc.ld),
+                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmEx (TF32)");
+    else
+      cublas_check(cublasSgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+                               int(bb.ld), &call.beta, c.data, int(bc.ld)),
+                   "cublasSgemm");
+  } else {
     cublas_check(cublasDgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
                              int(bb.ld), &call.beta, c.data, int(bc.ld)),
                  "cublasDgemm");
+  }
 }
+
+template <class T>
+void cublas_gemm(const GemmCall<T>& call) {
+  cublas_gemm_as<T>(call, false);
+}
+
+// cuBLAS SGEMM with its inputs rounded to TF32 on the tensor cores
+// (CUBLAS_COMPUTE_32F_FAST_TF32): the baseline of TF32 GEMMs.
+void cublas_gemm_tf32(const GemmCall<float>& call) { cublas_gemm_as<float>(call, true); }
 
 GemmImpl gpu(std::string name, std::string description, std::string preconditions = "any M, N, K; any layout") {
   GemmImpl i;
@@ -94,6 +110,16 @@ void register_cuda_backend(Registry& r) {
     i.tags = {"baseline"};
     i.run_f32 = cublas_gemm<float>;
     i.run_f64 = cublas_gemm<double>;
+    i.unsupported = cublas_unsupported;
+    r.add(std::move(i));
+  }
+  {
+    GemmImpl i = gpu("cublas-tf32", "cuBLAS SGEMM on the tensor cores, inputs rounded to TF32: the TF32 baseline",
+                     "row- or column-major operands; asked for with --precision tf32 (or lower)");
+    i.baseline = true;
+    i.tags = {"baseline", "tensor"};
+    i.run_f32 = cublas_gemm_tf32;
+    i.rounds_inputs = Precision::tf32;
     i.unsupported = cublas_unsupported;
     r.add(std::move(i));
   }

@@ -99,6 +99,7 @@ class TypedCase final : public GemmCase::Impl {
   }
 
   void run(const GemmImpl& impl, int threads) override {
+    delivered_ = impl.delivers(dtype_of<T>());  // the check's tolerance follows it
     const T alpha = static_cast<T>(p_.alpha), beta = static_cast<T>(p_.beta);
     if (impl.operand_memory == Memory::device) {
       ensure_device_copies();
@@ -258,14 +259,14 @@ class TypedCase final : public GemmCase::Impl {
     }
     double bound = std::fabs(p_.alpha) * s;
     if (p_.beta != 0.0) bound += std::fabs(p_.beta) * std::fabs(static_cast<double>(vc_init_(i, j)));
-    return gemm_element_factor(dtype_of<T>(), k) * bound + std::numeric_limits<T>::denorm_min();
+    return gemm_element_factor(dtype_of<T>(), k, delivered_) * bound + std::numeric_limits<T>::denorm_min();
   }
 
   CheckResult check() const {
     if (p_.skip_reference) throw Error("gemm case: no reference to check against (skip_reference)");
     const index_t m = p_.m, n = p_.n;
     CheckResult r;
-    r.tolerance = gemm_tolerance(dtype_of<T>(), p_.k);
+    r.tolerance = gemm_tolerance(dtype_of<T>(), p_.k, delivered_);
     double err2 = 0, ref2 = 0;
     index_t bad_i = -1, bad_j = -1;
     for (index_t i = 0; i < m; ++i) {
@@ -321,6 +322,7 @@ class TypedCase final : public GemmCase::Impl {
   }
 
   GemmProblem p_;
+  Precision delivered_ = precision_of(dtype_of<T>());  // by the implementation run last
   MatrixType ta_, tb_, tc_;
   Array<T> a_, b_, c_, c_init_;
   MatrixView<T> va_, vb_, vc_, vc_init_;
