@@ -1,8 +1,12 @@
 // Parray's #copy on the device: element (i, j) of one matrix type to element
 // (i, j) of another, both in device memory (e.g. row-major into figure 18's
-// 2x2-block storage, or a transpose), through 32 x 32 tiles in shared memory:
+// 2x2-block storage, or a transpose), through 64 x 64 tiles in shared memory:
 // read along the source's contiguous direction, written along the
-// destination's, so both sides coalesce whichever way each runs.
+// destination's, so both sides coalesce whichever way each runs. Where a
+// tile's run along that direction is contiguous in storage and 16-byte
+// aligned (row-major, column-major, and the blocked layouts away from their
+// block edges), a thread moves 16 bytes at a time; elsewhere one element
+// (docs/layouts.md has what one element per access costs).
 #include <algorithm>
 
 #include "parray/cuda/check.hpp"
@@ -13,45 +17,100 @@ namespace parray::cuda {
 
 namespace {
 
-constexpr int kTile = 32, kTileRows = 8;
+constexpr int kTile = 64, kThreads = 256;
 
 // Whether consecutive rows of a column are next to each other in storage.
 bool rows_contiguous(const MatrixLayout& l) {
   return l.rows.stride[l.rows.levels - 1] == 1 && !(l.cols.stride[l.cols.levels - 1] == 1 && l.cols.size > 1);
 }
 
-// One 32 x 32 tile per step: the tile's 32 row and 32 column offsets of each
-// side computed once (64 index evaluations for 1024 elements: a blocked
-// layout's divisions vanish from the per-element cost), the tile read along
-// the source's contiguous direction into shared memory and written along the
-// destination's.
+// 16 bytes of T.
 template <class T>
-__global__ __launch_bounds__(kTile* kTileRows) void copy_tiled_kernel(MatrixView<const T> src, bool src_rows_fast,
-                                                                       MatrixView<T> dst, bool dst_rows_fast) {
+struct alignas(16) Vec {
+  static constexpr int n = 16 / sizeof(T);
+  T v[n];
+};
+
+// One side of a tile: its 64 row and 64 column offsets, which direction is
+// contiguous, and whether that direction's run is contiguous in storage.
+template <class T>
+struct TileSide {
+  const index_t* rows;  // shared: offsets of the tile's rows
+  const index_t* cols;  // shared: offsets of the tile's columns
+  bool rows_fast;       // the run goes down a column (column-major-like)
+  bool run;             // the 64-run along the fast direction is one contiguous stretch
+};
+
+// Moves the tile between global memory (side g) and the shared tile, along
+// g's fast direction: to_shared reads global, else writes it. The tile spans
+// [i0, i0 + 64) x [j0, j0 + 64) of a rows x cols matrix.
+template <bool ToShared, class T, class P>
+__device__ void move_tile(P data, const TileSide<T>& g, T (&tile)[kTile][kTile + 1], index_t rows, index_t cols,
+                          index_t i0, index_t j0) {
+  constexpr int V = Vec<T>::n, chunks = kTile / V;
+  const index_t fast_n = g.rows_fast ? rows - i0 : cols - j0, slow_n = g.rows_fast ? cols - j0 : rows - i0;
+  const index_t* fast_off = g.rows_fast ? g.rows : g.cols;
+  const index_t* slow_off = g.rows_fast ? g.cols : g.rows;
+  const bool whole = fast_n >= kTile && g.run && reinterpret_cast<std::uintptr_t>(data) % 16 == 0;
+  for (int c = threadIdx.x; c < kTile * chunks; c += kThreads) {
+    const int s = c / chunks, f0 = (c % chunks) * V;
+    if (s >= slow_n) continue;
+    const index_t base = fast_off[f0] + slow_off[s];
+    if (whole && base % V == 0) {  // 16 bytes in one access
+      Vec<T> x;
+      if constexpr (ToShared) x = *reinterpret_cast<const Vec<T>*>(data + base);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        T& t = g.rows_fast ? tile[f0 + e][s] : tile[s][f0 + e];
+        if constexpr (ToShared) t = x.v[e];
+        else x.v[e] = t;
+      }
+      if constexpr (!ToShared) *reinterpret_cast<Vec<T>*>(data + base) = x;
+    } else {
+      for (int e = 0; e < V && f0 + e < fast_n; ++e) {
+        T& t = g.rows_fast ? tile[f0 + e][s] : tile[s][f0 + e];
+        const index_t off = fast_off[f0 + e] + slow_off[s];
+        if constexpr (ToShared) t = data[off];
+        else data[off] = t;
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ __launch_bounds__(kThreads) void copy_tiled_kernel(MatrixView<const T> src, bool src_rows_fast,
+                                                              MatrixView<T> dst, bool dst_rows_fast) {
   __shared__ T tile[kTile][kTile + 1];
   __shared__ index_t offsets[4][kTile];  // source rows, source columns, destination rows, destination columns
+  __shared__ bool runs[2];               // the source's and the destination's fast run is contiguous
   const index_t rows = dst.rows(), cols = dst.cols();
   const index_t tiles_i = (rows + kTile - 1) / kTile;
   const index_t j0 = index_t(blockIdx.x) * kTile;
+  const TileSide<T> s_side{offsets[0], offsets[1], src_rows_fast, false};
+  const TileSide<T> d_side{offsets[2], offsets[3], dst_rows_fast, false};
   for (index_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
     const index_t i0 = ti * kTile;
-    if (threadIdx.y < 4) {
-      const int t = threadIdx.x;
-      const bool along_rows = threadIdx.y % 2 == 0;
+    {  // 256 threads, 256 offsets: one each (32-bit digit arithmetic)
+      const int w = threadIdx.x / kTile, t = threadIdx.x % kTile;
+      const bool along_rows = w % 2 == 0;
       const index_t x = (along_rows ? i0 : j0) + t, n = along_rows ? rows : cols;
-      const MatrixLayout& l = threadIdx.y < 2 ? src.layout : dst.layout;
-      offsets[threadIdx.y][t] = x < n ? (along_rows ? l.rows.offset(x) : l.cols.offset(x)) : 0;
+      const MatrixLayout& l = w < 2 ? src.layout : dst.layout;
+      offsets[w][t] = x < n ? axis_offset(along_rows ? l.rows : l.cols, x) : 0;
+      if (threadIdx.x < 2) {
+        const MatrixLayout& side = threadIdx.x == 0 ? src.layout : dst.layout;
+        const bool rf = threadIdx.x == 0 ? src_rows_fast : dst_rows_fast;
+        const index_t f0 = rf ? i0 : j0, fn = rf ? rows : cols;
+        const AxisRun r = f0 + kTile <= fn ? axis_run(rf ? side.rows : side.cols, f0, kTile) : AxisRun{0, 0, false};
+        runs[threadIdx.x] = r.ok && r.step == 1;
+      }
     }
     __syncthreads();
-    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-      const int a = src_rows_fast ? threadIdx.x : k, b = src_rows_fast ? k : threadIdx.x;
-      if (i0 + a < rows && j0 + b < cols) tile[a][b] = src.data[offsets[0][a] + offsets[1][b]];
-    }
+    TileSide<T> sg = s_side, dg = d_side;
+    sg.run = runs[0];
+    dg.run = runs[1];
+    move_tile<true>(src.data, sg, tile, rows, cols, i0, j0);
     __syncthreads();
-    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-      const int a = dst_rows_fast ? threadIdx.x : k, b = dst_rows_fast ? k : threadIdx.x;
-      if (i0 + a < rows && j0 + b < cols) dst.data[offsets[2][a] + offsets[3][b]] = tile[a][b];
-    }
+    move_tile<false>(dst.data, dg, tile, rows, cols, i0, j0);
     __syncthreads();
   }
 }
@@ -59,9 +118,8 @@ __global__ __launch_bounds__(kTile* kTileRows) void copy_tiled_kernel(MatrixView
 template <class T>
 void copy_tiled(MatrixView<const T> src, MatrixView<T> dst) {
   const index_t rows = dst.rows(), cols = dst.cols();
-  const dim3 block(kTile, kTileRows);
   const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned(std::min<index_t>((rows + kTile - 1) / kTile, 65535)));
-  copy_tiled_kernel<<<grid, block>>>(src, rows_contiguous(src.layout), dst, rows_contiguous(dst.layout));
+  copy_tiled_kernel<<<grid, kThreads>>>(src, rows_contiguous(src.layout), dst, rows_contiguous(dst.layout));
 }
 
 template <class T>
