@@ -27,9 +27,8 @@
 // themselves: derived from the type each step, a 32-bit division per digit
 // level where a strided operand multiplies. A walk that moves the previous
 // step's runs by 32 and divides only at a carry needed its digits in shared
-// memory to keep row-major's blocks per SM (in registers, or as kernel
-// parameters the compiler hoisted, it took half again as many), and was no
-// faster overall.
+// memory to keep row-major's blocks per SM (in registers it cost blocks), and
+// was no faster overall (docs/layouts.md).
 #pragma once
 
 #include "parray/cuda/operand.cuh"
