@@ -100,7 +100,8 @@ int run(int argc, char** argv) {
     if (!gpu) continue;
     paper::Operands x(storage);
     const parray::MatrixLayout l = parray::MatrixLayout::from(type);
-    const parray::MatrixView<const float> a{x.a.data(), l, parray::Memory::device}, b{x.b.data(), l, parray::Memory::device};
+    const parray::MatrixView<const float> a{x.a.data(), l, parray::Memory::device},
+        b{x.b.data(), l, parray::Memory::device};
     const parray::MatrixView<float> c{x.c.data(), l, parray::Memory::device};
     parray::gemm<float>(*impl, 1.f, a, b, 0.f, c);
     PARRAY_CUDA_CHECK(cudaDeviceSynchronize());

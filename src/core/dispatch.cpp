@@ -49,7 +49,8 @@ SpeedTable SpeedTable::from_csv(const std::string& text, const std::string& sour
   const std::vector<std::string> head = csv_fields(line);
   for (std::size_t i = 0; i < head.size(); ++i) col[head[i]] = i;
   for (const char* need : {"impl", "dtype", "m", "n", "k", "layout", "gflops", "ok"})
-    if (!col.count(need)) throw Error("speed table " + source + ": no column '" + need + "' (a parray bench gemm CSV?)");
+    if (!col.count(need))
+      throw Error("speed table " + source + ": no column '" + need + "' (a parray bench gemm CSV?)");
   int lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;

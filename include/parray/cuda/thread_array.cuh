@@ -64,7 +64,8 @@ class CudaThread {
   }
   // $tid_d$.
   __device__ int tid(int d) const {
-    if (explicit_grid) return d == 0 ? linear(blockIdx, gridDim, shape_.sub_rank(0)) : linear(threadIdx, blockDim, shape_.sub_rank(1));
+    if (explicit_grid)
+      return d == 0 ? linear(blockIdx, gridDim, shape_.sub_rank(0)) : linear(threadIdx, blockDim, shape_.sub_rank(1));
     const int a = shape_.rank() - 1 - d;  // the last dimension is x
     return int(detail::axis(blockIdx, a) * detail::axis(blockDim, a) + detail::axis(threadIdx, a));
   }
