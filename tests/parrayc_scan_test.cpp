@@ -107,7 +107,8 @@ TEST(ParraycScan, ErrorsNameFileLineAndColumn) {
 }
 
 // Random bytes and mutations of a real source: every input either scans to
-// segments that give it back exactly or is refused with a located error.
+// segments that give it back exactly or is refused with a located error, and
+// so is every #parray declaration among them.
 TEST(ParraycScan, FuzzedInputNeverCrashesOrHangs) {
   std::mt19937 gen(7);
   const std::string alphabet = "#$\"'/*\\\n {}[]()R u8abc_0123+-e.";
@@ -127,8 +128,17 @@ TEST(ParraycScan, FuzzedInputNeverCrashesOrHangs) {
       }
     }
     try {
-      EXPECT_EQ(joined(scan(src, "f.pa")), src);
+      const std::vector<Segment> segments = scan(src, "f.pa");
+      EXPECT_EQ(joined(segments), src);
       ++scanned;
+      for (const Segment& g : of_kind(segments, SegmentKind::directive)) {
+        if (g.text.find("parray") == std::string::npos) continue;
+        try {
+          parse_declaration(g, "f.pa");
+        } catch (const Error& e) {
+          EXPECT_EQ(std::string(e.what()).rfind("f.pa:", 0), 0u) << e.what();
+        }
+      }
     } catch (const Error& e) {
       EXPECT_EQ(std::string(e.what()).rfind("f.pa:", 0), 0u) << e.what();
       EXPECT_NE(std::string(e.what()).find(": error: "), std::string::npos) << e.what();
@@ -137,4 +147,54 @@ TEST(ParraycScan, FuzzedInputNeverCrashesOrHangs) {
   }
   EXPECT_GT(scanned, 100);
   EXPECT_GT(refused, 100);
+}
+
+// #parray declarations: the paper's, split into kind, parameters, element,
+// dimensions and name; malformed ones refused at the offending character.
+TEST(ParraycDeclaration, ThePapersDeclarations) {
+  const std::string src =
+      "#parray {paged float [[2][512]][[2][512]]} M\n"
+      "#parray {pthd [2][2]} MY_TA\n"
+      "#parray {cuda(float a, float b, float c)\n  [[N/16][N/256]][[4][32]]} CUDA\n"
+      "#parray {float [#A_1][[#A_0][#A_2]]} V\n"
+      "  #parray { smem float [32 #S_0][[4][4] #S_1] }  S0\n"
+      "#parray {dmem float2 [[128/16][16]][[128/16][16]]} DATA\n"
+      "#parray {mpi [2]} P\n";
+  std::vector<Declaration> d;
+  for (const Segment& g : of_kind(scan(src, "t.pa"), SegmentKind::directive)) d.push_back(parse_declaration(g, "t.pa"));
+  ASSERT_EQ(d.size(), 7u);
+  auto is = [](const Declaration& x, const char* kind, const char* element, const char* params, const char* dims,
+               const char* name) {
+    return x.kind == kind && x.element == element && x.params == params && x.dims == dims && x.name == name;
+  };
+  EXPECT_TRUE(is(d[0], "paged", "float", "", "[[2][512]][[2][512]]", "M"));
+  EXPECT_TRUE(is(d[1], "pthd", "", "", "[2][2]", "MY_TA"));
+  EXPECT_TRUE(is(d[2], "cuda", "", "float a, float b, float c", "[[N/16][N/256]][[4][32]]", "CUDA"));
+  EXPECT_TRUE(d[2].is_thread_array());
+  EXPECT_TRUE(is(d[3], "", "float", "", "[#A_1][[#A_0][#A_2]]", "V"));
+  EXPECT_TRUE(is(d[4], "smem", "float", "", "[32 #S_0][[4][4] #S_1]", "S0"));
+  EXPECT_TRUE(is(d[5], "dmem", "float2", "", "[[128/16][16]][[128/16][16]]", "DATA"));
+  EXPECT_TRUE(is(d[6], "mpi", "", "", "[2]", "P"));
+  EXPECT_EQ(d[4].at.line, 6);
+}
+
+TEST(ParraycDeclaration, MalformedOnesAreLocatedErrors) {
+  auto error = [](const std::string& line) {
+    try {
+      parse_declaration(scan(line, "t.pa").front(), "t.pa");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("#parray {paged float [4][4]}"), "t.pa:1:29: error: #parray needs a name after its type");
+  EXPECT_EQ(error("#parray {paged float [4][4]} M N"), "t.pa:1:32: error: unexpected text after the name 'M'");
+  EXPECT_EQ(error("#parray {pthd float [2][2]} T"),
+            "t.pa:1:15: error: a pthd thread array has no element type ('float')");
+  EXPECT_EQ(error("#parray {dmem [4]} A"),
+            "t.pa:1:15: error: an element type (float, double, ...) before the dimensions");
+  EXPECT_EQ(error("#parray {paged float} A"), "t.pa:1:21: error: the dimensions, e.g. [1024][1024], after the type");
+  EXPECT_EQ(error("#parray {paged float [4]]} A"), "t.pa:1:25: error: ']' without its '['");
+  EXPECT_EQ(error("#parray {paged float [4] x [2]} A"), "t.pa:1:26: error: unexpected text between the dimensions");
+  EXPECT_EQ(error("#parray {cuda(float a [2][2]} T"), "t.pa:1:14: error: '(' is never closed");
 }

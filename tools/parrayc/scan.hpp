@@ -1,5 +1,6 @@
-// parrayc's first stage: a Parray source (.pa, .pa.cu) split into what
-// passes through untouched and what the translator rewrites.
+// parrayc's front end: a Parray source (.pa, .pa.cu) split into what passes
+// through untouched and what the translator rewrites, and the #parray
+// declarations read into their parts.
 //
 //   code        C/C++/CUDA text, preprocessor lines (#include, #define, ...)
 //               included; string, character and raw-string literals and
@@ -38,5 +39,24 @@ std::vector<Segment> scan(std::string_view source, const std::string& file);
 
 // The directive words parrayc translates (without the #).
 bool is_directive_word(std::string_view word);
+
+// A `#parray {kind element dims} NAME` declaration, its parts as written:
+//   #parray {dmem float [[2][512]][[2][512]]} M            kind dmem, element float
+//   #parray {float [#A_1][[#A_0][#A_2]]} M                  no kind: a view
+//   #parray {cuda(float a, float b) [[8][8]][[16][16]]} T   kind cuda, params "float a, float b"
+//   #parray {pthd [2][2]} T                                 a thread array: no element
+struct Declaration {
+  std::string kind;     // paged pinned dmem smem rmem (data), pthd cuda mpi (threads), or ""
+  std::string element;  // the element type of a data array ("" for a thread array)
+  std::string params;   // a cuda array's kernel parameters, without the parentheses
+  std::string dims;     // the dimensions, e.g. [[N/16][[4][4]] #type_0][[N/32][32] #type_1]
+  std::string name;
+  Position at;
+  bool is_thread_array() const { return kind == "pthd" || kind == "cuda" || kind == "mpi"; }
+};
+
+// The declaration of a #parray directive segment; errors name the file,
+// line and column of the offending text.
+Declaration parse_declaration(const Segment& directive, const std::string& file);
 
 }  // namespace parray::pa
