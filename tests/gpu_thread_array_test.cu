@@ -90,7 +90,7 @@ TEST(GpuThreadArray, ExplicitShapeIsGridThenBlock) {
   EXPECT_EQ(fig7.grid().y, 8u);
   EXPECT_EQ(fig7.block().x, 16u);
   EXPECT_EQ(fig7.block().y, 16u);
-  const CudaThreadArray logical({1024, 1024});  // refused before: now tiles of 16 x 16
+  const CudaThreadArray logical({1024, 1024});  // over one block: tiles of 16 x 16
   EXPECT_EQ(logical.block().x * logical.block().y, 256u);
   EXPECT_EQ(CudaThreadArray({2, 2}).grid().x, 1u);  // fits one block of its own shape
 }

@@ -115,7 +115,8 @@ class CpuThreadArray {
     }
     void attach(ThreadCoord& t) {
       t.all_ = &all_;
-      for (int d = 0; d < shape_.rank(); ++d) t.along_[d] = along_[d][static_cast<std::size_t>(group(t, d))].get();
+      for (int d = 0; d < shape_.rank(); ++d)
+        t.along_[d] = along_[d][static_cast<std::size_t>(shape_.without(d, t.tid()))].get();
     }
     void drop(const ThreadCoord& t) {
       all_.arrive_and_drop();
@@ -123,12 +124,6 @@ class CpuThreadArray {
     }
 
    private:
-    // The flat id with coordinate d taken out.
-    int group(const ThreadCoord& t, int d) const {
-      int inner = 1;
-      for (int k = d + 1; k < shape_.rank(); ++k) inner *= shape_.dim(k);
-      return t.tid() / (inner * shape_.dim(d)) * inner + t.tid() % inner;
-    }
     const ThreadShape& shape_;
     std::barrier<> all_;
     std::vector<std::unique_ptr<std::barrier<>>> along_[ThreadShape::kMaxRank];

@@ -103,6 +103,19 @@ class ThreadShape {
   }
   bool operator==(const ThreadShape& o) const { return str() == o.str(); }
 
+  // Digit e of index x of dimension d (row-major over its sub-dimensions).
+  PARRAY_HD int sub_index(int d, int x, int e) const {
+    for (int k = sub_[d] - 1; k > e; --k) x /= ext_[d][k];
+    return x % ext_[d][e];
+  }
+  // The flat id with coordinate d taken out: equal for the threads that
+  // differ only in dimension d (the sub-array #sync(d) waits for).
+  PARRAY_HD int without(int d, int flat) const {
+    int inner = 1;
+    for (int k = d + 1; k < rank_; ++k) inner *= dim(k);
+    return flat / (inner * dim(d)) * inner + flat % inner;
+  }
+
  private:
   void set(const std::vector<std::vector<int>>& dims, const std::vector<bool>& nested_flags) {
     if (dims.empty() || dims.size() > kMaxRank)
@@ -146,11 +159,7 @@ class ThreadIndex {
     for (int k = shape_.rank() - 1; k > d; --k) x /= shape_.dim(k);
     return x % shape_.dim(d);
   }
-  PARRAY_HD int tid(int d, int e) const {
-    int x = tid(d);
-    for (int k = shape_.sub_rank(d) - 1; k > e; --k) x /= shape_.dim(d, k);
-    return x % shape_.dim(d, e);
-  }
+  PARRAY_HD int tid(int d, int e) const { return shape_.sub_index(d, tid(d), e); }
   PARRAY_HD int operator[](int d) const { return tid(d); }
   PARRAY_HD int rank() const { return shape_.rank(); }
   PARRAY_HD int dim(int d) const { return shape_.dim(d); }

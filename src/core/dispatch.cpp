@@ -87,8 +87,11 @@ std::string SpeedTable::fastest(Dtype d, index_t m, index_t n, index_t k,
   };
   const SpeedPoint* nearest = nullptr;
   double best = std::numeric_limits<double>::infinity();
-  for (const SpeedPoint& p : points_)
-    if (is_candidate(p) && log_distance(p, m, n, k) < best) best = log_distance(p, m, n, k), nearest = &p;
+  for (const SpeedPoint& p : points_) {
+    if (!is_candidate(p)) continue;
+    const double d = log_distance(p, m, n, k);
+    if (d < best) best = d, nearest = &p;
+  }
   if (!nearest) return {};
   const SpeedPoint* fastest = nearest;
   for (const SpeedPoint& p : points_)

@@ -33,7 +33,6 @@ struct alignas(16) Vec {
 
 // One side of a tile: its 64 row and 64 column offsets, which direction is
 // contiguous, and whether that direction's run is contiguous in storage.
-template <class T>
 struct TileSide {
   const index_t* rows;  // shared: offsets of the tile's rows
   const index_t* cols;  // shared: offsets of the tile's columns
@@ -45,7 +44,7 @@ struct TileSide {
 // g's fast direction: to_shared reads global, else writes it. The tile spans
 // [i0, i0 + 64) x [j0, j0 + 64) of a rows x cols matrix.
 template <bool ToShared, class T, class P>
-__device__ void move_tile(P data, const TileSide<T>& g, T (&tile)[kTile][kTile + 1], index_t rows, index_t cols,
+__device__ void move_tile(P data, const TileSide& g, T (&tile)[kTile][kTile + 1], index_t rows, index_t cols,
                           index_t i0, index_t j0) {
   constexpr int V = Vec<T>::n, chunks = kTile / V;
   const index_t fast_n = g.rows_fast ? rows - i0 : cols - j0, slow_n = g.rows_fast ? cols - j0 : rows - i0;
@@ -86,8 +85,6 @@ __global__ __launch_bounds__(kThreads) void copy_tiled_kernel(MatrixView<const T
   const index_t rows = dst.rows(), cols = dst.cols();
   const index_t tiles_i = (rows + kTile - 1) / kTile;
   const index_t j0 = index_t(blockIdx.x) * kTile;
-  const TileSide<T> s_side{offsets[0], offsets[1], src_rows_fast, false};
-  const TileSide<T> d_side{offsets[2], offsets[3], dst_rows_fast, false};
   for (index_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
     const index_t i0 = ti * kTile;
     {  // 256 threads, 256 offsets: one each (32-bit digit arithmetic)
@@ -105,12 +102,9 @@ __global__ __launch_bounds__(kThreads) void copy_tiled_kernel(MatrixView<const T
       }
     }
     __syncthreads();
-    TileSide<T> sg = s_side, dg = d_side;
-    sg.run = runs[0];
-    dg.run = runs[1];
-    move_tile<true>(src.data, sg, tile, rows, cols, i0, j0);
+    move_tile<true>(src.data, TileSide{offsets[0], offsets[1], src_rows_fast, runs[0]}, tile, rows, cols, i0, j0);
     __syncthreads();
-    move_tile<false>(dst.data, dg, tile, rows, cols, i0, j0);
+    move_tile<false>(dst.data, TileSide{offsets[2], offsets[3], dst_rows_fast, runs[1]}, tile, rows, cols, i0, j0);
     __syncthreads();
   }
 }

@@ -75,9 +75,7 @@ class CudaThread {
       const int a = shape_.sub_rank(d) - 1 - e;
       return int(d == 0 ? detail::axis(blockIdx, a) : detail::axis(threadIdx, a));
     }
-    int x = tid(d);
-    for (int k = shape_.sub_rank(d) - 1; k > e; --k) x /= shape_.dim(d, k);
-    return x % shape_.dim(d, e);
+    return shape_.sub_index(d, tid(d), e);
   }
   __device__ int operator[](int d) const { return tid(d); }
   __device__ int rank() const { return shape_.rank(); }

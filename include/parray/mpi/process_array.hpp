@@ -106,7 +106,7 @@ class MpiThreadArray {
     c_.cols = shape.rank() > 1 ? shape.size() / shape.dim(0) : 1;
     c_.row = c_.tid(0);
     c_.col = shape.rank() > 1 ? rank % c_.cols : 0;
-    for (int d = 0; d < shape.rank(); ++d) MPI_Comm_split(c_.comm, group(d), c_.tid(d), &c_.along[d]);
+    for (int d = 0; d < shape.rank(); ++d) MPI_Comm_split(c_.comm, shape.without(d, rank), c_.tid(d), &c_.along[d]);
     if (shape.rank() == 2) {
       c_.row_comm = c_.along[1];
       c_.col_comm = c_.along[0];
@@ -164,12 +164,6 @@ class MpiThreadArray {
   }
 
  private:
-  // The flat rank with coordinate d taken out: equal for the processes along d.
-  int group(int d) const {
-    int inner = 1;
-    for (int k = d + 1; k < c_.rank(); ++k) inner *= c_.dim(k);
-    return c_.tid() / (inner * c_.dim(d)) * inner + c_.tid() % inner;
-  }
   ProcCoord c_;
 };
 
