@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "gemm_test_names.hpp"
 #include "parray/harness.hpp"
@@ -23,6 +25,13 @@ struct Shape {
 };
 
 // Implementations that are too slow for large sizes (4 GPU threads).
+// Why an implementation declines every problem on this GPU ("" when it does
+// not): step 14 off a Hopper GPU.
+std::string why_not_anywhere(const GemmImpl& impl) {
+  const MatrixLayout one = MatrixLayout::row_major(1, 1, 1);
+  return impl.why_not(one, one, one);
+}
+
 bool small_only(const GemmImpl& impl) { return impl.name == "parray-cuda-2x2"; }
 
 // PARRAY_GPU_TEST_IMPLS=a,b,...: test only these implementations (e.g. one
@@ -86,14 +95,22 @@ class GpuGemm : public testing::TestWithParam<GemmProblem> {
 
 TEST_P(GpuGemm, AgreesWithFp64Reference) {
   const GemmProblem& p = GetParam();
-  GemmCase gcase(p);
+  GemmCase fp_case(p);
+  // Implementations that round their inputs (TF32) are checked at the
+  // precision they deliver, on the same data.
+  GemmProblem at_tf32 = p;
+  at_tf32.precision = Precision::tf32;
+  std::optional<GemmCase> tf32_case;
   int ran = 0;
   for (const GemmImpl& impl : registry().all()) {
     if (impl.device != Device::gpu || !impl.supports(p.dtype) || !selected(impl)) continue;
     if (small_only(impl) && p.m * p.n * p.k > 300 * 300 * 300) continue;
+    if (impl.rounds_inputs == Precision::tf32 && !tf32_case) tf32_case.emplace(at_tf32);
+    GemmCase& gcase = impl.rounds_inputs == Precision::tf32 ? *tf32_case : fp_case;
     if (std::string why = gcase.why_not(impl); !why.empty()) {
-      // Only the cuBLAS baseline may decline a layout; parray's kernels take every one.
-      EXPECT_TRUE(impl.baseline) << impl.name << " declined: " << why;
+      // Only the cuBLAS baseline may decline a layout, and step 14 a GPU that
+      // is not a Hopper; parray's kernels take every layout.
+      EXPECT_TRUE(impl.baseline || why == why_not_anywhere(impl)) << impl.name << " declined: " << why;
       continue;
     }
     const CheckResult r = gcase.run_and_check(impl, 1);
@@ -111,9 +128,18 @@ INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), gemm_case_nam
 // Step 13's accuracy comes from the small parts: with them dropped
 // (gpu.3xtf32_small=0: one TF32 product, ~2^-11 relative error) the same
 // check fails on every layout, with them it passes.
-TEST(Gpu3xTf32, TheSmallPartsAreWhatMeetsTheFp32Tolerance) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
-  const GemmImpl& impl = registry().find("cuda-13-3xtf32");
+// Steps 13 and 14 (cuBLAS's and parray's tensor-core kernels on the split).
+class Gpu3xTf32 : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+    if (std::string why = why_not_anywhere(registry().find(GetParam())); !why.empty())
+      GTEST_SKIP() << GetParam() << ": " << why;
+  }
+};
+
+TEST_P(Gpu3xTf32, TheSmallPartsAreWhatMeetsTheFp32Tolerance) {
+  const GemmImpl& impl = registry().find(GetParam());
   for (const char* layout : {"row", "col", "fig18"}) {
     GemmProblem p;
     p.m = 300, p.k = 1000, p.n = 260;
@@ -155,15 +181,22 @@ TEST(GpuPrecision, Tf32IsAskedForAndCheckedAtTf32) {
 // A long K: the tensor cores accumulate by truncation, so one TF32 GEMM over
 // 3K = 24576 terms would be ~1e-4 off (5x the tolerance at 4096^3 on an H100);
 // step 13's chunks of K keep it inside.
-TEST(Gpu3xTf32, LongKStaysWithinTheFp32Tolerance) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+TEST_P(Gpu3xTf32, LongKStaysWithinTheFp32Tolerance) {
   GemmProblem p;
   p.m = 1024, p.k = 8192, p.n = 768;
   p.beta = -0.5;
   GemmCase gcase(p);
-  const CheckResult r = gcase.run_and_check(registry().find("cuda-13-3xtf32"), 1);
+  const CheckResult r = gcase.run_and_check(registry().find(GetParam()), 1);
   EXPECT_TRUE(r.ok) << r.reason << " (rel_err " << r.rel_err << ", tolerance " << r.tolerance << ")";
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32, testing::Values("cuda-13-3xtf32", "cuda-14-3xtf32"),
+                         [](const testing::TestParamInfo<std::string>& i) {
+                           std::string name = i.param;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
 
 // The device #copy: row-major into figure 18's blocks and back is the identity.
 #include "parray/cuda/memory.hpp"

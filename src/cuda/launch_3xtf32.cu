@@ -6,15 +6,13 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 
-#include "gemm/13_split_tf32.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/tuning.hpp"
+#include "split_pass.cuh"
 
 namespace parray::cuda {
 
@@ -25,81 +23,23 @@ void cublas_check(cublasStatus_t s, const char* what) {
     throw Error(std::string("cuda-13-3xtf32: ") + what + ": " + cublasGetStatusString(s));
 }
 
-// Per GPU: a cuBLAS handle, and a memory pool for the split copies. The pool
-// keeps what it was given (release threshold: never), so a repeated GEMM
-// allocates from it in microseconds; stream-ordered allocation lets calls on
-// different streams of one GPU (the multi-GPU local GEMMs) each have their own.
-struct DeviceState {
-  cublasHandle_t handle = nullptr;
-  cudaMemPool_t pool = nullptr;
-};
-DeviceState& state_for_current_device() {
+// Per GPU: a cuBLAS handle.
+cublasHandle_t handle_for_current_device() {
   static std::mutex mu;
-  static auto* states = new std::map<int, DeviceState>;  // never destroyed: CUDA may be torn down first
+  static auto* handles = new std::map<int, cublasHandle_t>;  // never destroyed: CUDA may be torn down first
   int d = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
   std::lock_guard<std::mutex> lock(mu);
-  if (const auto it = states->find(d); it != states->end()) return it->second;
-  DeviceState s;
-  cublas_check(cublasCreate(&s.handle), "cublasCreate");
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = d;
-  PARRAY_CUDA_CHECK(cudaMemPoolCreate(&s.pool, &props));
-  std::uint64_t keep = UINT64_MAX;
-  PARRAY_CUDA_CHECK(cudaMemPoolSetAttribute(s.pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  return (*states)[d] = s;
-}
-
-// Stream-ordered device memory from the pool, given back on the same stream.
-struct PoolBuffer {
-  float* p = nullptr;
-  cudaStream_t s;
-  PoolBuffer(cudaMemPool_t pool, std::size_t floats, cudaStream_t stream) : s(stream) {
-    PARRAY_CUDA_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&p), floats * sizeof(float), pool, s));
-  }
-  ~PoolBuffer() { cudaFreeAsync(p, s); }  // no throw from a destructor; a failure shows at the next check
-  PoolBuffer(const PoolBuffer&) = delete;
-  PoolBuffer& operator=(const PoolBuffer&) = delete;
-};
-
-// Whether an operand's elements are contiguous along k (then the split reads
-// with lanes along k): row-major A, column-major B.
-bool k_contiguous(const MatrixLayout& l, bool is_b) {
-  const Axis& k = is_b ? l.rows : l.cols;
-  return k.stride[k.levels - 1] == 1;
+  if (const auto it = handles->find(d); it != handles->end()) return it->second;
+  cublasHandle_t h = nullptr;
+  cublas_check(cublasCreate(&h), "cublasCreate");
+  return (*handles)[d] = h;
 }
 
 // gpu.3xtf32_small=0: the small parts dropped (one TF32 product), for the
 // check that the FP32 tolerance rejects it. Read on every call, so that a
 // test can set it (set_tuning) between two products.
 bool keep_small_parts() { return gpu_tuning().tf32x3_small; }
-
-template <bool IsB, class Op>
-void launch_split(cudaStream_t s, const Op& op, bool along_k, index_t X, index_t K, int kc, float* out,
-                  index_t ldo) {
-  if (X > 65535 * 32) throw Error("cuda-13-3xtf32: more than 2097120 rows of A or columns of B");
-  const dim3 grid(ceil_div(K, 32), ceil_div(X, 32)), block(32, 8);
-  const bool keep = keep_small_parts();
-  if (along_k) ladder::split_tf32<IsB, true><<<grid, block, 0, s>>>(op, int(X), int(K), kc, out, ldo, keep);
-  else ladder::split_tf32<IsB, false><<<grid, block, 0, s>>>(op, int(X), int(K), kc, out, ldo, keep);
-  PARRAY_CUDA_CHECK_LAUNCH();
-}
-
-void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, int kc, float* out, index_t ldo) {
-  const index_t X = is_b ? v.cols() : v.rows(), K = is_b ? v.rows() : v.cols();
-  const bool along_k = k_contiguous(v.layout, is_b);
-  if (v.layout.is_strided()) {
-    const StridedOperand<const float> op = strided_operand(v);
-    is_b ? launch_split<true>(s, op, along_k, X, K, kc, out, ldo)
-         : launch_split<false>(s, op, along_k, X, K, kc, out, ldo);
-  } else {
-    const LayoutOperand<const float> op = layout_operand(v);
-    is_b ? launch_split<true>(s, op, along_k, X, K, kc, out, ldo)
-         : launch_split<false>(s, op, along_k, X, K, kc, out, ldo);
-  }
-}
 
 // K per GEMM (see 13_split_tf32.cuh: the tensor cores' truncating
 // accumulation): the error is that of 3 kc terms whatever K
@@ -115,15 +55,16 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
   if (M == 0 || N == 0 || K == 0) throw Error("cuda-13-3xtf32: empty product (the dispatcher handles those)");
   if (3 * K + 3 > 0x7fffffff) throw Error("cuda-13-3xtf32: 3 K must be below 2^31");
-  DeviceState& st = state_for_current_device();
+  const cublasHandle_t handle = handle_for_current_device();
   const int kc = int(std::min<index_t>(kChunkK, K));
   // Rows of the split copies 16-byte aligned (an odd 3K made cuBLAS take
   // slower kernels: 1037 x 1055 x 1031 ran at a third of cuBLAS FP32).
   const index_t ld3 = (3 * K + 3) / 4 * 4;
-  PoolBuffer a3(st.pool, std::size_t(M) * std::size_t(ld3), s), b3(st.pool, std::size_t(N) * std::size_t(ld3), s);
-  split_operand(s, call.a, false, kc, a3.p, ld3);
-  split_operand(s, call.b, true, kc, b3.p, ld3);
-  cublas_check(cublasSetStream(st.handle, s), "cublasSetStream");
+  PoolBuffer a3(std::size_t(M) * std::size_t(ld3), s), b3(std::size_t(N) * std::size_t(ld3), s);
+  const bool keep = keep_small_parts();
+  split_operand(s, call.a, false, ladder::ChunkedSplit{a3.p, ld3, K, kc, keep}, "cuda-13-3xtf32");
+  split_operand(s, call.b, true, ladder::ChunkedSplit{b3.p, ld3, K, kc, keep}, "cuda-13-3xtf32");
+  cublas_check(cublasSetStream(handle, s), "cublasSetStream");
   const int m = int(M), n = int(N);
   // a3 is M x 3K and b3 N x 3K, both row-major (rows ld3 apart): column-major
   // 3K x M and 3K x N. One TF32 GEMM per chunk of K, the first with the
@@ -134,9 +75,9 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
     const float one = 1.f;
     for (index_t k0 = 0; k0 < K; k0 += kc) {
       const int k3 = int(3 * std::min<index_t>(kc, K - k0));
-      cublas_check(cublasGemmEx(st.handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, cols, k3, &alpha, x + 3 * k0,
-                                CUDA_R_32F, int(ld3), y + 3 * k0, CUDA_R_32F, int(ld3), k0 == 0 ? &beta : &one, c,
-                                CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+      cublas_check(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, cols, k3, &alpha, x + 3 * k0, CUDA_R_32F,
+                                int(ld3), y + 3 * k0, CUDA_R_32F, int(ld3), k0 == 0 ? &beta : &one, c, CUDA_R_32F,
+                                int(ldc), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
                    "cublasGemmEx (TF32)");
     }
   };
@@ -145,12 +86,11 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   if (cl.is_strided() && unit(cl.cols) && (M <= 1 || (cl.rows.stride[0] >= N && cl.rows.stride[0] <= int_max))) {
     // Row-major C: column-major C^T (N x M) = B'^T A'^T.
     tn_gemms(n, m, b3.p, a3.p, call.alpha, call.beta, call.c.data, M <= 1 ? N : cl.rows.stride[0]);
-  } else if (cl.is_strided() && unit(cl.rows) &&
-             (N <= 1 || (cl.cols.stride[0] >= M && cl.cols.stride[0] <= int_max))) {
+  } else if (cl.is_strided() && unit(cl.rows) && (N <= 1 || (cl.cols.stride[0] >= M && cl.cols.stride[0] <= int_max))) {
     tn_gemms(m, n, a3.p, b3.p, call.alpha, call.beta, call.c.data, N <= 1 ? M : cl.cols.stride[0]);
   } else {
     // Any other C: the product into a row-major workspace, then C = alpha W + beta C through C's layout.
-    PoolBuffer w(st.pool, std::size_t(M) * std::size_t(N), s);
+    PoolBuffer w(std::size_t(M) * std::size_t(N), s);
     tn_gemms(n, m, b3.p, a3.p, 1.f, 0.f, w.p, N);
     const dim3 grid(std::min(ceil_div(N, 256), 1024u), unsigned(std::min<index_t>(M, 65535)));
     if (cl.is_strided())

@@ -190,6 +190,28 @@ void register_cuda_backend(Registry& r) {
       "ladder 13: FP32 at FP32 accuracy on tensor cores: A and B split into TF32 big + small parts (read "
       "through any layout), then one cuBLAS TF32 GEMM over 3K (Ab Bb + Ab Bs + As Bb)",
       gemm_3xtf32, {"ladder", "gpu-ladder", "tensor"});
+  {
+    auto hopper_only = [](const MatrixLayout&, const MatrixLayout&, const MatrixLayout&) {
+      return wgmma_unsupported();
+    };
+    GemmImpl i = gpu("cuda-14-tf32",
+                     "ladder 14: parray's own tensor-core kernel, TF32: TMA copies into a 4-slot mbarrier ring, one "
+                     "producer warp, two consumer warpgroups issuing wgmma on 128x256 tiles (operands split through "
+                     "any layout first)",
+                     "Hopper (sm_90a); any M, N, K; any layout");
+    i.tags = {"ladder", "gpu-ladder", "tensor"};
+    i.run_f32 = gemm_wgmma_tf32;
+    i.rounds_inputs = Precision::tf32;
+    i.unsupported = hopper_only;
+    r.add(i);
+    i.name = "cuda-14-3xtf32";
+    i.description =
+        "ladder 14 at FP32 accuracy: step 14's kernel on TF32 big and small parts (As Bb + Ab Bs + Ab Bb), "
+        "128x128 tiles, partial sums promoted to FP32 every 256 of K";
+    i.run_f32 = gemm_wgmma_3xtf32;
+    i.rounds_inputs.reset();
+    r.add(std::move(i));
+  }
   f32("gpu-auto",
       "the default GPU GEMM: per call, the faster of cuda-12-best and cuda-13-3xtf32 (both FP32-accurate) at the "
       "nearest shape measured on this GPU (gpu.speed_table, else the built-in H100/H200 tables)",

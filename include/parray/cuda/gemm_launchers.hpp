@@ -30,6 +30,11 @@ void gemm_best(const GemmCall<float>& call);          // step 12
 void gemm_3xtf32(const GemmCall<float>& call);        // step 13
 // Step 13 on a stream of the current device (operands in its memory).
 void gemm_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
+void gemm_wgmma_tf32(const GemmCall<float>& call);    // step 14, TF32
+void gemm_wgmma_3xtf32(const GemmCall<float>& call);  // step 14, FP32 accuracy
+void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
+// Why step 14 cannot run here ("" when it can): not a Hopper GPU, or not built for sm_90a.
+std::string wgmma_unsupported();
 // Step 12 with candidate tile shape `shape` (tuning); false when the operands
 // are not a case the candidates are built for.
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);

@@ -62,13 +62,39 @@ __device__ __forceinline__ void split_store(float* out_row, index_t k, index_t K
   chunk[2 * len] = IsB ? big : small;
 }
 
-// The operand as (x, k) — A(x, k), or B(k, x) for IsB — split into
-// out[x * ldo + ...]. A 32 x 32 tile per block through shared memory, so that
-// both the reads (along the operand's contiguous axis when ReadAlongK says
-// which) and the K-contiguous writes are coalesced; 32 x 8 threads.
-template <bool IsB, bool ReadAlongK, class Op>
-__global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, int kc, float* out, index_t ldo,
-                                                  bool keep_small) {
+// Step 13's destination of the split: each row of out as chunks of K.
+struct ChunkedSplit {
+  float* out;
+  index_t ldo, K, kc;
+  bool keep_small;
+  template <bool IsB>
+  __device__ __forceinline__ void put(index_t x, index_t k, float v) const {
+    split_store<IsB>(out + x * ldo, k, K, kc, v, keep_small);
+  }
+};
+
+// The big and small parts in two X x K arrays (rows ld apart), as step 14's
+// TMA copies read them; small == nullptr keeps only the big part (TF32).
+struct PairedSplit {
+  float* big;
+  float* small;
+  index_t ld;
+  bool keep_small;
+  template <bool IsB>
+  __device__ __forceinline__ void put(index_t x, index_t k, float v) const {
+    const float b = to_tf32(v);
+    big[x * ld + k] = b;
+    if (small) small[x * ld + k] = keep_small && isfinite(b) ? to_tf32(v - b) : 0.f;
+  }
+};
+
+// The operand as (x, k) — A(x, k), or B(k, x) for IsB — split into `out`
+// (ChunkedSplit or PairedSplit). A 32 x 32 tile per block through shared
+// memory, so that both the reads (along the operand's contiguous axis when
+// ReadAlongK says which) and the K-contiguous writes are coalesced; 32 x 8
+// threads.
+template <bool IsB, bool ReadAlongK, class Op, class Out>
+__global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, Out out) {
   __shared__ float tile[32][33];  // [x][k]; 33: no bank conflicts either way
   const int x0 = blockIdx.y * 32, k0 = blockIdx.x * 32;
   auto at = [&](int x, int k) -> float { return IsB ? op(k, x) : op(x, k); };
@@ -83,7 +109,7 @@ __global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, int kc, f
   __syncthreads();
   for (int r = threadIdx.y; r < 32; r += 8) {
     const int x = x0 + r, k = k0 + threadIdx.x;
-    if (x < X && k < K) split_store<IsB>(out + x * ldo, k, K, kc, tile[r][threadIdx.x], keep_small);
+    if (x < X && k < K) out.template put<IsB>(x, k, tile[r][threadIdx.x]);
   }
 }
 

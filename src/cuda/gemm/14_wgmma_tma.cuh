@@ -1,0 +1,182 @@
+// Step 14 — our own tensor-core GEMM: TMA, wgmma, an mbarrier pipeline and
+// warp specialisation (Hopper, sm_90a).
+//
+// What it adds over step 13: the tensor-core kernel is parray's, not cuBLAS's.
+// A block of 3 warpgroups computes a 128 x BN tile of C:
+//   - warpgroup 0 is the producer: one thread issues TMA copies of the A and B
+//     tiles (128 x 32 and BN x 32, K-major, 128-byte swizzled) into a ring of
+//     Stages shared-memory slots; each slot has a "full" mbarrier that the copy
+//     engine completes by byte count and an "empty" one the consumers release.
+//     It keeps 40 registers (setmaxnreg) and gives the rest to
+//   - warpgroups 1 and 2, the consumers: each owns 64 rows of the tile and
+//     issues wgmma m64nBNk8 on the slot's tiles straight from shared memory,
+//     keeping one k-tile of wgmma in flight while it waits for the next slot.
+// The operands are the split pass's K-contiguous copies (as in step 13: read
+// through any layout, A as M x K and B as N x K rows, which is the only form
+// TF32 wgmma reads); TMA's out-of-bounds fill gives zeros past M, N and K, so
+// no edge handling is needed before the epilogue.
+//
+// Products = 1: TF32 (C from the big parts alone). Products = 3: FP32
+// accuracy — As Bb + Ab Bs + Ab Bb per k-tile into a partial accumulator that
+// is added into an FP32 one (rounded to nearest, on the CUDA cores) every
+// `promote_every` k-tiles: the tensor cores accumulate by truncation, and this
+// keeps their error that of a short sum whatever K (step 13 did the same with
+// one cuBLAS call per chunk of K).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+
+#include <cstdint>
+
+#include "hopper.cuh"
+#include "parray/cuda/operand.cuh"
+
+namespace parray::cuda::ladder {
+
+template <int BN_, int Stages_, int Products_>
+struct WgmmaTiles {
+  static constexpr int BM = 128, BN = BN_, BK = 32, Stages = Stages_, Products = Products_;
+  static constexpr int kThreads = 384;                              // producer + 2 consumer warpgroups
+  static constexpr int kTileA = BM * BK * 4, kTileB = BN * BK * 4;  // bytes
+  static constexpr int kParts = Products == 1 ? 1 : 2;              // big (and small) copies
+  static constexpr int kStageBytes = kParts * (kTileA + kTileB);
+  // Slots, then the barriers; +1024: the slots are aligned by hand (swizzle atoms).
+  static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;
+  static constexpr int kAccum = BN / 2;  // results per consumer thread
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+};
+
+// Tile (tm, tn) of block `id`: groups of 8 tile rows walked column by column,
+// so that the blocks resident together share A and B panels in L2.
+__device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, int& tm, int& tn) {
+  constexpr int kGroup = 8;
+  const int per_group = kGroup * tiles_n, first = id / per_group * kGroup;
+  const int rows = min(tiles_m - first, kGroup), in_group = id % per_group;
+  tm = first + in_group % rows;
+  tn = in_group / rows;
+}
+
+// The four operand maps: big and small parts of A (M x K) and B (N x K).
+struct WgmmaMaps {
+  CUtensorMap a_big, a_small, b_big, b_small;
+};
+
+template <class Cfg, class OpC>
+__global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_constant__ WgmmaMaps maps, int M, int N,
+                                                                   int K, float alpha, float beta, OpC c,
+                                                                   int promote_every) {
+#ifdef PARRAY_HOPPER_MMA
+  using namespace hopper;
+  extern __shared__ std::uint8_t smem_raw[];
+  std::uint8_t* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
+  auto slot = [&](int s, int part, bool b) {
+    return smem + s * Cfg::kStageBytes + part * (Cfg::kTileA + Cfg::kTileB) + (b ? Cfg::kTileA : 0);
+  };
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + Cfg::Stages * Cfg::kStageBytes);
+  std::uint64_t* empty = full + Cfg::Stages;
+  const int warpgroup = threadIdx.x / 128, k_tiles = (K + Cfg::BK - 1) / Cfg::BK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::Stages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  int tm, tn;
+  grouped_tile(blockIdx.x, (M + Cfg::BM - 1) / Cfg::BM, (N + Cfg::BN - 1) / Cfg::BN, tm, tn);
+
+  if (warpgroup == 0) {  // producer
+    release_registers<40>();
+    if (threadIdx.x != 0) return;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % Cfg::Stages;
+      mbar_wait(&empty[s], ((kt / Cfg::Stages) & 1) ^ 1);
+      mbar_arrive_expect_bytes(&full[s], Cfg::kStageBytes);
+      const int k0 = kt * Cfg::BK;
+      tma_load_2d(slot(s, 0, false), &maps.a_big, &full[s], k0, tm * Cfg::BM);
+      tma_load_2d(slot(s, 0, true), &maps.b_big, &full[s], k0, tn * Cfg::BN);
+      if constexpr (Cfg::Products == 3) {
+        tma_load_2d(slot(s, 1, false), &maps.a_small, &full[s], k0, tm * Cfg::BM);
+        tma_load_2d(slot(s, 1, true), &maps.b_small, &full[s], k0, tn * Cfg::BN);
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup 1 rows 0-63 of the tile, warpgroup 2 rows 64-127.
+  claim_registers<232>();
+  const std::uint32_t rows_off = (warpgroup - 1) * 64 * Cfg::BK * 4;  // 64 rows of 128 bytes
+  // TF32 accumulates in acc, its first wgmma overwriting it (scale_d = 0):
+  // zeroing it first would put ordinary writes of the accumulators inside the
+  // wgmma pipeline, and ptxas then serialises the wgmma (warning C7515).
+  float acc[Cfg::kAccum], part[Cfg::Products == 3 ? Cfg::kAccum : 1];
+  if constexpr (Cfg::Products == 3) {
+#pragma unroll
+    for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.f;
+  }
+  auto release = [&](int s) {
+    if (s >= 0 && threadIdx.x % 32 == 0) mbar_arrive(&empty[s]);
+  };
+  int pending = -1;  // the slot whose wgmma may still be running
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int s = kt % Cfg::Stages;
+    mbar_wait(&full[s], (kt / Cfg::Stages) & 1);
+    const bool chunk_start = Cfg::Products == 3 ? kt % promote_every == 0 : kt == 0;
+    if constexpr (Cfg::Products == 1) fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int k8 = 0; k8 < Cfg::BK / 8; ++k8) {
+      const std::uint64_t ab = sw128_desc(slot(s, 0, false), rows_off + k8 * 32);
+      const std::uint64_t bb = sw128_desc(slot(s, 0, true), k8 * 32);
+      const int scale = chunk_start && k8 == 0 ? 0 : 1;
+      if constexpr (Cfg::Products == 3) {
+        // Small products first: they are the smaller terms of the sum.
+        const std::uint64_t as = sw128_desc(slot(s, 1, false), rows_off + k8 * 32);
+        const std::uint64_t bs = sw128_desc(slot(s, 1, true), k8 * 32);
+        Wgmma<Cfg::BN>::tf32(part, as, bb, scale);
+        Wgmma<Cfg::BN>::tf32(part, ab, bs, 1);
+        Wgmma<Cfg::BN>::tf32(part, ab, bb, 1);
+      } else {
+        Wgmma<Cfg::BN>::tf32(acc, ab, bb, scale);
+      }
+    }
+    wgmma_commit();
+    if constexpr (Cfg::Products == 1) fence_registers(acc);
+    const bool promote = Cfg::Products == 3 && ((kt + 1) % promote_every == 0 || kt + 1 == k_tiles);
+    if (promote) {
+      wgmma_wait<0>();
+      fence_registers(part);
+#pragma unroll
+      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+      release(pending);
+      release(s);
+      pending = -1;
+    } else {
+      wgmma_wait<1>();
+      release(pending);
+      pending = s;
+    }
+  }
+  wgmma_wait<0>();
+  fence_registers(acc);
+
+  // Epilogue: thread (warp w, lane l) of the warpgroup holds rows 16 w + l / 4
+  // (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of its 64 x BN part.
+  const int w = (threadIdx.x % 128) / 32, l = threadIdx.x % 32;
+  const int row0 = tm * Cfg::BM + (warpgroup - 1) * 64 + 16 * w + l / 4, col0 = tn * Cfg::BN + 2 * (l % 4);
+#pragma unroll
+  for (int j = 0; j < Cfg::BN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int i = row0 + 8 * h, jj = col0 + 8 * j + e;
+        if (i < M && jj < N) store_c(c(i, jj), alpha * acc[4 * j + 2 * h + e], beta);
+      }
+#else
+  __trap();  // built without sm_90a: the launcher refuses before this
+#endif
+}
+
+}  // namespace parray::cuda::ladder

@@ -1,0 +1,110 @@
+// Launcher of ladder step 14 (gemm/14_wgmma_tma.cuh): the split pass writes
+// K-contiguous TF32 copies of A and B (big parts, and small ones for FP32
+// accuracy), tensor maps describe them to the copy engine, and one kernel
+// computes C through C's layout.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <string>
+
+#include "gemm/14_wgmma_tma.cuh"
+#include "parray/cuda/gemm_launchers.hpp"
+#include "parray/tuning.hpp"
+#include "split_pass.cuh"
+
+namespace parray::cuda {
+
+namespace {
+
+// TF32: 128 x 256 tiles, 4 slots of 48 KB. FP32-accurate: 128 x 128 tiles (a
+// partial and a full accumulator per thread), 3 slots of 64 KB.
+using Tf32Tiles = ladder::WgmmaTiles<256, 4, 1>;
+using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
+// K-tiles (of 32) per partial sum before it joins the FP32 accumulator: the
+// tensor cores' truncation error is that of 3 x 256 terms whatever K.
+constexpr int kPromoteTiles = 8;
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const auto fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    PARRAY_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !p) throw Error("cuda-14: the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+// Tensor map of a rows x K row-major FP32 array (rows ld apart) read as boxes
+// of box_rows x 32, 128-byte swizzled; reads past rows or K give zeros.
+CUtensorMap k_major_map(const float* base, index_t rows, index_t K, index_t ld, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * sizeof(float)};
+  const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides,
+                                    box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw Error("cuda-14: cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
+  return map;
+}
+
+template <class Cfg, class OpC>
+void launch_kernel(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
+                   const OpC& c) {
+  const auto kernel = ladder::gemm_wgmma_tma<Cfg, OpC>;
+  static const bool sized = [&] {
+    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    return true;
+  }();
+  (void)sized;
+  const index_t tiles = index_t(ceil_div(M, Cfg::BM)) * ceil_div(N, Cfg::BN);
+  if (tiles > 0x7fffffff) throw Error("cuda-14: more than 2^31 tiles of C");
+  kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, K, alpha, beta, c, kPromoteTiles);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+template <class Cfg>
+void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const char* impl) {
+  check_int_sizes(call, impl);
+  const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
+  if (M == 0 || N == 0 || K == 0) throw Error(std::string(impl) + ": empty product (the dispatcher handles those)");
+  const index_t ld = (K + 3) / 4 * 4;  // rows 16-byte aligned, as TMA requires
+  constexpr bool kSmall = Cfg::Products == 3;
+  PoolBuffer a_big(std::size_t(M) * ld, s), b_big(std::size_t(N) * ld, s);
+  PoolBuffer a_small(kSmall ? std::size_t(M) * ld : 0, s), b_small(kSmall ? std::size_t(N) * ld : 0, s);
+  const bool keep = gpu_tuning().tf32x3_small;
+  split_operand(s, call.a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
+  split_operand(s, call.b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
+  ladder::WgmmaMaps maps;
+  maps.a_big = k_major_map(a_big.p, M, K, ld, Cfg::BM);
+  maps.b_big = k_major_map(b_big.p, N, K, ld, Cfg::BN);
+  maps.a_small = kSmall ? k_major_map(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
+  maps.b_small = kSmall ? k_major_map(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
+  if (call.c.layout.is_strided())
+    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(call.c));
+  else
+    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(call.c));
+}
+
+}  // namespace
+
+std::string wgmma_unsupported() {
+  int d = 0, major = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&d));
+  PARRAY_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
+  if (major != 9) return "wgmma and TMA need a Hopper GPU (compute capability 9.x)";
+  cudaFuncAttributes attr{};
+  PARRAY_CUDA_CHECK(cudaFuncGetAttributes(&attr, ladder::gemm_wgmma_tma<Tf32Tiles, StridedOperand<float>>));
+  if (attr.binaryVersion != 90) return "parray was not built for sm_90a (PARRAY_CUDA_ARCHITECTURES=90a)";
+  return "";
+}
+
+void gemm_wgmma_tf32(const GemmCall<float>& call) { gemm_wgmma_on_stream<Tf32Tiles>(nullptr, call, "cuda-14-tf32"); }
+void gemm_wgmma_3xtf32(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Fp32Tiles>(nullptr, call, "cuda-14-3xtf32");
+}
+void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Fp32Tiles>(stream, call, "cuda-14-3xtf32");
+}
+
+}  // namespace parray::cuda

@@ -1,0 +1,28 @@
+// The split copies' memory pool (split_pass.cuh), one per GPU.
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "split_pass.cuh"
+
+namespace parray::cuda {
+
+cudaMemPool_t split_pool() {
+  static std::mutex mu;
+  static auto* pools = new std::map<int, cudaMemPool_t>;  // never destroyed: CUDA may be torn down first
+  int d = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&d));
+  std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = pools->find(d); it != pools->end()) return it->second;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = d;
+  cudaMemPool_t pool = nullptr;
+  PARRAY_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+  std::uint64_t keep = UINT64_MAX;
+  PARRAY_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  return (*pools)[d] = pool;
+}
+
+}  // namespace parray::cuda

@@ -1,0 +1,75 @@
+// Host side of the split pass (gemm/13_split_tf32.cuh) shared by the
+// tensor-core GEMMs of steps 13 and 14: a per-GPU memory pool for the split
+// copies, and the launch that reads an operand through its layout.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "gemm/13_split_tf32.cuh"
+#include "parray/cuda/check.hpp"
+#include "parray/registry.hpp"
+
+namespace parray::cuda {
+
+// A stream-ordered memory pool of the current device that keeps what it was
+// given (release threshold: never), so a repeated GEMM allocates from it in
+// microseconds; stream-ordered allocation lets calls on different streams of
+// one GPU (the multi-GPU local GEMMs) each have their own.
+cudaMemPool_t split_pool();
+
+// Stream-ordered device memory from the pool, given back on the same stream.
+struct PoolBuffer {
+  float* p = nullptr;
+  cudaStream_t s;
+  PoolBuffer(std::size_t floats, cudaStream_t stream) : s(stream) {
+    if (floats)
+      PARRAY_CUDA_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&p), floats * sizeof(float), split_pool(), s));
+  }
+  ~PoolBuffer() {
+    if (p) cudaFreeAsync(p, s);  // no throw from a destructor; a failure shows at the next check
+  }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+};
+
+namespace split_detail {
+
+// Whether an operand's elements are contiguous along k (then the split reads
+// with lanes along k): row-major A, column-major B.
+inline bool k_contiguous(const MatrixLayout& l, bool is_b) {
+  const Axis& k = is_b ? l.rows : l.cols;
+  return k.stride[k.levels - 1] == 1;
+}
+
+template <bool IsB, class Op, class Out>
+void launch(cudaStream_t s, const Op& op, bool along_k, index_t X, index_t K, const Out& out, const char* impl) {
+  if (X > 65535 * 32) throw Error(std::string(impl) + ": more than 2097120 rows of A or columns of B");
+  const dim3 grid(ceil_div(K, 32), ceil_div(X, 32)), block(32, 8);
+  if (along_k)
+    ladder::split_tf32<IsB, true><<<grid, block, 0, s>>>(op, int(X), int(K), out);
+  else
+    ladder::split_tf32<IsB, false><<<grid, block, 0, s>>>(op, int(X), int(K), out);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace split_detail
+
+// A (is_b false, as M x K) or B (as N x K) split into `out`
+// (ladder::ChunkedSplit or ladder::PairedSplit), read through any layout.
+template <class Out>
+void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, const Out& out, const char* impl) {
+  const index_t X = is_b ? v.cols() : v.rows(), K = is_b ? v.rows() : v.cols();
+  const bool along_k = split_detail::k_contiguous(v.layout, is_b);
+  auto go = [&](const auto& op) {
+    is_b ? split_detail::launch<true>(s, op, along_k, X, K, out, impl)
+         : split_detail::launch<false>(s, op, along_k, X, K, out, impl);
+  };
+  if (v.layout.is_strided())
+    go(strided_operand(v));
+  else
+    go(layout_operand(v));
+}
+
+}  // namespace parray::cuda
