@@ -277,8 +277,11 @@ Row time_variant(const Args& a, const multigpu::Plan& plan, Operands& x) {
 // The local GEMM's kernel alone on the first GPU, operands on it; GPU time from CUDA events.
 Row time_one_gpu(const Args& a, const multigpu::Plan& plan, Operands& x) {
   const index_t M = x.M, N = x.N, K = x.K;
+  const MatrixLayout one = MatrixLayout::row_major(1, 1, 1);
+  const bool own_tensor_kernel = registry().find("cuda-14-3xtf32").why_not(one, one, one).empty();
   const GemmImpl& impl = registry().find(plan.local == multigpu::LocalGemm::step12   ? "cuda-12-best"
                                          : plan.local == multigpu::LocalGemm::cublas ? "cublas"
+                                         : own_tensor_kernel                         ? "cuda-14-3xtf32"
                                                                                      : "cuda-13-3xtf32");
   Row base;
   base.impl = impl.name + "-gpu" + std::to_string(plan.devices[0]);

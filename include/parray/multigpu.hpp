@@ -83,9 +83,9 @@ inline Variant parse_variant(const std::string& s) {
 }
 // The GEMM each GPU runs on its blocks: ladder step 12 (parray's own kernel,
 // the default), cuBLAS — to compare a schedule (panels, K split, out-of-core
-// streaming) with cublasXt's on the same local kernel — or ladder step 13
-// (3xTF32: FP32 accuracy on the tensor cores; cuBLAS's TF32 kernel on split
-// operands).
+// streaming) with cublasXt's on the same local kernel — or 3xTF32 (FP32
+// accuracy on the tensor cores): parray's own kernel, ladder step 14, on a
+// Hopper GPU, else step 13 (cuBLAS's TF32 kernel on split operands).
 enum class LocalGemm { step12, cublas, tf32x3 };
 inline const char* local_gemm_name(LocalGemm l) {
   return l == LocalGemm::step12 ? "step12" : l == LocalGemm::cublas ? "cublas" : "3xtf32";

@@ -1,6 +1,6 @@
 // gpu-auto, the default GPU GEMM: per call, the fastest of parray's
 // FP32-accurate GPU kernels at the nearest shape of this GPU's speed table
-// (include/parray/dispatch.hpp). Both candidates take any layout and any
+// (include/parray/dispatch.hpp). Every candidate takes any layout and any
 // shape, so the choice is only about speed; a call goes to cuda-12-best where
 // no table says otherwise.
 #include <cuda_runtime.h>
@@ -17,7 +17,16 @@ namespace parray::cuda {
 namespace {
 
 const char* const kFallback = "cuda-12-best";
-const std::vector<std::string> kCandidates = {"cuda-12-best", "cuda-13-3xtf32"};
+
+// The FP32-accurate kernels: steps 12 and 13 everywhere, step 14 on a Hopper GPU.
+const std::vector<std::string>& candidates() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = {"cuda-12-best", "cuda-13-3xtf32"};
+    if (wgmma_unsupported().empty()) v.push_back("cuda-14-3xtf32");
+    return v;
+  }();
+  return names;
+}
 
 // gpu.speed_table when set, else the built-in table of this GPU (read once).
 const SpeedTable& speed_table() {
@@ -35,7 +44,7 @@ const SpeedTable& speed_table() {
 }  // namespace
 
 std::string gemm_auto_choice(index_t m, index_t n, index_t k) {
-  const std::string pick = speed_table().fastest(Dtype::f32, m, n, k, kCandidates);
+  const std::string pick = speed_table().fastest(Dtype::f32, m, n, k, candidates());
   return pick.empty() ? kFallback : pick;
 }
 

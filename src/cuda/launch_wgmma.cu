@@ -86,9 +86,7 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
     launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(call.c));
 }
 
-}  // namespace
-
-std::string wgmma_unsupported() {
+std::string wgmma_unsupported_here() {
   int d = 0, major = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
   PARRAY_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
@@ -97,6 +95,13 @@ std::string wgmma_unsupported() {
   PARRAY_CUDA_CHECK(cudaFuncGetAttributes(&attr, ladder::gemm_wgmma_tma<Tf32Tiles, StridedOperand<float>>));
   if (attr.binaryVersion != 90) return "parray was not built for sm_90a (PARRAY_CUDA_ARCHITECTURES=90a)";
   return "";
+}
+
+}  // namespace
+
+std::string wgmma_unsupported() {
+  static const std::string why = wgmma_unsupported_here();  // the GPUs of one host are alike
+  return why;
 }
 
 void gemm_wgmma_tf32(const GemmCall<float>& call) { gemm_wgmma_on_stream<Tf32Tiles>(nullptr, call, "cuda-14-tf32"); }

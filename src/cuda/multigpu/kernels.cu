@@ -85,7 +85,8 @@ void local_gemm(LocalGemm how, cudaStream_t s, index_t m, index_t n, index_t k, 
                                beta,
                                {c, MatrixLayout::row_major(m, n, ldc), Memory::device},
                                1};
-    cuda::gemm_3xtf32_on_stream(s, call);
+    if (cuda::wgmma_unsupported().empty()) cuda::gemm_wgmma_3xtf32_on_stream(s, call);
+    else cuda::gemm_3xtf32_on_stream(s, call);
     return;
   }
   cuda::multilevel::gemm_best_on_stream(s, int(m), int(n), int(k), alpha, a, lda, b, ldb, beta, c, ldc);
