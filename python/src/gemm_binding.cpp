@@ -1,0 +1,194 @@
+// parray.gemm on host buffers (NumPy) and on DLPack capsules (PyTorch, CuPy):
+// the arguments checked with errors that name them, every operand passed
+// where it lies through its strides, the GIL released during the product.
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "bindings.hpp"
+#include "dlpack.hpp"
+#include "parray/array.hpp"
+#include "parray/gemm.hpp"
+#if PARRAY_PYTHON_CUDA
+#include "parray/cuda_runtime.hpp"
+#endif
+#include "storage_view.hpp"
+#include "stream_order.hpp"
+
+namespace parray::python {
+
+namespace {
+
+const char* dtype_text(Dtype d) { return d == Dtype::f32 ? "float32" : "float64"; }
+bool same_place(const Operand& x, const Operand& y) {
+  return (x.memory == Memory::device) == (y.memory == Memory::device) && x.device_id == y.device_id;
+}
+
+void check_operands(const Operand& a, const Operand& b, const Operand& c) {
+  for (const Operand* x : {&b, &c}) {
+    if (x->dtype != a.dtype)
+      type_error(
+          x->name,
+          std::string("dtype ").append(dtype_text(x->dtype)).append(" differs from a's ").append(dtype_text(a.dtype)));
+    if (!same_place(*x, a))
+      value_error(x->name, std::string("is in ").append(x->where()).append(", a in ").append(a.where()));
+  }
+  if (b.rows() != a.cols())
+    value_error(b.name, std::string("has ")
+                            .append(std::to_string(b.rows()))
+                            .append(" rows, a has ")
+                            .append(std::to_string(a.cols()))
+                            .append(" columns"));
+  if (c.rows() != a.rows() || c.cols() != b.cols())
+    value_error(c.name, std::string("shape (")
+                            .append(std::to_string(c.rows()))
+                            .append(", ")
+                            .append(std::to_string(c.cols()))
+                            .append(") is not (")
+                            .append(std::to_string(a.rows()))
+                            .append(", ")
+                            .append(std::to_string(b.cols()))
+                            .append(")"));
+  for (const Operand* x : {&a, &b})
+    if (c.overlaps(*x)) value_error(c.name, std::string("overlaps ").append(x->name).append(" in memory"));
+}
+
+GemmOptions options_of(const std::optional<std::string>& impl, const std::optional<std::string>& precision, int threads,
+                       Memory memory) {
+  GemmOptions o;
+  o.impl = impl.value_or(memory == Memory::device ? "gpu" : "cpu");
+  if (threads < 0) value_error("threads", std::to_string(threads).append(" is negative"));
+  o.threads = threads;
+  if (precision) {
+    try {
+      o.precision = parse_precision(*precision);
+    } catch (const Error& e) {
+      value_error("precision", e.what());
+    }
+  }
+  return o;
+}
+
+// An operand as the library takes it: where it lies, or, for one with a
+// negative stride (NumPy's a[::-1], which the kernels' address arithmetic
+// does not promise to handle), a dense copy in the same memory, written back
+// after the product when it is the result.
+template <class T>
+class Staged {
+ public:
+  Staged(const Operand& op, bool read) : op_(op) {
+    view_ = {static_cast<T*>(op.data), op.layout, op.memory};
+    if (!op.has_negative_stride()) return;
+    copy_.emplace(Layout::dense({op.rows(), op.cols()}), op.memory == Memory::device ? Memory::device : Memory::paged);
+    MatrixView<T> dense = copy_->view();
+    if (read) copy(MatrixView<const T>(view_), dense);
+    view_ = dense;
+  }
+  MatrixView<T> view() const { return view_; }
+  void write_back() const {
+    if (copy_) copy(MatrixView<const T>(view_), MatrixView<T>{static_cast<T*>(op_.data), op_.layout, op_.memory});
+  }
+
+ private:
+  const Operand& op_;
+  MatrixView<T> view_;
+  std::optional<Array<T>> copy_;
+};
+
+template <class T>
+void gemm_typed(const Operand& a, const Operand& b, const Operand& c, double alpha, double beta,
+                const GemmOptions& options) {
+  const Staged<T> sa(a, true), sb(b, true), sc(c, beta != 0);
+  gemm<T>(T(alpha), MatrixView<const T>(sa.view()), MatrixView<const T>(sb.view()), T(beta), sc.view(), options);
+  sc.write_back();
+}
+
+void run_gemm(const Operand& a, const Operand& b, const Operand& c, double alpha, double beta,
+              const GemmOptions& options) {
+  if (a.dtype == Dtype::f32)
+    gemm_typed<float>(a, b, c, alpha, beta, options);
+  else
+    gemm_typed<double>(a, b, c, alpha, beta, options);
+}
+
+py::object gemm_host(py::handle a, py::handle b, py::object out, double alpha, double beta,
+                     const std::optional<std::string>& precision, const std::optional<std::string>& impl, int threads) {
+  const HostArgument ha(a, "a", false), hb(b, "b", false);
+  const Operand& oa = ha.operand();
+  const GemmOptions options = options_of(impl, precision, threads, Memory::paged);
+  if (out.is_none()) {
+    if (beta != 0) value_error("beta", "is not 0 but no out was given to scale");
+    out = NewArray(oa.rows(), hb.operand().cols(), dtype_text(oa.dtype)).object();
+  }
+  const HostArgument hc(out, "out", true);
+  check_operands(oa, hb.operand(), hc.operand());
+  {
+    py::gil_scoped_release release;
+    run_gemm(oa, hb.operand(), hc.operand(), alpha, beta, options);
+  }
+  return out;
+}
+
+void gemm_dlpack(py::handle a, py::handle b, py::handle out, double alpha, double beta,
+                 const std::optional<std::string>& precision, const std::optional<std::string>& impl, int threads,
+                 std::uintptr_t stream) {
+  const Operand oa = DlpackArray(a, "a").matrix(), ob = DlpackArray(b, "b").matrix(),
+                oc = DlpackArray(out, "out").matrix();
+  const GemmOptions options = options_of(impl, precision, threads, oa.memory);
+  check_operands(oa, ob, oc);
+  py::gil_scoped_release release;
+  if (oa.memory != Memory::device) return run_gemm(oa, ob, oc, alpha, beta, options);
+#if PARRAY_PYTHON_CUDA
+  run_on_caller_stream(oa.device_id, stream, [&] { run_gemm(oa, ob, oc, alpha, beta, options); });
+#else
+  (void)stream;
+  throw Error(std::string("a: is in ").append(oa.where()).append(" but parray was built without CUDA"));
+#endif
+}
+
+// Seconds per call of `repeats` library calls back to back on the same
+// operands, parsed once: the C++ side of the Python call's overhead
+// (python/bench/targets.py). GPU calls are waited for once, at the end.
+double time_library_calls(py::handle a, py::handle b, py::handle out, const std::optional<std::string>& impl,
+                          int repeats, bool capsules) {
+  if (repeats < 1) value_error("repeats", std::to_string(repeats).append(" is not positive"));
+  std::optional<HostArgument> ha, hb, hc;
+  Operand oa, ob, oc;
+  if (capsules) {
+    oa = DlpackArray(a, "a").matrix();
+    ob = DlpackArray(b, "b").matrix();
+    oc = DlpackArray(out, "out").matrix();
+  } else {
+    oa = ha.emplace(a, "a", false).operand();
+    ob = hb.emplace(b, "b", false).operand();
+    oc = hc.emplace(out, "out", true).operand();
+  }
+  check_operands(oa, ob, oc);
+  const GemmOptions options = options_of(impl, std::nullopt, 0, oa.memory);
+  py::gil_scoped_release release;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeats; ++r) run_gemm(oa, ob, oc, 1.0, 0.0, options);
+#if PARRAY_PYTHON_CUDA
+  if (oa.memory == Memory::device) cuda::synchronize();
+#endif
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
+}
+
+}  // namespace
+
+void bind_gemm(py::module_& m) {
+  using namespace pybind11::literals;
+  m.def("gemm_host", &gemm_host, "a"_a, "b"_a, "out"_a, "alpha"_a, "beta"_a, "precision"_a, "impl"_a, "threads"_a,
+        "out = alpha a b + beta out on host arrays (buffer protocol); returns out, allocated when None.");
+  m.def("gemm_dlpack", &gemm_dlpack, "a"_a, "b"_a, "out"_a, "alpha"_a, "beta"_a, "precision"_a, "impl"_a, "threads"_a,
+        "stream"_a,
+        "out = alpha a b + beta out on DLPack capsules; GPU work ordered on the caller's stream (a DLPack stream "
+        "number).");
+  m.def("time_library_calls", &time_library_calls, "a"_a, "b"_a, "out"_a, "impl"_a, "repeats"_a, "capsules"_a,
+        "Seconds per call of back-to-back library GEMMs on these operands (a benchmark of the call overhead).");
+  m.attr("built_with_cuda") = bool(PARRAY_PYTHON_CUDA);
+}
+
+}  // namespace parray::python
