@@ -5,10 +5,13 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "gemm/14_wgmma_tma.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
+#include "parray/cuda/memory.hpp"
 #include "parray/tuning.hpp"
 #include "split_pass.cuh"
 
@@ -52,15 +55,33 @@ template <class Cfg, class OpC>
 void launch_kernel(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
                    const OpC& c) {
   const auto kernel = ladder::gemm_wgmma_tma<Cfg, OpC>;
-  static const bool sized = [&] {
-    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-    return true;
-  }();
-  (void)sized;
+  // On every call: the attribute belongs to the current device's context (the
+  // multi-GPU GEMMs call from several devices).
+  PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
   const index_t tiles = index_t(ceil_div(M, Cfg::BM)) * ceil_div(N, Cfg::BN);
   if (tiles > 0x7fffffff) throw Error("cuda-14: more than 2^31 tiles of C");
   kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, K, alpha, beta, c, kPromoteTiles);
   PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+// A row-major device copy of an operand in a nested (figs 17/18) layout,
+// made by the device #copy (64 x 64 tiles, 16-byte runs). The split pass and
+// the epilogue can read and write a nested layout directly, but compute each
+// element's offset digit by digit: at 4096^3 on an H100 that made fig 17 run
+// at 63 % and fig 18 at 54 % of row-major, the copies cost a few percent.
+struct RowMajorCopy {
+  PoolBuffer buf;
+  MatrixView<float> view;
+  RowMajorCopy(index_t rows, index_t cols)
+      : buf(std::size_t(rows) * cols, nullptr),
+        view{buf.p, MatrixLayout::row_major(rows, cols, std::max<index_t>(cols, 1)), Memory::device} {}
+};
+
+// Whether to copy first: a nested layout, the default stream (the device
+// #copy runs there) and room for the copy.
+bool copy_first(cudaStream_t s, const MatrixLayout& l) {
+  return s == nullptr && !l.is_strided() &&
+         workspace_fits(std::size_t(l.rows.size) * std::size_t(l.cols.size) * sizeof(float));
 }
 
 template <class Cfg>
@@ -68,22 +89,38 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   check_int_sizes(call, impl);
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
   if (M == 0 || N == 0 || K == 0) throw Error(std::string(impl) + ": empty product (the dispatcher handles those)");
+  std::optional<RowMajorCopy> a_rows, b_rows, c_rows;
+  MatrixView<const float> a = call.a, b = call.b;
+  MatrixView<float> c = call.c;
+  if (copy_first(s, a.layout)) {
+    cuda::copy<float>(a, a_rows.emplace(M, K).view);
+    a = a_rows->view;
+  }
+  if (copy_first(s, b.layout)) {
+    cuda::copy<float>(b, b_rows.emplace(K, N).view);
+    b = b_rows->view;
+  }
+  if (copy_first(s, c.layout)) {
+    c = c_rows.emplace(M, N).view;
+    if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
+  }
   const index_t ld = (K + 3) / 4 * 4;  // rows 16-byte aligned, as TMA requires
   constexpr bool kSmall = Cfg::Products == 3;
   PoolBuffer a_big(std::size_t(M) * ld, s), b_big(std::size_t(N) * ld, s);
   PoolBuffer a_small(kSmall ? std::size_t(M) * ld : 0, s), b_small(kSmall ? std::size_t(N) * ld : 0, s);
   const bool keep = gpu_tuning().tf32x3_small;
-  split_operand(s, call.a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
-  split_operand(s, call.b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
+  split_operand(s, a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
+  split_operand(s, b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
   ladder::WgmmaMaps maps;
   maps.a_big = k_major_map(a_big.p, M, K, ld, Cfg::BM);
   maps.b_big = k_major_map(b_big.p, N, K, ld, Cfg::BN);
   maps.a_small = kSmall ? k_major_map(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
   maps.b_small = kSmall ? k_major_map(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
-  if (call.c.layout.is_strided())
-    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(call.c));
+  if (c.layout.is_strided())
+    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c));
   else
-    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(call.c));
+    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c));
+  if (c_rows) cuda::copy<float>(c, call.c);
 }
 
 std::string wgmma_unsupported_here() {
