@@ -23,6 +23,9 @@ install(TARGETS ${PARRAY_EXPORTED} EXPORT parrayTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS parray_blas LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS parray_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# parrayc and parray_add_executable (cmake/parrayc.cmake): parray::parrayc.
+install(TARGETS parrayc EXPORT parrayTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES cmake/parrayc.cmake DESTINATION ${PARRAY_CMAKE_DIR})
 install(EXPORT parrayTargets NAMESPACE parray:: DESTINATION ${PARRAY_CMAKE_DIR})
 
 configure_package_config_file(cmake/parrayConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/parrayConfig.cmake

@@ -123,8 +123,10 @@ TEST(ParraycScan, FuzzedInputNeverCrashesOrHangs) {
       src = base;
       for (int m = 0; m < 1 + int(gen() % 6); ++m) {
         const std::size_t at = gen() % (src.size() + 1);
-        if (gen() % 2) src.insert(at, 1, alphabet[gen() % alphabet.size()]);
-        else if (at < src.size()) src.erase(at, 1 + gen() % 8);
+        if (gen() % 2)
+          src.insert(at, 1, alphabet[gen() % alphabet.size()]);
+        else if (at < src.size())
+          src.erase(at, 1 + gen() % 8);
       }
     }
     try {

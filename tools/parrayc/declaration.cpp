@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "parray/core.hpp"
+#include "parrayc/internal.hpp"
 #include "parrayc/scan.hpp"
 
 namespace parray::pa {
@@ -23,14 +24,7 @@ class Reader {
   Reader(const Segment& d, const std::string& file) : t_(d.text), file_(file), start_(d.at) {}
 
   // Where character k of the text is in the file.
-  Position position_of(std::size_t k) const {
-    Position p = start_;
-    for (std::size_t j = 0; j < k && j < t_.size(); ++j) {
-      if (t_[j] == '\n') ++p.line, p.column = 1;
-      else ++p.column;
-    }
-    return p;
-  }
+  Position position_of(std::size_t k) const { return position_in(start_, t_, k); }
   [[noreturn]] void fail(std::size_t k, const std::string& what) const {
     const Position p = position_of(k);
     throw Error(file_ + ":" + std::to_string(p.line) + ":" + std::to_string(p.column) + ": error: " + what);
@@ -87,7 +81,7 @@ Declaration parse_declaration(const Segment& directive, const std::string& file)
   if (r.peek() != '\0') r.fail(r.where(), "unexpected text after the name '" + d.name + "'");
 
   // The body, read with positions counted from the '{'.
-  Reader b(Segment{SegmentKind::directive, body, r.position_of(body_at + 1)}, file);
+  Reader b(Segment{SegmentKind::directive, body, r.position_of(body_at + 1), {}}, file);
   auto fail_body = [&](std::size_t k, const std::string& what) { b.fail(k, what); };
   b.blanks();
   std::size_t at = b.where();
@@ -115,9 +109,12 @@ Declaration parse_declaration(const Segment& directive, const std::string& file)
   std::size_t end = dims_at;
   for (std::size_t k = dims_at; k < body.size(); ++k) {
     const bool blank = std::isspace(static_cast<unsigned char>(body[k]));
-    if (body[k] == '[') ++depth;
-    else if (body[k] == ']' && --depth < 0) fail_body(k, "']' without its '['");
-    else if (body[k] != ']' && depth == 0 && !blank) fail_body(k, "unexpected text between the dimensions");
+    if (body[k] == '[')
+      ++depth;
+    else if (body[k] == ']' && --depth < 0)
+      fail_body(k, "']' without its '['");
+    else if (body[k] != ']' && depth == 0 && !blank)
+      fail_body(k, "unexpected text between the dimensions");
     if (!blank) end = k + 1;
   }
   if (depth != 0) fail_body(dims_at, "'[' is never closed");

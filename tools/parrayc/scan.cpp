@@ -10,8 +10,8 @@
 namespace parray::pa {
 
 bool is_directive_word(std::string_view w) {
-  for (std::string_view d : {"parray", "create", "destroy", "copy", "detour", "sync", "mainhost", "global", "subprog",
-                             "end"})
+  for (std::string_view d :
+       {"parray", "create", "destroy", "copy", "detour", "sync", "mainhost", "global", "subprog", "end"})
     if (w == d) return true;
   // #sync_1, #sync_1_0: a sync over a sub-array.
   return w.size() > 5 && w.substr(0, 5) == "sync_" && std::isdigit(static_cast<unsigned char>(w[5]));
@@ -43,8 +43,10 @@ class Scanner {
   // ---- the cursor ----
   char at(std::size_t k) const { return k < s_.size() ? s_[k] : '\0'; }
   void advance() {
-    if (s_[i_] == '\n') ++pos_.line, pos_.column = 1;
-    else ++pos_.column;
+    if (s_[i_] == '\n')
+      ++pos_.line, pos_.column = 1;
+    else
+      ++pos_.column;
     ++i_;
   }
   [[noreturn]] void fail(Position p, const std::string& what) const {
@@ -67,12 +69,13 @@ class Scanner {
     code_.append(s_.substr(from, i_ - from));
   }
   void flush_code() {
-    if (!code_.empty()) out_.push_back({SegmentKind::code, code_, code_at_});
+    if (!code_.empty()) out_.push_back({SegmentKind::code, code_, code_at_, std::move(braces_)});
     code_.clear();
+    braces_.clear();
   }
   void emit(SegmentKind kind, std::size_t from, Position p) {
     flush_code();
-    out_.push_back({kind, std::string(s_.substr(from, i_ - from)), p});
+    out_.push_back({kind, std::string(s_.substr(from, i_ - from)), p, {}});
   }
 
   // A line starting with '#': a Parray directive, or a preprocessor line
@@ -158,6 +161,11 @@ class Scanner {
       if (raw) raw_string(p);
     } else {
       advance();
+      if (c == '{' || c == '}') {
+        keep(from, p);
+        braces_.push_back(code_.size() - 1);
+        return;
+      }
     }
     keep(from, p);
   }
@@ -203,6 +211,7 @@ class Scanner {
   std::size_t i_ = 0;
   Position pos_;
   std::string code_;
+  std::vector<std::size_t> braces_;
   Position code_at_;
   std::vector<Segment> out_;
 };

@@ -31,8 +31,9 @@ enum class SegmentKind { code, directive, expression };
 
 struct Segment {
   SegmentKind kind;
-  std::string text;  // exactly as in the source ($ signs included for an expression)
-  Position at;       // of its first character
+  std::string text;                 // exactly as in the source ($ signs included for an expression)
+  Position at;                      // of its first character
+  std::vector<std::size_t> braces;  // code: where its '{' and '}' tokens are (not in literals, comments, # lines)
 };
 
 std::vector<Segment> scan(std::string_view source, const std::string& file);

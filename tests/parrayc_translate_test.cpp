@@ -1,0 +1,280 @@
+// parrayc's translator: what each construct becomes, that every source line
+// keeps its line number, errors located at FILE:LINE:COLUMN with the
+// offending text, and thousands of random and mutated sources through the
+// whole translator with no crash, no hang and no error other than a located
+// parray::Error. The translated programs themselves run as ctest Parrayc.*
+// (examples/paper/*.pa).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "parray/core.hpp"
+#include "parrayc/translate.hpp"
+
+using parray::Error;
+using parray::pa::translate;
+
+namespace {
+
+// Fig 10 of the paper, as printed, inside a main of its own.
+const char* kFig10 = R"pa(#include <stdio.h>
+int main() {
+  int N = 8;
+#parray {paged float [[2][N/2]][[2][N/2]]} M
+#parray {pthd [2][2]} MY_TA
+#create M(a)
+#create M(b)
+#create M(c)
+#detour MY_TA {
+  for (int i = 0; i < $dim_0_1(M)$; i++)
+    for (int j = 0; j < $dim_1_1(M)$; j++) {
+      float* pa = a + $M[[$tid_0$][i]][0]$;
+      float* pb = b + $M[0][[$tid_1$][j]]$;
+      float Cvalue = 0;
+      for (int k = 0; k < $dim_1(M)$; k++) Cvalue += pa[$M[0][k]$]
+        * pb[$M[k][0]$];
+      c[$M[[$tid_0$][i]][[$tid_1$][j]]$] = Cvalue;
+    }
+}
+#destroy M(a)
+}
+)pa";
+
+// A Parray source of examples/paper (fig21_sgemm.pa.cu ...).
+std::string paper_source(const std::string& name) { return parray::pa::read_source(PARRAY_PAPER_DIR "/" + name); }
+
+long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+// The translation after its header: from the #line 1 directive on.
+std::string body(const std::string& out) { return out.substr(out.find("#line 1 ")); }
+
+std::string error_of(const std::string& source, const std::string& file = "t.pa") {
+  try {
+    translate(source, file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(ParraycTranslate, Figure10KeepsEveryLineAndCallsTheLibrary) {
+  const std::string out = body(translate(kFig10, "fig10.pa"));
+  EXPECT_EQ(lines(out), lines(kFig10) + 1) << out;  // + the #line line
+  EXPECT_TRUE(has(out, "#line 1 \"fig10.pa\"\n#include <stdio.h>\nint main() {\n"));
+  EXPECT_TRUE(has(out,
+                  "const ::parray::ArrayType<float, ::parray::paged> M(::parray::pa::parse_type(\"fig10.pa:4\", "
+                  "\"[[2][N/2]][[2][N/2]]\", ::parray::Layout::Symbols{}, ::parray::Layout::Constants{{\"N\", "
+                  "static_cast<::parray::index_t>(N)}}));"));
+  EXPECT_TRUE(has(out, "const ::parray::CpuThreadArray MY_TA("));
+  EXPECT_TRUE(has(out, "::parray::pa::Storage<float> parray_pa_s_a(M.layout(), ::parray::Memory::paged); float* a ="));
+  EXPECT_TRUE(has(out, "MY_TA.detour([&](const ::parray::ThreadCoord& parray_pa_t0) {"));
+  // $M[[$tid_0$][i]][0]$: a group over M_0's two dimensions, then M_1.
+  EXPECT_TRUE(has(out,
+                  "a + (((parray_pa_M.type().sub(0).sub(0).offset((parray_pa_t0.tid(0))) + "
+                  "parray_pa_M.type().sub(0).sub(1).offset(i)) + parray_pa_M.type().sub(1).offset(0)))"));
+  EXPECT_TRUE(has(out, "i < (::parray::pa::count(parray_pa_M.type().sub(0).sub(1).size()))"));
+  EXPECT_TRUE(has(out, "\n});\nparray_pa_s_a.destroy(\"fig10.pa:20\");\n}\n")) << out;
+}
+
+TEST(ParraycTranslate, Figure21KernelTypesCopiesAndSyncs) {
+  const std::string fig21 = paper_source("fig21_sgemm.pa.cu");
+  const std::string out = body(translate(fig21, "fig21.pa.cu"));
+  EXPECT_EQ(lines(out), lines(fig21) + 1) << out;
+  EXPECT_TRUE(has(out,
+                  "template <class parray_pa_P0, class parray_pa_P1, class parray_pa_P2> void SGEMM(parray_pa_P0 "
+                  "da, parray_pa_P1 db, parray_pa_P2 dc, const ::parray::Layout& type) {"));
+  EXPECT_TRUE(has(out, "::parray::Layout::Symbols{{\"type\", type}}"));
+  EXPECT_TRUE(has(out, "using S = ::parray::SNest<::parray::SLeaf<(32), (17) * 1>, ::parray::SLeaf<(17), 1>>;"));
+  EXPECT_TRUE(has(out,
+                  "using S0 = ::parray::SNest<::parray::SResize<(32), S::dim<0>>, ::parray::pa::SSplit<"
+                  "::parray::SResize<(16), S::dim<1>>, (4), (4)>>;"));
+  EXPECT_TRUE(has(out,
+                  "CUDA.detour<(4) * (32)>([=] __device__(const ::parray::cuda::CudaThread& parray_pa_t0) { "
+                  "float* a = parray_pa_a0;"));
+  EXPECT_TRUE(has(out, "const ::parray::DeviceLayout parray_pa_k_A = parray_pa_A; "));
+  EXPECT_TRUE(has(out, "float* s = ::parray::smem::create<float, S, 0>().data;"));
+  EXPECT_TRUE(has(out, "auto r = ::parray::rmem::create<float, R>();"));
+  EXPECT_TRUE(has(out,
+                  "::parray::pa::copy_elements(a + (parray_pa_k_A.type().sub(1).sub(0).offset(i)), "
+                  "parray_pa_k_A.type().sub(0).sub(1).sub(0), s + "));
+  EXPECT_TRUE(has(out, "::parray::pa::Static<S0::dim<1>::dim<0>>{});"));
+  EXPECT_TRUE(has(out, "parray_pa_t0.sync(1);"));
+  EXPECT_TRUE(has(out, "::parray::pa::contiguous(parray_pa_k_B.type().sub(1).sub(1).sub(1))"));
+  EXPECT_TRUE(has(out,
+                  "r[((R::dim<0>::offset(j) + R::dim<1>::offset(0)))] += b2.x * s[((S::dim<0>::offset(m) + "
+                  "S::dim<1>::offset(j)))];"));
+  EXPECT_TRUE(has(out, "(static_cast<int>(R::size))"));
+  EXPECT_TRUE(has(out, "}); }\n}\n")) << out;  // the detour's end, then #end's
+}
+
+TEST(ParraycTranslate, ExpressionsOfThePaper) {
+  struct Case {
+    const char* expression;
+    const char* translation;
+  } cases[] = {
+      {"$A[i]$", "(parray_pa_A.type().offset(i))"},
+      {"$A[5][2]$", "((parray_pa_A.type().sub(0).offset(5) + parray_pa_A.type().sub(1).offset(2)))"},
+      {"$A[[i][j]][k]$",
+       "(((parray_pa_A.type().sub(0).sub(0).offset(i) + parray_pa_A.type().sub(0).sub(1).offset(j)) + "
+       "parray_pa_A.type().sub(1).offset(k)))"},
+      {"$A_1[i]$", "(parray_pa_A.type().sub(1).offset(i))"},
+      {"$dim(A)$", "(::parray::pa::count(parray_pa_A.type().size()))"},
+      {"$dim(A_0)$", "(::parray::pa::count(parray_pa_A.type().sub(0).size()))"},
+      {"$dim_0_1(A)$", "(::parray::pa::count(parray_pa_A.type().sub(0).sub(1).size()))"},
+      {"$size(A_1)$", "(::parray::pa::count(parray_pa_A.type().sub(1).size()))"},
+      {"$cnt(A_1)$", "(::parray::pa::contiguous(parray_pa_A.type().sub(1)))"},
+      {"$B[2][3]$", "((parray_pa_B.type().sub(0).offset(2) + parray_pa_B.type().sub(1).offset(3)))"},
+  };
+  for (const Case& c : cases) {
+    const std::string src =
+        std::string("#parray {paged float [[3][2]][4]} A\n#parray {float [#A_1][#A_0]} B\nx = ") + c.expression + ";\n";
+    EXPECT_TRUE(has(translate(src, "t.pa"), std::string("x = ") + c.translation + ";\n")) << c.expression;
+  }
+  const std::string threads = translate(
+      "#parray {pthd [[2][2]][3]} T\n#detour T {\nf($tid$, $tid_0$, $tid_0_1$, $dim_1$, $dim_0_1$, $size$); }\n",
+      "t.pa");
+  EXPECT_TRUE(has(threads,
+                  "f((parray_pa_t0.tid()), (parray_pa_t0.tid(0)), (parray_pa_t0.tid(0, 1)), "
+                  "(parray_pa_t0.dim(1)), (parray_pa_t0.dim(0, 1)), (parray_pa_t0.size())); });"));
+}
+
+TEST(ParraycTranslate, DirectivesOnTheHost) {
+  const std::string out = translate(
+      "#parray {mpi [2]} P\n#mainhost {\n#parray {pinned float [4][3]} A\n#parray {float [#A_1][#A_0]} B\n"
+      "#create A(x)\n#create B(y)\n#copy A(x) to B(y)\n#detour P {\n#sync\n}\n#destroy A(x)\n}\n",
+      "t.pa");
+  EXPECT_TRUE(has(out, "#include \"parray/mpi/process_array.hpp\"\n"));
+  EXPECT_TRUE(has(out, "const ::parray::mpi::MpiThreadArray P(::parray::pa::or_exit([] { return "));
+  EXPECT_TRUE(has(out,
+                  "int main(int argc, char** argv) { (void)argc; (void)argv; ::parray::mpi::Session "
+                  "parray_pa_session(&argc, &argv); try {"));
+  EXPECT_TRUE(has(out, "::parray::pa::Storage<float> parray_pa_s_y(B, ::parray::Memory::pinned);"));
+  EXPECT_TRUE(has(out,
+                  "::parray::pa::copy_arrays(\"t.pa:7\", x, A.layout(), ::parray::Memory::pinned, y, B, "
+                  "::parray::Memory::pinned);"));
+  EXPECT_TRUE(has(out, "P.detour([&](const ::parray::mpi::ProcCoord& parray_pa_t0) {\nparray_pa_t0.sync();\n});"));
+  EXPECT_TRUE(has(out,
+                  "} catch (const std::exception& parray_pa_error) { return ::parray::pa::report(parray_pa_error); "
+                  "} return 0; }\n"));
+}
+
+TEST(ParraycTranslate, ErrorsNameFileLineColumnAndTheText) {
+  struct Case {
+    const char* source;
+    const char* error;
+  } cases[] = {
+      {"x = $A[1]$;\n", "t.pa:1:6: error: 'A' is not a declared type (#parray {...} NAME)"},
+      {"#parray {paged float [4][3]} A\nx = $A[1][2][3]$;\n", "t.pa:2:7: error: A has 2 dimensions, 3 indices given"},
+      {"#parray {paged float [4][3]} A\nx = $A_2[0]$;\n", "t.pa:2:6: error: A has 2 dimensions, so no A_2"},
+      {"#parray {paged float [4][3]} A\nx = $A_1[0][1]$;\n", "A_1 is one-dimensional: it takes one index"},
+      {"#parray {paged float [4][3]} A\nx = $A[]$;\n", "t.pa:2:7: error: an empty index '[]' in $A[]$"},
+      {"#parray {paged float [4][3]} A\nx = $A[1$;\n", "'[' is never closed in $A[1$"},
+      {"x = $tid_0$;\n", "t.pa:1:6: error: $tid_0$ outside a #detour"},
+      {"#parray {pthd [2]} T\n#detour T {\n x = $tid_0_1_2$; }\n", "t.pa:3:7: error: $tid_0_1_2$: thread coordinates"},
+      {"#parray {paged float [4][#B_1]} A\n", "t.pa:1:25: error: unknown type 'B'"},
+      {"#parray {paged float [4][3]} A\n#parray {smem float [#A_0]} S\n", "'A' is not a smem or rmem type"},
+      {"#parray {cuda [2]} T\n", "t.pa:1:1: error: a cuda thread array needs device code: name the file .pa.cu"},
+      {"#parray {pthd [2][2]} T\n#detour T(a) {\n}\n", "t.pa:2:11: error: T takes 0 argument(s), 1 given"},
+      {"#parray {pthd [2][2]} T\n#detour T {\n", "t.pa:2:9: error: the '{' of this directive is never closed"},
+      {"#parray {paged float [4]} A\n#destroy A(x)\n", "t.pa:2:9: error: #destroy of 'x', which no #create made"},
+      {"#parray {paged float [4]} A\n#copy A(x) B(y)\n", "t.pa:2:13: error: expected 'to': #copy A(x) to B(y)"},
+      {"#sync\n", "t.pa:1:1: error: #sync outside a #detour"},
+      {"#end\n", "t.pa:1:1: error: #end without its #subprog"},
+      {"#subprog F(a)\n", "t.pa:1:9: error: #subprog without its #end"},
+      {"#mainhost\n", "t.pa:1:10: error: #mainhost is followed by '{' on its line"},
+      {"#parray {paged float [4]} A\nx = $dim(A) + 1$;\n", "t.pa:2:13: error: unexpected text '+ 1' in $dim(A) + 1$"},
+      {"#parray {paged float [4]} A\nx = $A$;\n", "t.pa:2:6: error: 'A' alone is neither a thread coordinate"},
+      {"#parray {pthd [2]} T\n#create T(x)\n", "'T' is not a data type"},
+      {"#parray {paged float [4]} A\n#detour A {\n}\n", "t.pa:2:9: error: 'A' is not a thread array"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(c.source);
+    EXPECT_TRUE(has(e, c.error)) << c.source << "\n  got: " << e;
+  }
+}
+
+// Random and mutated sources through the whole translator: each either
+// translates, keeping every line on its line number, or is refused with a
+// located error; nothing else (a crash, another exception, a hang: ctest's
+// timeout) may happen.
+TEST(ParraycTranslate, FuzzedSourcesNeverCrashOrHang) {
+  std::vector<std::string> corpus = {kFig10,
+                                     "#parray {pinned float [[3][2]][4]} A\n#mainhost {\n#create A(x)\n"
+                                     "x[$A[[1][0]][2]$] = $dim(A_0)$; /* $ */ \"$A[\" '$';\n#destroy A(x)\n}\n"};
+  for (const char* name : {"fig01_natural_array.pa", "fig05_pthd_detour.pa", "fig07_cuda_transpose.pa.cu",
+                           "fig11_gemm_cuda_2x2.pa.cu", "fig18_gemm_blocked.pa.cu", "fig21_sgemm.pa.cu", "mpi_gemm.pa"})
+    corpus.push_back(paper_source(name));
+  const std::string pieces[] = {"$",
+                                "$A[",
+                                "]",
+                                "[",
+                                "#parray {",
+                                "}",
+                                "{",
+                                "\n",
+                                "#detour",
+                                "$tid_0$",
+                                "#sync_1",
+                                "#create",
+                                "#copy",
+                                " to ",
+                                "(",
+                                ")",
+                                "#end",
+                                "#subprog F(x)",
+                                "#global {",
+                                "[#A_1]",
+                                "16 #S_1",
+                                "_0",
+                                "\"",
+                                "'",
+                                "//",
+                                "/*",
+                                "*/",
+                                "#mainhost {",
+                                "dmem",
+                                "smem float",
+                                "cuda(float* a)",
+                                "#"};
+  std::mt19937 rng(31);
+  int translated = 0, refused = 0;
+  for (int n = 0; n < 4000; ++n) {
+    std::string s = corpus[std::size_t(n) % corpus.size()];
+    const int edits = 1 + int(rng() % 6);
+    for (int e = 0; e < edits && !s.empty(); ++e) {
+      const std::size_t at = rng() % (s.size() + 1);
+      switch (rng() % 4) {
+        case 0:
+          s.erase(at, 1 + rng() % 8);
+          break;  // delete
+        case 1:
+          s.insert(at, pieces[rng() % std::size(pieces)]);
+          break;  // insert Parray text
+        case 2:
+          s.insert(at, 1, char(rng() % 128));
+          break;  // insert any byte
+        default:
+          s.resize(at);
+          break;  // truncate
+      }
+    }
+    try {
+      const std::string out = translate(s, "f.pa.cu");
+      ASSERT_EQ(lines(body(out)), lines(s) + 1) << s;
+      ++translated;
+    } catch (const Error& e) {
+      ASSERT_EQ(std::string(e.what()).rfind("f.pa.cu:", 0), 0u) << e.what();
+      ASSERT_TRUE(has(e.what(), ": error: ")) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(translated, 100);
+  EXPECT_GT(refused, 100);
+}
