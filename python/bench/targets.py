@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python module's measured targets (issue 32), each printed with the device it ran on.
+"""The Python module's measured targets, each printed with the device it ran on.
 
   CPU  call overhead of parray.gemm on 8x8x8 over the same library call made from C++  (target <= 5 us)
   CPU  parray.matmul against numpy.matmul (NumPy's own BLAS) at 1024..4096             (target >= 1.0x)
