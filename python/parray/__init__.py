@@ -42,8 +42,13 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, precision=None, impl=None, threads
 
 
 def matmul(a, b, out=None, precision=None, impl=None):
-    """a @ b as numpy.matmul computes it for 1-D and 2-D operands (no batches)."""
-    a_ndim, b_ndim = _ndim(a, "a"), _ndim(b, "b")
+    """a @ b as numpy.matmul computes it: 1-D operands promoted to a row (a) or a column (b)
+    and the added dimension dropped from the result; beyond 2 dimensions, stacks of matrices
+    whose leading (batch) dimensions broadcast as NumPy's do, one GEMM per matrix of the
+    stack, each on views of the operands (no copies)."""
+    a_ndim, b_ndim = _matmul_ndim(a, "a"), _matmul_ndim(b, "b")
+    if a_ndim > 2 or b_ndim > 2:
+        return _matmul_stack(a, b, out, precision, impl)
     a2 = a[None, :] if a_ndim == 1 else a
     b2 = b[:, None] if b_ndim == 1 else b
     out2 = out
@@ -57,6 +62,50 @@ def matmul(a, b, out=None, precision=None, impl=None):
     if a_ndim == 1 and b_ndim == 1:
         return result[0, 0]
     return result[0] if a_ndim == 1 else result[:, 0] if b_ndim == 1 else result
+
+
+def _matmul_ndim(x, name):
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise TypeError(f"{name}: a {type(x).__name__} is not an array")
+    if len(shape) == 0:
+        raise ValueError(f"{name}: a 0-dimensional array; matmul needs at least one dimension")
+    return len(shape)
+
+
+def _matmul_stack(a, b, out, precision, impl):
+    """matmul of stacks of matrices: the batch dimensions broadcast, one gemm per matrix."""
+    if _is_host(a) and _is_host(b):
+        a, b = np.asarray(a), np.asarray(b)  # buffer-protocol objects as NumPy views, not copies
+    a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
+    a2 = a[None, :] if a_vec else a
+    b2 = b[:, None] if b_vec else b
+    a_batch, b_batch = tuple(int(n) for n in a2.shape[:-2]), tuple(int(n) for n in b2.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a_batch, b_batch)
+    except ValueError:
+        raise ValueError(f"a, b: batch dimensions {a_batch} and {b_batch} do not broadcast") from None
+    m, k = (int(n) for n in a2.shape[-2:])
+    kb, n = (int(x) for x in b2.shape[-2:])
+    if kb != k:
+        raise ValueError(f"b: has {kb} rows, a has {k} columns")
+    shape = batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ())
+    if out is None:
+        out = np.empty(shape, dtype=a.dtype) if type(a) is np.ndarray else _empty(a, shape)
+    elif tuple(int(x) for x in out.shape) != shape:
+        raise ValueError(f"out: shape {tuple(out.shape)} is not {shape}")
+    out2 = out[..., None, :] if a_vec else out
+    out2 = out2[..., None] if b_vec else out2
+    for index in np.ndindex(*batch):
+        gemm(a2[_broadcast_index(index, a_batch)], b2[_broadcast_index(index, b_batch)], out2[index],
+             precision=precision, impl=impl)
+    return out
+
+
+def _broadcast_index(index, batch):
+    """The index into an operand of batch shape `batch` that broadcasts to `index` of the full batch."""
+    index = index[len(index) - len(batch):]
+    return tuple(0 if size == 1 else i for i, size in zip(index, batch))
 
 
 def knn(base, queries, k, metric="l2", threads=0):

@@ -24,7 +24,11 @@ def matrix(rows, cols, dtype=np.float32):
     (lambda: parray.gemm(matrix(2, 3), matrix(3, 2), impl="no-such-gemm"), ValueError,
      "unknown implementation 'no-such-gemm'"),
     (lambda: parray.gemm(matrix(2, 3).astype(">f4"), matrix(3, 2)), TypeError, "a: elements of format '>f'"),
-    (lambda: parray.matmul(np.ones((2, 2, 2)), np.ones((2, 2))), ValueError, "a: has 3 dimensions"),
+    (lambda: parray.matmul(np.ones((2, 2, 2)), np.ones((3, 2))), ValueError, "b: has 3 rows, a has 2 columns"),
+    (lambda: parray.matmul(np.ones((2, 2, 2)), np.ones((3, 2, 2))), ValueError, "a, b: batch dimensions (2,)"),
+    (lambda: parray.matmul(np.ones((2, 2, 2)), np.ones((2, 2)), out=np.empty((2, 2))), ValueError,
+     "out: shape (2, 2) is not (2, 2, 2)"),
+    (lambda: parray.matmul(np.float64(1.0), np.ones((2, 2))), ValueError, "a: a 0-dimensional array"),
 ])
 def test_gemm_argument_errors(call, error, starts):
     with pytest.raises(error) as info:

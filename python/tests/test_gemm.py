@@ -172,3 +172,32 @@ def test_the_gil_is_released_during_the_product(rng):
     gaps = np.diff([span["start"]] + during + [span["end"]])
     assert duration > 0.02, "the product was too short to tell"
     assert gaps.max() < duration / 2, f"this thread stood still for {gaps.max():.3f} s of a {duration:.3f} s product"
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3, 13, 11), (11, 17)), ((13, 11), (2, 11, 17)),
+                                             ((2, 1, 13, 11), (3, 11, 17)), ((11,), (4, 11, 17)),
+                                             ((2, 3, 13, 11), (11,)), ((0, 13, 11), (11, 17)), ((2, 13, 0), (0, 17))])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_stacks_broadcast_as_numpy(rng, a_shape, b_shape, dtype):
+    a = (rng.random(a_shape) * 2 - 1).astype(dtype)
+    b = (rng.random(b_shape) * 2 - 1).astype(dtype)
+    c = parray.matmul(a, b)
+    want_shape = np.matmul(a, b).shape
+    assert c.shape == want_shape and c.dtype == dtype
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    c2 = c.reshape(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]) + (a2.shape[-2], b2.shape[-1]))
+    for index in np.ndindex(*c2.shape[:-2]):
+        ai = a2[tuple(0 if s == 1 else i for i, s in zip(index[len(index) - a2.ndim + 2:], a2.shape[:-2]))]
+        bi = b2[tuple(0 if s == 1 else i for i, s in zip(index[len(index) - b2.ndim + 2:], b2.shape[:-2]))]
+        assert_gemm_close(c2[index], ai, bi)
+
+
+def test_matmul_stack_of_strided_views_into_out(rng):
+    """Transposed and sliced stacks, the result into a strided out: views all through."""
+    a = (rng.random((4, 11, 26)) * 2 - 1).astype(np.float32).transpose(0, 2, 1)[:, ::2]  # 4 x 13 x 11, strided
+    b = (rng.random((17, 11)) * 2 - 1).astype(np.float32).T  # 11 x 17, transposed
+    out = np.full((4, 17, 13), np.nan, np.float32).transpose(0, 2, 1)  # 4 x 13 x 17, transposed
+    assert parray.matmul(a, b, out=out) is out
+    for i in range(4):
+        assert_gemm_close(out[i], a[i], b)
