@@ -3,6 +3,7 @@
 // sub-type, for the paper's layouts and their odd-sized, padded variants.
 #include <gtest/gtest.h>
 
+#include "device_layout_check.hpp"
 #include "parray/device_layout.hpp"
 #include "parray/named_layouts.hpp"
 
@@ -10,18 +11,9 @@ using namespace parray;
 
 namespace {
 
-// Every flat offset of the type and of each sub-type along every path.
-void expect_same(const Layout& l, const DeviceLayout::Sub& d, const std::string& path) {
-  ASSERT_EQ(d.size(), l.size()) << path;
-  ASSERT_EQ(d.rank(), l.rank()) << path;
-  for (index_t i = 0; i < l.size(); ++i) ASSERT_EQ(d.offset(i), l.offset(i)) << path << " i = " << i;
-  if (l.is_leaf()) return;
-  for (int k = 0; k < l.rank(); ++k) expect_same(l.dim(k), d.sub(k), path + "_" + std::to_string(k));
-}
-
 void expect_same(const Layout& l) {
   const DeviceLayout d = DeviceLayout::from(l);
-  expect_same(l, d.type(), "A");
+  testing_support::expect_device_same(l, d.type(), "A");
   if (l.rank() != 2) return;
   for (index_t i = 0; i < l.dim(0).size(); ++i)
     for (index_t j = 0; j < l.dim(1).size(); ++j) ASSERT_EQ(d(i, j), l(i, j)) << l.str() << " (" << i << ", " << j << ")";

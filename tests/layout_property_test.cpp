@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "device_layout_check.hpp"
 #include "parray/layout.hpp"
 
 namespace {
@@ -449,12 +450,20 @@ class Generator {
 
 constexpr Layout::ParseOptions kAliasing{.allow_aliasing = true};
 
-// Every check on one parsed layout.
+// Every check on one parsed layout, its device form included (where the type
+// fits the device table).
 void check_layout(const Layout& l, const std::string& text) {
   SCOPED_TRACE(text + " = " + l.str());
   ASSERT_TRUE(Layout::parse(l.str(), {}, {}, kAliasing) == l) << "round trip through " << l.str();
   const std::vector<index_t> offsets = expect_tree_semantics(l, "type");
   ASSERT_EQ(l.is_injective(), all_distinct(offsets));
+  std::optional<DeviceLayout> device;
+  try {
+    device = DeviceLayout::from(l);
+  } catch (const Error&) {
+    return;  // more nodes than DeviceLayout::kMaxNodes
+  }
+  testing_support::expect_device_same(l, device->type(), "device type");
 }
 
 struct Counts {

@@ -39,7 +39,12 @@ class DeviceLayout {
     index_t stride = 0;      // leaves only
     std::int16_t first = 0;  // first child's node index; children are consecutive
     std::int16_t count = 0;  // number of children, 0 for a leaf
-    bool flat = false;       // every child is a leaf: a mixed-radix number, no stack needed
+    // Its subtree is a mixed-radix number over its leaves in depth-first
+    // order (every child but the first as large as its leaves' product, at
+    // every level): one division per leaf, no stack. Leaves
+    // [leaf_first, leaf_first + leaf_count) of the leaf table.
+    bool exact = false;
+    std::int16_t leaf_first = 0, leaf_count = 0;
     std::int8_t axis = -1;   // a top-level dimension held as axes_[axis] too, else -1
   };
   static constexpr int kMaxRank = 4;  // top-level dimensions with a direct (mixed-radix) path
@@ -109,7 +114,7 @@ class DeviceLayout {
   PARRAY_HD index_t offset_of(std::int16_t root, index_t i) const {
     const Node& r = nodes_[root];
     if (r.count == 0) return i * r.stride;  // the common case: one multiply
-    if (r.flat) return digits_offset(r, i);  // a blocked dimension: one division per inner digit
+    if (r.exact) return leaves_offset(r, i);  // blocked dimensions: one division per inner digit
     std::int16_t stack_node[kMaxNodes];
     index_t stack_index[kMaxNodes];
     int top = 0;
@@ -137,14 +142,13 @@ class DeviceLayout {
     return direct_[k] ? axes_[k].offset(x) : offset_of(static_cast<std::int16_t>(nodes_[0].first + k), x);
   }
 
-  PARRAY_HD index_t digits_offset(const Node& n, index_t x) const {
+  PARRAY_HD index_t leaves_offset(const Node& n, index_t x) const {
     index_t off = 0;
-    for (int c = n.count - 1; c > 0; --c) {
-      const Node& leaf = nodes_[n.first + c];
-      off += (x % leaf.size) * leaf.stride;
-      x /= leaf.size;
+    for (int l = n.leaf_first + n.leaf_count - 1; l > n.leaf_first; --l) {
+      off += (x % leaf_size_[l]) * leaf_stride_[l];
+      x /= leaf_size_[l];
     }
-    return off + x * nodes_[n.first].stride;
+    return off + x * leaf_stride_[n.leaf_first];
   }
 
   // Top-level dimension k as a mixed-radix axis, where it is one (exact
@@ -163,8 +167,13 @@ class DeviceLayout {
   void fill(int at, const Layout& l) {
     Node& n = nodes_[at];
     n.size = l.size();
+    n.leaf_first = leaf_count_;
     if (l.is_leaf()) {
       n.stride = l.stride();
+      n.exact = true;
+      n.leaf_count = 1;
+      leaf_size_[leaf_count_] = n.size, leaf_stride_[leaf_count_] = n.stride;
+      ++leaf_count_;  // at most one leaf per node: within kMaxNodes
       return;
     }
     if (node_count_ + l.rank() > kMaxNodes)
@@ -172,17 +181,27 @@ class DeviceLayout {
     n.first = static_cast<std::int16_t>(node_count_);
     n.count = static_cast<std::int16_t>(l.rank());
     node_count_ += l.rank();
-    n.flat = true;
+    n.exact = true;
     for (int k = 0; k < l.rank(); ++k) {
       fill(n.first + k, l.dim(k));
-      n.flat = n.flat && l.dim(k).is_leaf();
+      const Node& c = nodes_[n.first + k];
+      n.exact = n.exact && c.exact && (k == 0 || c.size == leaf_product(c));
     }
+    n.leaf_count = static_cast<std::int16_t>(leaf_count_ - n.leaf_first);
+  }
+
+  index_t leaf_product(const Node& n) const {
+    index_t p = 1;
+    for (int l = n.leaf_first; l < n.leaf_first + n.leaf_count; ++l) p *= leaf_size_[l];
+    return p;
   }
 
   Axis axes_[kMaxRank] = {};
   bool direct_[kMaxRank] = {};
   Node nodes_[kMaxNodes] = {};
   std::int16_t node_count_ = 0;
+  index_t leaf_size_[kMaxNodes] = {}, leaf_stride_[kMaxNodes] = {};  // the leaves, depth first
+  std::int16_t leaf_count_ = 0;
 };
 
 // A dimension whose number of digits is part of its C++ type while its
