@@ -45,7 +45,7 @@ class DeviceLayout {
     // [leaf_first, leaf_first + leaf_count) of the leaf table.
     bool exact = false;
     std::int16_t leaf_first = 0, leaf_count = 0;
-    std::int8_t axis = -1;   // a top-level dimension held as axes_[axis] too, else -1
+    std::int8_t axis = -1;  // a top-level dimension held as axes_[axis] too, else -1
   };
   static constexpr int kMaxRank = 4;  // top-level dimensions with a direct (mixed-radix) path
 
@@ -113,7 +113,7 @@ class DeviceLayout {
   // device code): each node's index is split into its children's digits.
   PARRAY_HD index_t offset_of(std::int16_t root, index_t i) const {
     const Node& r = nodes_[root];
-    if (r.count == 0) return i * r.stride;  // the common case: one multiply
+    if (r.count == 0) return i * r.stride;    // the common case: one multiply
     if (r.exact) return leaves_offset(r, i);  // blocked dimensions: one division per inner digit
     std::int16_t stack_node[kMaxNodes];
     index_t stack_index[kMaxNodes];
