@@ -3,7 +3,10 @@
 // factorisation of the rank count as a grid, all four transpose cases, odd
 // shapes, ranks without data) against an FP64 reference on rank 0, with the
 // local GEMM on the CPU and, where the host has a GPU, on the GPU (all ranks
-// may share one device).
+// may share one device); the distributed check (C w against op(A) op(B) w and
+// sampled elements) on right and corrupted products; and, where every rank has
+// a GPU of its own and the build has NCCL, SUMMA with panels over NCCL
+// (ctest Mpi.Nccl.np2; the tests skip elsewhere).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,6 +15,8 @@
 #include <random>
 
 #include "parray/array.hpp"
+#include "parray/mpi/check.hpp"
+#include "parray/mpi/gpu.hpp"
 #include "parray/mpi/summa.hpp"
 
 using namespace parray;
@@ -149,9 +154,9 @@ double max_abs_diff(double ref, T got, double err) {
 // C = alpha op(A) op(B) + beta C with SUMMA (or ScaLAPACK) against an FP64
 // reference. beta == 0 poisons C with NaN first: every element must be written.
 template <class T>
-void check_summa(const std::vector<int>& g, const Shape& s, bool ta, bool tb, bool use_scalapack,
-                 const SummaOptions& options = {}, double beta = -0.5) {
-  MpiThreadArray grid({g[0], g[1]});
+void check_summa_on(const MpiThreadArray& grid, const Shape& s, bool ta, bool tb, bool use_scalapack,
+                    const SummaOptions& options = {}, double beta = -0.5) {
+  const std::vector<int> g = {grid.rows(), grid.cols()};
   const index_t am = ta ? s.k : s.m, an = ta ? s.m : s.k, bm = tb ? s.n : s.k, bn = tb ? s.k : s.n;
   std::vector<double> xa = global_matrix(am, an, 1), xb = global_matrix(bm, bn, 2), xc = global_matrix(s.m, s.n, 3);
   if (beta == 0) std::fill(xc.begin(), xc.end(), std::numeric_limits<double>::quiet_NaN());
@@ -192,6 +197,13 @@ void check_summa(const std::vector<int>& g, const Shape& s, bool ta, bool tb, bo
   EXPECT_LT(err, 16 * unit * 1.5 * static_cast<double>(s.k + 1))
       << g[0] << "x" << g[1] << " " << s.m << "x" << s.n << "x" << s.k << " block " << s.block << " ta " << ta
       << " tb " << tb << " beta " << beta << " " << dtype_name(dtype_of<T>());
+}
+
+template <class T>
+void check_summa(const std::vector<int>& g, const Shape& s, bool ta, bool tb, bool use_scalapack,
+                 const SummaOptions& options = {}, double beta = -0.5) {
+  MpiThreadArray grid({g[0], g[1]});
+  check_summa_on<T>(grid, s, ta, tb, use_scalapack, options, beta);
 }
 
 const std::vector<Shape> kShapes = {{1, 1, 1, 1}, {0, 5, 3, 2}, {6, 0, 2, 2}, {5, 4, 0, 2}, {37, 29, 41, 4},
@@ -269,6 +281,131 @@ TEST(Summa, CommunicationVolumeMatchesTheoryOnSquareGrids) {
   const double theory = 8.0 * 2.0 * n * n / g[0];  // 2 n^2 / sqrt(p) words
   EXPECT_NEAR(s.bcast_bytes / theory, 1.0, 0.10);
   EXPECT_EQ(s.redistribute_bytes, 0.0);
+}
+
+// Adds `delta` to C(i, j) on the rank that holds it.
+template <class T>
+void corrupt(DistMatrix<T>& c, index_t i, index_t j, T delta) {
+  const BlockCyclic& d = c.dist();
+  if (d.row_owner(i) == c.grid().coord().row && d.col_owner(j) == c.grid().coord().col)
+    c.data()[d.local_row(i) + d.local_col(j) * c.lld()] += delta;
+}
+
+// The check without gathering (check.hpp) passes SUMMA's product on the CPU,
+// also with beta != 0, and fails it once a single element is off by 0.05 (an
+// element of C is about 7 here; in FP32 the checksum fails from about 5e-3) or NaN.
+template <class T>
+void check_catches_one_element(const std::vector<int>& g) {
+  MpiThreadArray grid({g[0], g[1]});
+  const index_t m = 96, n = 80, k = 200, nb = 8;
+  DistMatrix<T> a(grid, BlockCyclic::cyclic(m, k, nb, nb, g[0], g[1]));
+  DistMatrix<T> b(grid, BlockCyclic::cyclic(n, k, nb, nb, g[0], g[1]));  // used transposed
+  DistMatrix<T> c(grid, BlockCyclic::cyclic(m, n, nb, nb, g[0], g[1])), c0(grid, c.dist());
+  std::mt19937 gen(11 + static_cast<unsigned>(grid.coord().tid()));
+  std::uniform_real_distribution<double> u(-1, 1);
+  a.fill([&](index_t, index_t) { return u(gen); });
+  b.fill([&](index_t, index_t) { return u(gen); });
+  c0.fill([&](index_t, index_t) { return u(gen); });
+  std::copy(c0.data(), c0.data() + c0.lld() * c0.local_cols(), c.data());
+  summa<T>(Trans::no, Trans::yes, T(1.5), a, b, T(-0.5), c);
+  const std::string where = std::to_string(g[0]) + "x" + std::to_string(g[1]) + " " + dtype_name(dtype_of<T>());
+  DistCheck r = check_distributed_gemm<T>(Trans::no, Trans::yes, T(1.5), a, b, T(-0.5), &c0, c);
+  EXPECT_TRUE(r.ok) << where << ": " << r.reason;
+  EXPECT_EQ(r.samples, 48) << where;
+  EXPECT_LE(r.worst_sample, 1.0) << where;
+  corrupt(c, 37, 41, T(0.05));
+  r = check_distributed_gemm<T>(Trans::no, Trans::yes, T(1.5), a, b, T(-0.5), &c0, c);
+  EXPECT_FALSE(r.ok) << where;
+  EXPECT_NE(r.reason.find("checksum"), std::string::npos) << where << ": " << r.reason;
+  corrupt(c, 37, 41, std::numeric_limits<T>::quiet_NaN());
+  r = check_distributed_gemm<T>(Trans::no, Trans::yes, T(1.5), a, b, T(-0.5), &c0, c);
+  EXPECT_FALSE(r.ok) << where;
+  EXPECT_EQ(r.reason, "C(37, 41) is not finite") << where;
+}
+
+TEST(DistributedCheck, PassesTheProductAndCatchesOneCorruptedElement) {
+  for (const auto& g : all_grids()) {
+    check_catches_one_element<double>(g);
+    check_catches_one_element<float>(g);
+  }
+}
+
+// ---- one rank per GPU, panels over NCCL -----------------------------------
+
+// Every rank with a GPU of its own and NCCL in the build (the same answer on every rank).
+bool nccl_ready() {
+  if (!nccl_available()) return false;
+  MpiThreadArray all({1, world_size()});
+  return every_rank_has_a_gpu(all);
+}
+#define SKIP_WITHOUT_NCCL()                                                \
+  if (!nccl_ready()) {                                                     \
+    GTEST_SKIP() << "needs NCCL in the build and a GPU for every rank"; \
+  }                                                                        \
+  static_assert(true)
+
+TEST(GpuProcessContext, EachRankOfAHostHasItsOwnGpu) {
+  SKIP_WITHOUT_NCCL();
+  MpiThreadArray grid({world_size(), 1});
+  GpuProcessContext gpus(grid);
+  EXPECT_EQ(gpus.device(), grid.coord().node_rank);
+  EXPECT_GE(gpus.host_gpus(), grid.coord().node_size);
+}
+
+// SUMMA over NCCL from host operands: every grid, odd shapes, ranks without
+// data, all transposes (redistributed on the host first), beta 0 (C poisoned
+// on the host: every element must come back from the GPU) and not.
+TEST(NcclSumma, HostOperandsAllGridsShapesAndTransposes) {
+  SKIP_WITHOUT_NCCL();
+  for (const auto& g : all_grids()) {
+    MpiThreadArray grid({g[0], g[1]});
+    GpuProcessContext gpus(grid);
+    SummaOptions o;
+    o.transport = Transport::nccl;
+    o.gpus = &gpus;
+    for (const Shape& s : kShapes)
+      for (int t = 0; t < 4; ++t) {
+        check_summa_on<double>(grid, s, t & 1, t & 2, false, o);
+        check_summa_on<float>(grid, s, t & 1, t & 2, false, o);
+      }
+    check_summa_on<float>(grid, {300, 260, 520, 64}, false, false, false, o, 0.0);
+    o.gpu_impl = "cuda-14-3xtf32";  // FP32 accuracy on the tensor cores (Hopper)
+    if (registry().find(o.gpu_impl).why_not(MatrixLayout::col_major(1, 1, 1), MatrixLayout::col_major(1, 1, 1),
+                                            MatrixLayout::col_major(1, 1, 1)).empty())
+      check_summa_on<float>(grid, {300, 260, 520, 64}, false, true, false, o, 0.0);
+  }
+}
+
+// Operands already on the GPUs: the same product as the CPU's SUMMA, and the
+// bytes each rank received as SUMMA's theory says ((Q-1)/Q M K/P + (P-1)/P K N/Q).
+TEST(NcclSumma, DeviceOperandsAndCommunicationVolume) {
+  SKIP_WITHOUT_NCCL();
+  for (const auto& g : all_grids()) {
+    MpiThreadArray grid({g[0], g[1]});
+    GpuProcessContext gpus(grid);
+    const index_t n = 256, nb = 32;
+    const BlockCyclic d = BlockCyclic::cyclic(n, n, nb, nb, g[0], g[1]);
+    DistMatrix<double> a(grid, d), b(grid, d), c(grid, d), ref(grid, d);
+    a.fill([](index_t i, index_t j) { return std::sin(double(i * 7 + j)); });
+    b.fill([](index_t i, index_t j) { return std::cos(double(i + 3 * j)); });
+    summa<double>(Trans::no, Trans::no, 1.0, a, b, 0.0, ref);
+    GpuDistMatrix<double> da(gpus, d), db(gpus, d), dc(gpus, d);
+    da.upload(a), db.upload(b), dc.poison();
+    const SummaStats st = summa<double>(1.0, da, db, 0.0, dc);
+    dc.download(c);
+    double err = 0;
+    for (index_t x = 0; x < c.lld() * c.local_cols(); ++x) err = max_abs_diff(ref.data()[x], c.data()[x], err);
+    EXPECT_LT(err, 1e-12 * n) << g[0] << "x" << g[1];
+    const double theory = 8.0 * (double(g[1] - 1) / g[1] * n * n / g[0] + double(g[0] - 1) / g[0] * n * n / g[1]);
+    if (theory > 0) {
+      EXPECT_NEAR(st.recv_bytes / theory, 1.0, 0.10) << g[0] << "x" << g[1];
+    }
+    EXPECT_EQ(st.steps, n / nb);
+    EXPECT_EQ(st.plan.gpu, gpus.device());
+    // Operands that do not line up with C are refused before anything moves.
+    GpuDistMatrix<double> other(gpus, BlockCyclic::cyclic(n, n, nb / 2, nb, g[0], g[1]));
+    EXPECT_THROW(summa<double>(1.0, other, db, 0.0, dc), Error);
+  }
 }
 
 }  // namespace

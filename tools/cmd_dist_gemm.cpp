@@ -1,14 +1,19 @@
-// The distributed GEMM command of the parray tool (issue 7):
+// The distributed GEMM command of the parray tool (issues 7 and 33):
 //
 //   mpirun -np P parray dist-gemm -m M -n N -k K --grid PxQ [--block B] [--dtype f32|f64]
 //          [--trans-a] [--trans-b] [--local cpu|gpu|auto] [--local-impl NAME] [--threads T]
+//          [--comm auto|nccl|mpi] [--operands device|host] [--share-gpus]
 //          [--repeats R] [--baseline scalapack] [--no-efficiency] [--csv FILE]
 //
 // Runs parray's SUMMA on a P x Q process array over block-cyclic matrices,
-// verifies it (a gathered FP64 reference for small sizes, the checksum
-// C e = op(A) (op(B) e) for large ones), then times it and prints time,
-// GFLOP/s, where the time went and the bytes each rank moved beside SUMMA's
-// theory. Unless --no-efficiency, rank 0 then times the whole problem with the
+// verifies it (a gathered FP64 reference for small sizes; for large ones, where
+// the blocks lie, the checksum C w = op(A) (op(B) w) and sampled elements
+// against FP64, parray/mpi/check.hpp), then times it and prints time, GFLOP/s,
+// where the time went and the bytes each rank moved beside SUMMA's theory.
+// --comm nccl (the default where NCCL is built, the local GEMM is on the GPU
+// and every host has a GPU per rank): one rank per GPU, panels broadcast GPU
+// to GPU with NCCL; --operands device uploads the local blocks once, timed
+// apart ("upload"), host uploads them and brings C back in every call. Unless --no-efficiency, rank 0 then times the whole problem with the
 // same local GEMM alone (T1) and prints the efficiency T1 / (P TP). Bad input:
 // one line on stderr (from rank 0) and exit status 2; a failed check: exit 1.
 #include <CLI/CLI.hpp>
@@ -35,6 +40,8 @@
 #include <fmt/format.h>
 
 #include "parray/harness.hpp"
+#include "parray/mpi/check.hpp"
+#include "parray/mpi/gpu.hpp"
 #include "parray/mpi/summa.hpp"
 #endif
 
@@ -50,6 +57,9 @@ struct DistGemmOptions {
   std::string local = "auto";
   std::string local_impl;
   int progress_pieces = 0;
+  std::string comm = "auto";
+  std::string operands = "device";
+  bool share_gpus = false;
   int repeats = 3;
   std::string baseline;
   bool efficiency = true;
@@ -72,68 +82,49 @@ double element(int which, index_t i, index_t j) {
   return static_cast<double>(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
-// y = op(X) x in FP64 (absolute values when `absolute`), summed over the grid.
-template <class T>
-std::vector<double> matvec(const DistMatrix<T>& x, bool trans, const std::vector<double>& v, bool absolute) {
-  std::vector<double> y(static_cast<std::size_t>(trans ? x.cols() : x.rows()), 0.0);
-  for (index_t lj = 0; lj < x.local_cols(); ++lj) {
-    const index_t gj = x.global_col(lj);
-    for (index_t li = 0; li < x.local_rows(); ++li) {
-      const index_t gi = x.global_row(li);
-      double a = static_cast<double>(x.data()[li + lj * x.lld()]);
-      if (absolute) a = std::fabs(a);
-      if (trans) y[static_cast<std::size_t>(gj)] += a * v[static_cast<std::size_t>(gi)];
-      else y[static_cast<std::size_t>(gi)] += a * v[static_cast<std::size_t>(gj)];
-    }
-  }
-  MPI_Allreduce(MPI_IN_PLACE, y.data(), static_cast<int>(y.size()), MPI_DOUBLE, MPI_SUM, x.grid().comm());
-  return y;
-}
+// What a check of C found, the same on every rank.
+struct Checked {
+  bool ok = false;
+  double error = 0;    // relative: Frobenius (gathered) or of the checksum
+  std::string method;  // "gathered FP64" or "checksum + N samples"
+  std::string reason;  // why it failed
+};
 
-// Relative error of C against op(A) op(B) (NaN never passes); true when within tolerance.
+// C against op(A) op(B): a gathered FP64 product for small sizes, else
+// check_distributed_gemm where the blocks lie. NaN never passes.
 template <class T>
-bool verify(const DistGemmOptions& o, const DistMatrix<T>& a, const DistMatrix<T>& b, const DistMatrix<T>& c,
-            double* error) {
+Checked verify(const DistGemmOptions& o, const DistMatrix<T>& a, const DistMatrix<T>& b, const DistMatrix<T>& c) {
   const index_t m = o.m, n = o.n, k = o.k;
+  if (static_cast<double>(m) * n * k > 512.0 * 512 * 512) {
+    const DistCheck d = check_distributed_gemm<T>(o.trans_a ? Trans::yes : Trans::no, o.trans_b ? Trans::yes : Trans::no,
+                                                  T(1), a, b, T(0), nullptr, c);
+    return {d.ok, d.rel_err, fmt::format("checksum + {} samples", d.samples), d.reason};
+  }
   const int root = 0;
-  const bool small = static_cast<double>(m) * n * k <= 512.0 * 512 * 512;
   double err = 0;
-  if (small) {
-    std::vector<T> cg(static_cast<std::size_t>(std::max<index_t>(1, m * n)));
-    c.gather_to({cg.data(), MatrixLayout::col_major(m, n, std::max<index_t>(1, m))}, root);
-    if (c.grid().coord().tid() == root) {
-      std::vector<double> ref(static_cast<std::size_t>(m * n), 0.0), bt(static_cast<std::size_t>(k * n));
-      for (index_t j = 0; j < n; ++j)
-        for (index_t p = 0; p < k; ++p)
-          bt[static_cast<std::size_t>(p + j * k)] = o.trans_b ? element(1, j, p) : element(1, p, j);
+  std::vector<T> cg(static_cast<std::size_t>(std::max<index_t>(1, m * n)));
+  c.gather_to({cg.data(), MatrixLayout::col_major(m, n, std::max<index_t>(1, m))}, root);
+  if (c.grid().coord().tid() == root) {
+    std::vector<double> ref(static_cast<std::size_t>(m * n), 0.0), bt(static_cast<std::size_t>(k * n));
+    for (index_t j = 0; j < n; ++j)
       for (index_t p = 0; p < k; ++p)
-        for (index_t i = 0; i < m; ++i) {
-          const double av = o.trans_a ? element(0, p, i) : element(0, i, p);
-          for (index_t j = 0; j < n; ++j) ref[static_cast<std::size_t>(i + j * m)] += av * bt[static_cast<std::size_t>(p + j * k)];
-        }
-      double num = 0, den = 0;
-      for (index_t x = 0; x < m * n; ++x) {
-        const double d = static_cast<double>(cg[static_cast<std::size_t>(x)]) - ref[static_cast<std::size_t>(x)];
-        num += d * d;
-        den += ref[static_cast<std::size_t>(x)] * ref[static_cast<std::size_t>(x)];
+        bt[static_cast<std::size_t>(p + j * k)] = o.trans_b ? element(1, j, p) : element(1, p, j);
+    for (index_t p = 0; p < k; ++p)
+      for (index_t i = 0; i < m; ++i) {
+        const double av = o.trans_a ? element(0, p, i) : element(0, i, p);
+        for (index_t j = 0; j < n; ++j) ref[static_cast<std::size_t>(i + j * m)] += av * bt[static_cast<std::size_t>(p + j * k)];
       }
-      err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    }
-    MPI_Bcast(&err, 1, MPI_DOUBLE, root, c.grid().comm());
-  } else {
-    const std::vector<double> e(static_cast<std::size_t>(n), 1.0);
-    const std::vector<double> y = matvec(b, o.trans_b, e, false), ya = matvec(b, o.trans_b, e, true);
-    const std::vector<double> z = matvec(a, o.trans_a, y, false), za = matvec(a, o.trans_a, ya, true);
-    const std::vector<double> w = matvec(c, false, e, false);
     double num = 0, den = 0;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      num += (w[i] - z[i]) * (w[i] - z[i]);
-      den += za[i] * za[i];
+    for (index_t x = 0; x < m * n; ++x) {
+      const double d = static_cast<double>(cg[static_cast<std::size_t>(x)]) - ref[static_cast<std::size_t>(x)];
+      num += d * d;
+      den += ref[static_cast<std::size_t>(x)] * ref[static_cast<std::size_t>(x)];
     }
     err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   }
-  *error = err;
-  return std::isfinite(err) && err <= gemm_tolerance(dtype_of<T>(), std::max<index_t>(k, 1));
+  MPI_Bcast(&err, 1, MPI_DOUBLE, root, c.grid().comm());
+  const bool ok = std::isfinite(err) && err <= gemm_tolerance(dtype_of<T>(), std::max<index_t>(k, 1));
+  return {ok, err, "gathered FP64", ok ? "" : "relative error over the tolerance"};
 }
 
 // Timing of SUMMA: every rank starts together, the slowest rank's time counts.
@@ -168,10 +159,10 @@ void quiet_barrier(const MpiThreadArray& grid) {
 template <class T>
 class DistGemmRun {
  public:
-  DistGemmRun(const DistGemmOptions& o, const MpiThreadArray& grid)
+  DistGemmRun(const DistGemmOptions& o, const MpiThreadArray& grid, Transport transport)
       : o_(o), grid_(grid), root_(grid.coord().tid() == 0), P_(grid.rows()), Q_(grid.cols()), m_(o.m), n_(o.n),
         k_(o.k), nb_(o.block), ta_(o.trans_a ? Trans::yes : Trans::no), tb_(o.trans_b ? Trans::yes : Trans::no),
-        so_(summa_options(o)),
+        so_(summa_options(o, transport)),
         plan_(plan_local_gemm<T>(so_, grid.coord())),  // throws on every rank alike for a bad --local
         a_(grid, BlockCyclic::cyclic(o.trans_a ? k_ : m_, o.trans_a ? m_ : k_, nb_, nb_, P_, Q_)),
         b_(grid, BlockCyclic::cyclic(o.trans_b ? n_ : k_, o.trans_b ? k_ : n_, nb_, nb_, P_, Q_)),
@@ -179,13 +170,25 @@ class DistGemmRun {
         flops_(2.0 * static_cast<double>(m_) * n_ * k_) {
     a_.fill([](index_t i, index_t j) { return element(0, i, j); });
     b_.fill([](index_t i, index_t j) { return element(1, i, j); });
-    if (root_) fmt::print("local GEMM of rank 0: {}\n", plan_.str());
+    if (transport == Transport::nccl) {
+      // Binding errors (no GPU, more ranks than GPUs) throw here on every rank alike.
+      gpus_ = std::make_unique<GpuProcessContext>(grid, GpuBinding{o.share_gpus});
+      so_.gpus = gpus_.get();
+      if (o.operands == "device") grid.detour([&](const ProcCoord&) { upload_operands(); });
+    }
+    if (root_)
+      fmt::print("local GEMM of rank 0: {}; panels over {}{}\n", plan_.str(), transport_name(),
+                 gpus_ ? fmt::format(", operands {}", on_device() ? "on the GPUs" : "uploaded in every call")
+                       : std::string());
   }
 
   int run() {
     grid_.detour([&](const ProcCoord& p) {
       if (p.tid() == o_.fail_rank) throw Error("injected failure (--fail-rank)");
-      measure("summa", [&] { return summa<T>(ta_, tb_, T(1), a_, b_, T(0), c_, so_); });
+      if (on_device())
+        measure("summa", [&] { return summa<T>(T(1), *da_, *db_, T(0), *dc_, so_); }, true);
+      else
+        measure("summa", [&] { return summa<T>(ta_, tb_, T(1), a_, b_, T(0), c_, so_); }, false);
     });
     if (o_.efficiency) time_one_rank();
     if (o_.baseline == "scalapack") compare_scalapack();
@@ -198,16 +201,45 @@ class DistGemmRun {
     std::string impl;
     double ms, gflops, bytes;
     bool ok;
-    double wait_ms = 0, pack_ms = 0, local_ms = 0;
+    double wait_ms = 0, pack_ms = 0, local_ms = 0, recv_bytes = 0;
   };
 
-  static SummaOptions summa_options(const DistGemmOptions& o) {
+  static SummaOptions summa_options(const DistGemmOptions& o, Transport transport) {
     SummaOptions so;
     so.threads = o.threads;
-    so.local = parse_local_gemm(o.local);
+    so.local = transport == Transport::nccl ? LocalGemm::gpu : parse_local_gemm(o.local);
     so.gpu_impl = o.local_impl;
     so.progress_pieces = o.progress_pieces;
+    so.transport = transport;
     return so;
+  }
+
+  bool on_device() const { return da_ != nullptr; }
+  std::string transport_name() const {
+    return so_.transport == Transport::nccl ? "NCCL (GPU to GPU)" : "MPI (host memory)";
+  }
+
+  // A and B as SUMMA multiplies them (op(A) M x K in C's row blocks, op(B)
+  // K x N in C's column blocks: a transposed operand redistributed first) to
+  // the GPUs, once; the slowest rank's time is reported as the upload.
+  void upload_operands() {
+    MPI_Barrier(grid_.comm());
+    const double t0 = MPI_Wtime();
+    const DistMatrix<T>& a = ta_ == Trans::yes ? transposed(a_, m_, k_) : a_;
+    const DistMatrix<T>& b = tb_ == Trans::yes ? transposed(b_, k_, n_) : b_;
+    da_ = std::make_unique<GpuDistMatrix<T>>(*gpus_, a.dist());
+    db_ = std::make_unique<GpuDistMatrix<T>>(*gpus_, b.dist());
+    dc_ = std::make_unique<GpuDistMatrix<T>>(*gpus_, c_.dist());
+    da_->upload(a);
+    db_->upload(b);
+    upload_ms_ = max_over_ranks(1e3 * (MPI_Wtime() - t0));
+    moved_.clear();
+  }
+  // x transposed into a rows x cols matrix in C's blocking, kept until the upload is done.
+  const DistMatrix<T>& transposed(const DistMatrix<T>& x, index_t rows, index_t cols) {
+    moved_.push_back(std::make_unique<DistMatrix<T>>(grid_, BlockCyclic::cyclic(rows, cols, nb_, nb_, P_, Q_)));
+    redistribute(x, *moved_.back(), true);
+    return *moved_.back();
   }
 
   double max_over_ranks(double v) const {
@@ -218,16 +250,21 @@ class DistGemmRun {
     return one_ms_ > 0 && r.ms > 0 ? one_ms_ / (P_ * Q_ * r.ms) : 0.0;
   }
 
-  // One verified run, then the timed ones; a row, printed by rank 0.
-  void measure(const std::string& impl, const std::function<SummaStats()>& run) {
+  // One verified run, then the timed ones; a row, printed by rank 0. `device`:
+  // C is dc_ on the GPUs, poisoned there and brought back for the check.
+  void measure(const std::string& impl, const std::function<SummaStats()>& run, bool device) {
     SummaStats stats;
-    double err = 0;
+    Checked checked;
     Trial t;
-    t.reset = [&] { c_.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); }); };
+    t.reset = [&] {
+      c_.fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });
+      if (device) dc_->poison();
+    };
     t.run = [&] { stats = run(); };
     t.check = [&] {
-      const bool ok = verify(o_, a_, b_, c_, &err);
-      return Verdict{ok ? Outcome::passed : Outcome::failed, err, ok ? "" : "check failed"};
+      if (device) dc_->download(c_);
+      checked = verify(o_, a_, b_, c_);
+      return Verdict{checked.ok ? Outcome::passed : Outcome::failed, checked.error, checked.reason};
     };
     t.time_one = [&] { return time_once(grid_, [&] { stats = run(); }); };
     t.catch_errors = false;  // one rank's error aborts all (the detour), never a hang in a collective
@@ -246,30 +283,51 @@ class DistGemmRun {
       row.wait_ms = max_over_ranks(stats.wait_ms);
       row.pack_ms = max_over_ranks(stats.pack_ms);
       row.local_ms = max_over_ranks(stats.local_ms);
+      row.recv_bytes = max_over_ranks(stats.recv_bytes);
+      upload_ms_ = std::max(upload_ms_, max_over_ranks(stats.upload_ms));
     }
     rows_.push_back(row);
     if (!root_) return;
-    fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} (error {:.2e})\n", impl, m_,
-               n_, k_, dtype_name(dtype_of<T>()), P_, Q_, nb_, ms, gflops, ok ? "ok" : "FAILED", err);
+    fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} ({} error {:.2e}{}{})\n",
+               impl, m_, n_, k_, dtype_name(dtype_of<T>()), P_, Q_, nb_, ms, gflops, ok ? "ok" : "FAILED",
+               checked.method, checked.error, ok ? "" : ": ", ok ? "" : checked.reason);
     if (impl == "summa") print_summa_details(row, stats, max_bytes, sum_bytes);
   }
 
+  // SUMMA's theory per rank: it takes part in M K / P words of A panels
+  // (along its row, when Q > 1) and K N / Q of B panels (down its column, when
+  // P > 1), and receives (Q - 1) / Q and (P - 1) / P of them.
+  double theory_bytes() const {
+    return sizeof(T) * ((Q_ > 1 ? double(m_) * k_ / P_ : 0) + (P_ > 1 ? double(k_) * n_ / Q_ : 0));
+  }
+  double theory_recv_bytes() const {
+    return sizeof(T) * (double(Q_ - 1) / Q_ * double(m_) * k_ / P_ + double(P_ - 1) / P_ * double(k_) * n_ / Q_);
+  }
+  static double ratio(double counted, double theory) { return theory > 0 ? counted / theory : 0.0; }
+
   void print_summa_details(const Row& row, const SummaStats& stats, double max_bytes, double sum_bytes) const {
-    fmt::print("          time of the last run, max over ranks: {} {:.1f} ms, waiting for panels {:.1f} ms, "
-               "packing panels {:.1f} ms; {} panels, {} local GEMM calls on rank 0\n",
-               plan_.device == Device::gpu ? "GPU set-up, copies and wait" : "local GEMM", row.local_ms, row.wait_ms,
-               row.pack_ms, stats.steps, stats.local_calls);
-    // SUMMA's theory: each rank takes part in M K / P words of A panels (along
-    // its row, when Q > 1) and K N / Q of B panels (along its column, when P > 1).
-    const double elem = sizeof(T);
-    const double theory = elem * ((Q_ > 1 ? double(m_) * k_ / P_ : 0) + (P_ > 1 ? double(k_) * n_ / Q_ : 0));
+    if (so_.transport == Transport::nccl)
+      fmt::print("          time of the last run, max over ranks: queuing the panels and waiting for the GPU {:.1f} "
+                 "ms; {} panels, {} local GEMM calls on rank 0{}\n",
+                 row.local_ms, stats.steps, stats.local_calls,
+                 upload_ms_ > 0 ? fmt::format("; upload {:.1f} ms ({})", upload_ms_,
+                                              on_device() ? "once, before the timed runs" : "in every call")
+                                : std::string());
+    else
+      fmt::print("          time of the last run, max over ranks: {} {:.1f} ms, waiting for panels {:.1f} ms, "
+                 "packing panels {:.1f} ms; {} panels, {} local GEMM calls on rank 0\n",
+                 plan_.device == Device::gpu ? "GPU set-up, copies and wait" : "local GEMM", row.local_ms,
+                 row.wait_ms, row.pack_ms, stats.steps, stats.local_calls);
+    const double theory = theory_bytes(), elem = sizeof(T);
     fmt::print("          bytes moved per rank: {:.2f} MB max, {:.2f} MB total; SUMMA theory "
                "(MK/P + KN/Q) {:.2f} MB per rank, ratio {:.3f}",
-               max_bytes / 1e6, sum_bytes / 1e6, theory / 1e6, theory > 0 ? max_bytes / theory : 0.0);
+               max_bytes / 1e6, sum_bytes / 1e6, theory / 1e6, ratio(max_bytes, theory));
     if (m_ == n_ && n_ == k_ && P_ == Q_ && P_ > 1)
       fmt::print(" (= 2n^2/sqrt(p) = {:.2f} MB)", elem * 2.0 * double(n_) * n_ / P_ / 1e6);
     if (stats.redistribute_bytes > 0) fmt::print("; {:.2f} MB of it redistribution", stats.redistribute_bytes / 1e6);
-    fmt::print("\n");
+    fmt::print("\n          received per rank: {:.2f} MB max; theory ((Q-1)/Q MK/P + (P-1)/P KN/Q) {:.2f} MB, ratio "
+               "{:.3f}\n",
+               row.recv_bytes / 1e6, theory_recv_bytes() / 1e6, ratio(row.recv_bytes, theory_recv_bytes()));
   }
 
   // Parallel efficiency against one rank: the whole problem with the same local
@@ -284,7 +342,6 @@ class DistGemmRun {
       all_ok_ = all_ok_ && ok == 1;
     });
   }
-
   bool time_on_root() {
     const index_t m = m_, n = n_, k = k_;
     // op(A) and op(B) as column-major M x K and K x N: the transposes are SUMMA's business, not T1's.
@@ -317,10 +374,13 @@ class DistGemmRun {
   void compare_scalapack() {
     set_blas_threads(o_.threads);
     grid_.detour([&](const ProcCoord&) {
-      measure("scalapack", [&] {
-        scalapack_gemm<T>(ta_, tb_, T(1), a_, b_, T(0), c_);
-        return SummaStats{};
-      });
+      measure(
+          "scalapack",
+          [&] {
+            scalapack_gemm<T>(ta_, tb_, T(1), a_, b_, T(0), c_);
+            return SummaStats{};
+          },
+          false);
     });
     if (!root_) return;
     fmt::print("parray SUMMA / ScaLAPACK: {:.2f}x the speed ({:.2f} ms vs {:.2f} ms)",
@@ -334,12 +394,14 @@ class DistGemmRun {
     std::ofstream f(o_.csv);
     if (!f) throw Error("cannot write " + o_.csv);
     // eff_vs_1 = one_rank_ms / (ranks ms), empty with --no-efficiency; one_rank_ms is
-    // parray's local GEMM on the whole problem (for the ScaLAPACK row too).
+    // parray's local GEMM on the whole problem (for the ScaLAPACK row too). recv_bytes:
+    // the most any rank received; recv_theory_bytes: SUMMA's (print_summa_details).
     f << "impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,wait_ms,"
-         "pack_ms,local_ms\n";
+         "pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio\n";
     for (const Row& r : rows_) {
       const bool summa_row = r.impl == "summa";
-      f << fmt::format("{},{},{}x{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}\n", r.impl, P_ * Q_,
+      const bool nccl = summa_row && so_.transport == Transport::nccl;
+      f << fmt::format("{},{},{}x{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}", r.impl, P_ * Q_,
                        P_, Q_, dtype_name(dtype_of<T>()), m_, n_, k_, nb_, o_.threads,
                        summa_row ? (plan_.device == Device::gpu ? "gpu:" + plan_.impl : "cpu:" + plan_.impl)
                                  : std::string("scalapack"),
@@ -348,6 +410,11 @@ class DistGemmRun {
                        summa_row ? fmt::format("{:.1f}", r.wait_ms) : "",
                        summa_row ? fmt::format("{:.1f}", r.pack_ms) : "",
                        summa_row ? fmt::format("{:.1f}", r.local_ms) : "");
+      f << fmt::format(",{},{},{},{},{},{}\n", summa_row ? (nccl ? "nccl" : "mpi") : "",
+                       nccl ? (on_device() ? "device" : "host") : "", nccl ? fmt::format("{:.1f}", upload_ms_) : "",
+                       summa_row ? fmt::format("{:.0f}", r.recv_bytes) : "",
+                       summa_row ? fmt::format("{:.0f}", theory_recv_bytes()) : "",
+                       summa_row ? fmt::format("{:.4f}", ratio(r.recv_bytes, theory_recv_bytes())) : "");
     }
   }
 
@@ -357,18 +424,36 @@ class DistGemmRun {
   const int P_, Q_;
   const index_t m_, n_, k_, nb_;
   const Trans ta_, tb_;
-  const SummaOptions so_;
+  SummaOptions so_;
   const LocalGemmPlan plan_;
   DistMatrix<T> a_, b_, c_;
   const double flops_;
+  std::unique_ptr<GpuProcessContext> gpus_;                      // --comm nccl
+  std::unique_ptr<GpuDistMatrix<T>> da_, db_, dc_;               // --operands device
+  std::vector<std::unique_ptr<DistMatrix<T>>> moved_;            // transposed operands on their way up
+  double upload_ms_ = 0;
   std::vector<Row> rows_;
   bool all_ok_ = true;
   double one_ms_ = 0;
 };
 
 template <class T>
-int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid) {
-  return DistGemmRun<T>(o, grid).run();
+int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid, Transport transport) {
+  return DistGemmRun<T>(o, grid, transport).run();
+}
+
+// --comm: nccl where asked, or (auto) where NCCL is built, the local GEMM is on
+// the GPU and every host has a GPU for each of its ranks; else mpi.
+Transport choose_transport(const DistGemmOptions& o, const MpiThreadArray& grid) {
+  if (o.comm == "mpi") return Transport::mpi;
+  const LocalGemm local = parse_local_gemm(o.local);
+  if (o.comm == "nccl") {
+    if (local == LocalGemm::cpu) throw Error("--comm nccl multiplies on the GPUs: use --local gpu or auto, not cpu");
+    if (!nccl_available()) throw Error("--comm nccl: parray was built without NCCL");
+    return Transport::nccl;  // GpuProcessContext checks that every rank has its GPU
+  }
+  const bool nccl = nccl_available() && local != LocalGemm::cpu && every_rank_has_a_gpu(grid);
+  return nccl ? Transport::nccl : Transport::mpi;
 }
 
 int run_dist_gemm(const DistGemmOptions& o) {
@@ -384,13 +469,18 @@ int run_dist_gemm(const DistGemmOptions& o) {
     if (o.repeats < 1) throw Error(fmt::format("--repeats {} must be at least 1", o.repeats));
     if (o.progress_pieces < 0) throw Error(fmt::format("--progress-pieces {} must not be negative", o.progress_pieces));
     parse_local_gemm(o.local);
+    if (o.comm != "auto" && o.comm != "nccl" && o.comm != "mpi")
+      throw Error("unknown --comm '" + o.comm + "' (use auto, nccl or mpi)");
+    if (o.operands != "device" && o.operands != "host")
+      throw Error("unknown --operands '" + o.operands + "' (use device or host)");
     if (!o.baseline.empty() && o.baseline != "scalapack")
       throw Error("unknown baseline '" + o.baseline + "' (use scalapack)");
     if (o.baseline == "scalapack" && !scalapack_available())
       throw Error("--baseline scalapack: this build found no ScaLAPACK (Debian: libscalapack-openmpi-dev)");
     const std::vector<int> dims = o.grid.empty() ? squarest_grid(world_size()) : parse_grid(o.grid);
     MpiThreadArray grid({dims[0], dims[1]});
-    const int rc = o.dtype == "f32" ? run_typed<float>(o, grid) : run_typed<double>(o, grid);
+    const Transport transport = choose_transport(o, grid);
+    const int rc = o.dtype == "f32" ? run_typed<float>(o, grid, transport) : run_typed<double>(o, grid, transport);
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return worst;
@@ -427,6 +517,13 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
   cmd->add_option("--local-impl", o->local_impl,
                   "GPU GEMM of --local gpu (parray list; default: the GPU default, or parray's FP64 kernel)");
   cmd->add_option("--threads", o->threads, "CPU threads per rank for the local GEMM");
+  cmd->add_option("--comm", o->comm,
+                  "how panels travel: nccl (one rank per GPU, GPU to GPU), mpi (host memory) or auto (nccl where "
+                  "NCCL is built, the local GEMM is on the GPU and every host has a GPU per rank)");
+  cmd->add_option("--operands", o->operands,
+                  "with nccl: device (A and B uploaded to the GPUs once, timed apart) or host (uploaded, and C "
+                  "brought back, in every call)");
+  cmd->add_flag("--share-gpus", o->share_gpus, "with nccl: let more ranks than GPUs share a host's GPUs");
   cmd->add_option("--progress-pieces", o->progress_pieces,
                   "CPU local GEMM pieces with an MPI progress call between them (0: by size)");
   cmd->add_option("--repeats", o->repeats, "timed runs (the median is reported)");
@@ -436,7 +533,7 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
                 "default; --no-efficiency skips it for sizes one rank cannot hold)");
   cmd->add_option("--csv", o->csv,
                   "write impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,"
-                  "wait_ms,pack_ms,local_ms");
+                  "wait_ms,pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio");
   cmd->add_option("--fail-rank", o->fail_rank, "test hook: make this rank fail")->group("");
   return {{cmd, [o]() -> int {
 #if PARRAY_HAVE_MPI

@@ -28,6 +28,12 @@ LocalGemm parse_local_gemm(const std::string& text) {
   throw Error("unknown local GEMM '" + text + "' (use cpu, gpu or auto)");
 }
 
+Transport parse_transport(const std::string& text) {
+  if (text == "mpi") return Transport::mpi;
+  if (text == "nccl") return Transport::nccl;
+  throw Error("unknown transport '" + text + "' (use nccl or mpi)");
+}
+
 std::string LocalGemmPlan::str() const {
   if (device == Device::gpu) return "gpu " + std::to_string(gpu) + " " + impl;
   return "cpu " + impl + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");

@@ -3,6 +3,7 @@
 // are received into.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "parray/array.hpp"
@@ -69,6 +70,18 @@ class GpuPanelGemm {
   struct State;
   std::unique_ptr<State> s_;
 };
+
+// SUMMA's steps with transport nccl (summa_nccl.cpp), on operands already
+// placed as SUMMA multiplies them: uploaded to the ranks' GPUs (options.gpus),
+// multiplied there with panels over NCCL, C brought back; adds to `stats`.
+template <class T>
+void summa_nccl_from_host(T alpha, const DistMatrix<T>& a, const DistMatrix<T>& b, T beta, DistMatrix<T>& c,
+                          const SummaOptions& options, SummaStats& stats);
+
+// A steady clock in milliseconds.
+inline double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Devices on this host; 0 in a build without CUDA.
 int gpu_count();

@@ -17,7 +17,6 @@
 #include "parray/mpi/summa.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -27,13 +26,10 @@ namespace parray::mpi {
 
 using detail::GpuPanelGemm;
 using detail::HostBuffer;
+using detail::now_ms;
 using detail::Panel;
 
 namespace {
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // How many pieces the CPU's local GEMM is cut into while a broadcast is in
 // flight, with an MPI progress call (MPI_Testall) after each: with one core per
@@ -227,7 +223,9 @@ SummaStats summa(Trans trans_a, Trans trans_b, T alpha, const DistMatrix<T>& a, 
   const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
   check_shapes(ta, tb, a, b, c, options);
   SummaStats stats;
-  stats.plan = plan_local_gemm<T>(options, c.grid().coord());
+  SummaOptions resolved = options;
+  if (options.transport == Transport::nccl) resolved.local = LocalGemm::gpu;  // NCCL moves device buffers
+  stats.plan = plan_local_gemm<T>(resolved, c.grid().coord());
   const bool on_gpu = stats.plan.device == Device::gpu;
   const index_t k = ta ? a.rows() : a.cols();
   const PlacedOperands<T> ops = place_operands(ta, tb, a, b, c, k, options.panel, stats);
@@ -240,6 +238,10 @@ SummaStats summa(Trans trans_a, Trans trans_b, T alpha, const DistMatrix<T>& a, 
   if (nkb == 0) {  // K == 0: C = beta C
     for (index_t j = 0; j < nloc; ++j)
       for (index_t i = 0; i < mloc; ++i) cl[i + j * ldc] = beta == T(0) ? T(0) : beta * cl[i + j * ldc];
+    return stats;
+  }
+  if (options.transport == Transport::nccl) {
+    detail::summa_nccl_from_host<T>(alpha, ap, bp, beta, c, options, stats);
     return stats;
   }
 

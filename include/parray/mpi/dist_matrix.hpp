@@ -83,16 +83,26 @@ struct BlockCyclic {
   std::string str() const;
 };
 
+// A valid distribution over exactly the grid's P x Q processes, or parray::Error.
+inline void check_fits(const BlockCyclic& d, const MpiThreadArray& grid) {
+  d.check();
+  if (d.prows != grid.rows() || d.pcols != grid.cols())
+    throw Error("distributed matrix: distribution over " + std::to_string(d.prows) + "x" + std::to_string(d.pcols) +
+                " on a " + std::to_string(grid.rows()) + "x" + std::to_string(grid.cols()) + " grid");
+}
+
+// The ScaLAPACK descriptor of local blocks distributed as `d` with leading dimension lld.
+inline Desc descriptor(const BlockCyclic& d, index_t lld, int ctxt = 0) {
+  return {1, ctxt, static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.mb), static_cast<int>(d.nb),
+          d.rsrc, d.csrc, static_cast<int>(lld)};
+}
+
 template <class T>
 class DistMatrix {
  public:
   // Owns its local block, column-major with lld = max(1, local rows).
   DistMatrix(const MpiThreadArray& grid, const BlockCyclic& dist) : grid_(&grid), dist_(dist) {
-    dist_.check();
-    if (dist.prows != grid.rows() || dist.pcols != grid.cols())
-      throw Error("distributed matrix: distribution over " + std::to_string(dist.prows) + "x" +
-                  std::to_string(dist.pcols) + " on a " + std::to_string(grid.rows()) + "x" +
-                  std::to_string(grid.cols()) + " grid");
+    check_fits(dist_, grid);
     mloc_ = dist_.local_rows(grid.coord().row);
     nloc_ = dist_.local_cols(grid.coord().col);
     lld_ = std::max<index_t>(1, mloc_);
@@ -123,10 +133,7 @@ class DistMatrix {
   // The local block as a parray array type (column-major, lld).
   MatrixView<T> local() { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_)}; }
   MatrixView<const T> local() const { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_)}; }
-  Desc desc(int ctxt = 0) const {
-    return {1, ctxt, static_cast<int>(dist_.m), static_cast<int>(dist_.n), static_cast<int>(dist_.mb),
-            static_cast<int>(dist_.nb), dist_.rsrc, dist_.csrc, static_cast<int>(lld_)};
-  }
+  Desc desc(int ctxt = 0) const { return descriptor(dist_, lld_, ctxt); }
   index_t global_row(index_t li) const { return dist_.global_row(li, grid_->coord().row); }
   index_t global_col(index_t lj) const { return dist_.global_col(lj, grid_->coord().col); }
 

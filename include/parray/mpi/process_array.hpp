@@ -71,6 +71,7 @@ struct ProcCoord : ThreadIndex {
   int row = 0, col = 0;
   int rows = 1, cols = 1;
   int node_rank = 0;                  // rank among the array's processes on this host (which GPU to use)
+  int node_size = 1;                  // the array's processes on this host
   MPI_Comm comm = MPI_COMM_NULL;      // the whole array
   MPI_Comm row_comm = MPI_COMM_NULL;  // my process row (rank there = col); along(1) of a 2-D array
   MPI_Comm col_comm = MPI_COMM_NULL;  // my process column (rank there = row); along(0)
@@ -117,6 +118,7 @@ class MpiThreadArray {
     MPI_Comm node;  // the processes of this array that share this host's memory (and GPUs)
     MPI_Comm_split_type(c_.comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &c_.node_rank);
+    MPI_Comm_size(node, &c_.node_size);
     MPI_Comm_free(&node);
   }
   ~MpiThreadArray() {

@@ -10,6 +10,11 @@
 // Operands whose distribution does not line up with C's (a transpose, another
 // block size, another source process) are first redistributed into one that
 // does (redistribute(), one all-to-all); that traffic is counted apart.
+//
+// SummaOptions::transport = nccl moves the panels GPU to GPU with NCCL instead
+// (one rank per GPU, gpu.hpp): the host operands are uploaded to the ranks'
+// GPUs, multiplied there, and C comes back. gpu.hpp also has the SUMMA whose
+// operands already live on the GPUs.
 #pragma once
 
 #include "parray/measure.hpp"
@@ -28,6 +33,17 @@ enum class LocalGemm {
 // "cpu", "gpu" or "auto"; anything else throws parray::Error.
 LocalGemm parse_local_gemm(const std::string& text);
 
+// How panels travel between ranks.
+enum class Transport {
+  mpi,   // MPI_Ibcast through host memory (a GPU local GEMM uploads what it receives)
+  nccl,  // ncclBroadcast between the ranks' GPUs (needs SummaOptions::gpus; the local GEMM is then
+         // gpu_impl on the rank's GPU, whatever `local` says)
+};
+// "mpi" or "nccl"; anything else throws parray::Error.
+Transport parse_transport(const std::string& text);
+
+class GpuProcessContext;  // gpu.hpp: a rank's GPU and its NCCL communicators
+
 struct SummaOptions {
   int threads = 1;       // CPU threads of each rank's local GEMM
   index_t panel = 0;     // panel width in K; 0: C's column block (nb)
@@ -36,6 +52,10 @@ struct SummaOptions {
   // CPU only: pieces the local GEMM is cut into, with an MPI progress call
   // between them, while a broadcast is in flight; 0: chosen by size.
   int progress_pieces = 0;
+  Transport transport = Transport::mpi;
+  // transport == nccl: the rank's GPU and communicators, made once over C's
+  // process array (NCCL set-up costs far more than a panel).
+  const GpuProcessContext* gpus = nullptr;
 };
 
 // The local GEMM one rank runs, resolved from SummaOptions on that rank.
@@ -62,6 +82,8 @@ struct SummaStats {
   double wait_ms = 0;            // blocked in MPI_Waitall for a panel: communication not hidden
   double pack_ms = 0;            // copying panels into send buffers (and, on GPU, waiting for a host buffer)
   double local_ms = 0;           // CPU: in the local GEMM; GPU: set-up, uploads, queuing, final wait and download
+                                 // (NCCL: queuing the panels' broadcasts and GEMMs and waiting for the GPU)
+  double upload_ms = 0;          // NCCL with host operands: uploading A, B (C) and bringing C back
   LocalGemmPlan plan;
 };
 
