@@ -71,14 +71,16 @@ TEST(SpeedTable, BuiltInTablesHaveTheCandidates) {
   EXPECT_EQ(h200.fastest(Dtype::f32, 4096, 64, 4096, both), "cuda-12-best");
   EXPECT_EQ(h200.fastest(Dtype::f32, 4097, 4099, 4095, both), "cuda-12-best");  // unaligned: not 4096^3's choice
   EXPECT_EQ(h200.fastest(Dtype::f32, 8191, 8193, 17, both), "cuda-13-3xtf32");
-  // The H100 with parray's own tensor-core kernel (step 14) among the
+  // Both GPUs with parray's own tensor-core kernel (step 14) among the
   // candidates: it from 1037 x 1055 x 1031 up, aligned or not; the CUDA-core
   // kernel for the thin C, the split cuBLAS product for the thin K.
-  const SpeedTable h100 = builtin_speed_table("NVIDIA H100 80GB HBM3");
-  const std::vector<std::string> three = {"cuda-12-best", "cuda-13-3xtf32", "cuda-14-3xtf32"};
-  EXPECT_EQ(h100.fastest(Dtype::f32, 4096, 4096, 4096, three), "cuda-14-3xtf32");
-  EXPECT_EQ(h100.fastest(Dtype::f32, 4097, 4099, 4095, three), "cuda-14-3xtf32");
-  EXPECT_EQ(h100.fastest(Dtype::f32, 1037, 1031, 1055, three), "cuda-14-3xtf32");
-  EXPECT_EQ(h100.fastest(Dtype::f32, 4096, 64, 4096, three), "cuda-12-best");
-  EXPECT_EQ(h100.fastest(Dtype::f32, 8191, 8193, 17, three), "cuda-13-3xtf32");
+  for (const char* gpu : {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}) {
+    const SpeedTable t = builtin_speed_table(gpu);
+    const std::vector<std::string> three = {"cuda-12-best", "cuda-13-3xtf32", "cuda-14-3xtf32"};
+    EXPECT_EQ(t.fastest(Dtype::f32, 4096, 4096, 4096, three), "cuda-14-3xtf32") << gpu;
+    EXPECT_EQ(t.fastest(Dtype::f32, 4097, 4099, 4095, three), "cuda-14-3xtf32") << gpu;
+    EXPECT_EQ(t.fastest(Dtype::f32, 1037, 1031, 1055, three), "cuda-14-3xtf32") << gpu;
+    EXPECT_EQ(t.fastest(Dtype::f32, 4096, 64, 4096, three), "cuda-12-best") << gpu;
+    EXPECT_EQ(t.fastest(Dtype::f32, 8191, 8193, 17, three), "cuda-13-3xtf32") << gpu;
+  }
 }

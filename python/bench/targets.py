@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 import parray
-from parray.timing import interleaved, per_call_seconds
+from parray.timing import in_blocks, interleaved, per_call_seconds
 
 
 def cpu_name():
@@ -74,8 +74,8 @@ def cpu_matmul(rows, sizes, dtypes):
             parray.matmul(a, b, out=out)
             if n <= 2048:
                 check_product(out, a, b)
-            best = interleaved({"parray": lambda: parray.matmul(a, b, out=out),
-                                "numpy": lambda: np.matmul(a, b, out=out)}, repeats=5 if n >= 4096 else 10)
+            best = in_blocks({"parray": lambda: parray.matmul(a, b, out=out),
+                              "numpy": lambda: np.matmul(a, b, out=out)}, repeats=5 if n >= 4096 else 10)
             ours, numpy_time = best["parray"], best["numpy"]
             rows.append(dict(device=cpu_name(), what=f"matmul {n}^3 {np.dtype(dtype).name}", parray_us=ours * 1e6,
                              baseline="numpy.matmul", baseline_us=numpy_time * 1e6,
