@@ -11,13 +11,16 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 
 #include "parray/array.hpp"
+#include "parray/dist_model.hpp"
 #include "parray/mpi/check.hpp"
 #include "parray/mpi/gpu.hpp"
 #include "parray/mpi/summa.hpp"
+#include "parray/mpi/summa_25d.hpp"
 
 using namespace parray;
 using namespace parray::mpi;
@@ -96,6 +99,8 @@ TEST(MpiThreadArray, GridMustMatchRankCount) {
   EXPECT_THROW(MpiThreadArray({0, 1}), Error);
   EXPECT_THROW(parse_grid("2by2"), Error);
   EXPECT_EQ(parse_grid("3x2"), (std::vector<int>{3, 2}));
+  EXPECT_EQ(parse_grid("3x2x4"), (std::vector<int>{3, 2, 4}));
+  for (const char* bad : {"3", "3x", "x2", "3x2x", "3x2x4x1", "3x0x2"}) EXPECT_THROW(parse_grid(bad), Error) << bad;
 }
 
 TEST(DistMatrix, NumrocMatchesOwnership) {
@@ -151,11 +156,16 @@ double max_abs_diff(double ref, T got, double err) {
   return std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(err, d);
 }
 
-// C = alpha op(A) op(B) + beta C with SUMMA (or ScaLAPACK) against an FP64
-// reference. beta == 0 poisons C with NaN first: every element must be written.
+// C = alpha op(A) op(B) + beta C by `multiply` (alpha = 1.5) on matrices
+// distributed over `grid` (every layer of a 2.5-D array scatters the same
+// ones), against an FP64 reference on world rank 0. beta == 0 poisons C with
+// NaN first: every element must be written.
 template <class T>
-void check_summa_on(const MpiThreadArray& grid, const Shape& s, bool ta, bool tb, bool use_scalapack,
-                    const SummaOptions& options = {}, double beta = -0.5) {
+using Multiply = std::function<void(T alpha, DistMatrix<T>& a, DistMatrix<T>& b, T beta, DistMatrix<T>& c)>;
+
+template <class T>
+void check_product_on(const MpiThreadArray& grid, const Shape& s, bool ta, bool tb, double beta,
+                      const std::string& where, const Multiply<T>& multiply) {
   const std::vector<int> g = {grid.rows(), grid.cols()};
   const index_t am = ta ? s.k : s.m, an = ta ? s.m : s.k, bm = tb ? s.n : s.k, bn = tb ? s.k : s.n;
   std::vector<double> xa = global_matrix(am, an, 1), xb = global_matrix(bm, bn, 2), xc = global_matrix(s.m, s.n, 3);
@@ -172,14 +182,11 @@ void check_summa_on(const MpiThreadArray& grid, const Shape& s, bool ta, bool tb
   b.scatter_from(view(tb_, bm, bn));
   c.scatter_from(view(tc_, s.m, s.n));
   const T alpha = T(1.5);
-  if (use_scalapack)
-    scalapack_gemm<T>(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, alpha, a, b, T(beta), c);
-  else
-    summa<T>(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, alpha, a, b, T(beta), c, options);
+  multiply(alpha, a, b, T(beta), c);
   std::vector<T> got(static_cast<std::size_t>(std::max<index_t>(1, s.m * s.n)));
   c.gather_to({got.data(), MatrixLayout::col_major(s.m, s.n, std::max<index_t>(1, s.m))});
   double err = 0;
-  if (grid.coord().tid() == 0) {
+  if (world_rank() == 0) {
     // Operands rounded to T, as the product saw them.
     for (index_t i = 0; i < s.m; ++i)
       for (index_t j = 0; j < s.n; ++j) {
@@ -195,8 +202,23 @@ void check_summa_on(const MpiThreadArray& grid, const Shape& s, bool ta, bool tb
   // |alpha op(A) op(B)| <= 1.5 k per element: a few units of T's rounding per term.
   const double unit = std::is_same_v<T, float> ? 6e-8 : 1.2e-16;
   EXPECT_LT(err, 16 * unit * 1.5 * static_cast<double>(s.k + 1))
-      << g[0] << "x" << g[1] << " " << s.m << "x" << s.n << "x" << s.k << " block " << s.block << " ta " << ta
-      << " tb " << tb << " beta " << beta << " " << dtype_name(dtype_of<T>());
+      << where << " " << s.m << "x" << s.n << "x" << s.k << " block " << s.block << " ta " << ta << " tb " << tb
+      << " beta " << beta << " " << dtype_name(dtype_of<T>());
+}
+
+Trans trans(bool t) { return t ? Trans::yes : Trans::no; }
+
+// SUMMA (or ScaLAPACK) on grid.
+template <class T>
+void check_summa_on(const MpiThreadArray& grid, const Shape& s, bool ta, bool tb, bool use_scalapack,
+                    const SummaOptions& options = {}, double beta = -0.5) {
+  check_product_on<T>(grid, s, ta, tb, beta, std::to_string(grid.rows()) + "x" + std::to_string(grid.cols()),
+                      [&](T alpha, DistMatrix<T>& a, DistMatrix<T>& b, T beta_t, DistMatrix<T>& c) {
+                        if (use_scalapack)
+                          scalapack_gemm<T>(trans(ta), trans(tb), alpha, a, b, beta_t, c);
+                        else
+                          summa<T>(trans(ta), trans(tb), alpha, a, b, beta_t, c, options);
+                      });
 }
 
 template <class T>
@@ -328,6 +350,228 @@ TEST(DistributedCheck, PassesTheProductAndCatchesOneCorruptedElement) {
     check_catches_one_element<double>(g);
     check_catches_one_element<float>(g);
   }
+}
+
+// ---- 2.5-D SUMMA: c layers of a P x Q grid ---------------------------------
+
+// Every P x Q x c with P Q c = the rank count, c = 1 included.
+std::vector<std::vector<int>> all_layered_grids() {
+  std::vector<std::vector<int>> g;
+  const int n = world_size();
+  for (int c = 1; c <= n; ++c)
+    for (int p = 1; n % c == 0 && p <= n / c; ++p)
+      if ((n / c) % p == 0) g.push_back({p, n / c / p, c});
+  return g;
+}
+
+std::string grid_name(const std::vector<int>& g) {
+  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
+}
+
+// mpi [c][P][Q]: layer l is ranks l P Q .. (l + 1) P Q - 1, row-major inside
+// (the cost model's placement); the layer grid and the communicator across
+// the layers see the same coordinates.
+TEST(LayeredGrid, LayersOutermostAndCommunicators) {
+  for (const auto& g : all_layered_grids()) {
+    LayeredGrid grid(g[0], g[1], g[2]);
+    const ProcCoord& w = grid.whole().coord();
+    const ProcCoord& l = grid.layer().coord();
+    int across_size = 0, across_rank = -1, layer_size = 0;
+    MPI_Comm_size(grid.across(), &across_size);
+    MPI_Comm_rank(grid.across(), &across_rank);
+    MPI_Comm_size(grid.layer().comm(), &layer_size);
+    const bool ok = w.tid() == world_rank() && grid.layer_index() * g[0] * g[1] + l.row * g[1] + l.col == w.tid() &&
+                    grid.layers() == g[2] && grid.layer().rows() == g[0] && grid.layer().cols() == g[1] &&
+                    across_size == g[2] && across_rank == grid.layer_index() && layer_size == g[0] * g[1] &&
+                    grid.whole().shape().str() ==
+                        "[" + std::to_string(g[2]) + "][" + std::to_string(g[0]) + "][" + std::to_string(g[1]) + "]";
+    EXPECT_TRUE(all_true(ok)) << grid_name(g);
+  }
+  EXPECT_THROW(LayeredGrid(world_size() + 1, 1, 1), Error);
+  EXPECT_THROW(LayeredGrid(world_size(), 1, 0), Error);
+}
+
+// The layers' K ranges tile [0, K) in whole panels, in order, balanced to one
+// panel; with fewer panels than layers the last layers get none.
+TEST(Summa25d, KRangesTileKInWholePanels) {
+  for (index_t k : {0, 1, 5, 37, 64, 100})
+    for (index_t kb : {1, 4, 16})
+      for (int c : {1, 2, 3, 4, 8}) {
+        index_t next = 0, fewest = k, most = 0;
+        for (int l = 0; l < c; ++l) {
+          const KRange r = layer_k_range(k, kb, l, c);
+          EXPECT_EQ(r.begin, next) << k << " " << kb << " " << c << " layer " << l;
+          EXPECT_TRUE(r.begin % kb == 0 || r.begin == k);
+          const index_t panels = (r.end - r.begin + kb - 1) / kb;
+          fewest = std::min(fewest, panels), most = std::max(most, panels);
+          next = r.end;
+        }
+        EXPECT_EQ(next, k);
+        EXPECT_LE(most - fewest, 1) << k << " " << kb << " " << c;
+      }
+  // 2 panels (4 + 1 columns), 4 layers: layers 2 and 3 empty
+  EXPECT_EQ(layer_k_range(5, 4, 1, 4).begin, 4);
+  EXPECT_EQ(layer_k_range(5, 4, 1, 4).end, 5);
+  EXPECT_EQ(layer_k_range(5, 4, 2, 4).begin, layer_k_range(5, 4, 2, 4).end);
+  EXPECT_THROW(layer_k_range(10, 0, 0, 1), Error);
+}
+
+// 2.5-D SUMMA against the FP64 reference. The other layers' A, B and C are
+// NaN: only layer 0's operands may be read, and C there is a workspace.
+template <class T>
+void check_summa_25d(const std::vector<int>& g, const Shape& s, bool ta, bool tb, double beta = -0.5,
+                     const SummaOptions& options = {}) {
+  LayeredGrid grid(g[0], g[1], g[2]);
+  check_product_on<T>(grid.layer(), s, ta, tb, beta, grid_name(g),
+                      [&](T alpha, DistMatrix<T>& a, DistMatrix<T>& b, T beta_t, DistMatrix<T>& c) {
+                        if (grid.layer_index() > 0)
+                          for (DistMatrix<T>* x : {&a, &b, &c})
+                            x->fill([](index_t, index_t) { return std::numeric_limits<T>::quiet_NaN(); });
+                        summa_25d<T>(trans(ta), trans(tb), alpha, a, b, beta_t, c, grid, options);
+                      });
+}
+
+// kShapes, and K cut into fewer panels than layers (layers with nothing to do)
+// and into a count no layer count divides.
+const std::vector<Shape> k25dShapes = [] {
+  std::vector<Shape> s = kShapes;
+  s.push_back({37, 29, 5, 4});
+  s.push_back({30, 41, 70, 3});
+  return s;
+}();
+
+TEST(Summa25d, AllGridsShapesAndTransposes) {
+  for (const auto& g : all_layered_grids())
+    for (const Shape& s : k25dShapes)
+      for (int t = 0; t < 4; ++t) check_summa_25d<double>(g, s, t & 1, t & 2);
+}
+
+TEST(Summa25d, Fp32) {
+  for (const auto& g : all_layered_grids())
+    for (int t = 0; t < 4; ++t) {
+      check_summa_25d<float>(g, {37, 29, 41, 4}, t & 1, t & 2);
+      check_summa_25d<float>(g, {30, 41, 70, 3}, t & 1, t & 2, 0.0);
+    }
+}
+
+TEST(Summa25d, EveryElementWrittenWhenBetaIsZero) {
+  for (const auto& g : all_layered_grids())
+    for (const Shape& s : k25dShapes) check_summa_25d<double>(g, s, false, true, 0.0);
+}
+
+// The CPU local GEMM cut into pieces, and panels narrower than the blocks.
+TEST(Summa25d, ProgressPiecesAndPanelWidth) {
+  for (const auto& g : all_layered_grids()) {
+    SummaOptions o;
+    o.progress_pieces = 3;
+    check_summa_25d<double>(g, {37, 29, 41, 4}, false, false, 2.0, o);
+    o.panel = 3;
+    check_summa_25d<double>(g, {30, 41, 70, 8}, true, false, 2.0, o);
+  }
+}
+
+// A, B and C in the caller's storage with leading dimensions above their
+// local rows (ScaLAPACK data): the shares are sent from strided blocks and C is
+// summed through a packed copy; the product is 2-D SUMMA's and the padding
+// of C is never written.
+TEST(Summa25d, PaddedLeadingDimensions) {
+  for (const auto& g : all_layered_grids()) {
+    LayeredGrid grid(g[0], g[1], g[2]);
+    const ProcCoord& me = grid.layer().coord();
+    const index_t m = 37, n = 29, k = 41, nb = 4, pad = 3;
+    const BlockCyclic da = BlockCyclic::cyclic(m, k, nb, nb, g[0], g[1]),
+                      db = BlockCyclic::cyclic(k, n, nb, nb, g[0], g[1]),
+                      dc = BlockCyclic::cyclic(m, n, nb, nb, g[0], g[1]);
+    std::vector<double> sa, sb, sc;
+    auto padded = [&](const BlockCyclic& d, std::vector<double>& store) {
+      const index_t lld = d.local_rows(me.row) + pad;
+      store.assign(static_cast<std::size_t>(lld * std::max<index_t>(1, d.local_cols(me.col))),
+                   std::numeric_limits<double>::quiet_NaN());
+      return DistMatrix<double>::from_desc(grid.layer(), descriptor(d, lld).array().data(), store.data());
+    };
+    DistMatrix<double> a = padded(da, sa), b = padded(db, sb), c = padded(dc, sc);
+    DistMatrix<double> a2(grid.layer(), da), b2(grid.layer(), db), c2(grid.layer(), dc);
+    for (DistMatrix<double>* x : {&a, &a2}) x->fill([](index_t i, index_t j) { return std::sin(double(i + 5 * j)); });
+    for (DistMatrix<double>* x : {&b, &b2}) x->fill([](index_t i, index_t j) { return std::cos(double(2 * i + j)); });
+    for (DistMatrix<double>* x : {&c, &c2}) x->fill([](index_t i, index_t j) { return double(i) - double(j); });
+    summa_25d<double>(Trans::no, Trans::no, 1.5, a, b, -0.5, c, grid);
+    summa<double>(Trans::no, Trans::no, 1.5, a2, b2, -0.5, c2);
+    bool ok = true;
+    if (grid.layer_index() == 0)
+      for (index_t lj = 0; lj < c.local_cols(); ++lj) {
+        for (index_t li = 0; li < c.local_rows(); ++li)
+          ok = ok && std::fabs(c.local()(li, lj) - c2.local()(li, lj)) < 1e-12 * k;
+        for (index_t li = c.local_rows(); li < c.lld(); ++li) ok = ok && std::isnan(c.data()[li + lj * c.lld()]);
+      }
+    EXPECT_TRUE(all_true(ok)) << grid_name(g);
+  }
+}
+
+TEST(Summa25d, GpuLocalGemm) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device (or a build without CUDA): the GPU local GEMM is not tested";
+  SummaOptions o;
+  o.local = LocalGemm::gpu;
+  for (const auto& g : all_layered_grids())
+    for (int t = 0; t < 4; ++t) {
+      check_summa_25d<double>(g, {37, 29, 41, 4}, t & 1, t & 2, -0.5, o);
+      check_summa_25d<float>(g, {300, 260, 520, 64}, t & 1, t & 2, 0.0, o);
+    }
+}
+
+double max_over_ranks(double v) {
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return v;
+}
+
+// On grids that divide n^3 evenly, the bytes counted against the cost
+// model's 2.5-D words (src/core/dist_model.cpp): the panels a rank receives
+// within its layer plus its part of the reduce-scatter of C; and the shares
+// of A and B sent to the layers and C's pieces gathered to layer 0.
+TEST(Summa25d, CommunicationVolumeMatchesTheModel) {
+  const index_t n = 256, nb = 16;
+  for (const auto& g : all_layered_grids()) {
+    if (g[2] == 1 || (n / nb) % (g[2] * std::max(g[0], g[1])) != 0) continue;  // no layers, or uneven shares
+    LayeredGrid grid(g[0], g[1], g[2]);
+    const double P = g[0], Q = g[1], c = g[2], word = sizeof(double);
+    const BlockCyclic d = BlockCyclic::cyclic(n, n, nb, nb, g[0], g[1]);
+    DistMatrix<double> a(grid.layer(), d), b(grid.layer(), d), cm(grid.layer(), d);
+    a.fill([](index_t i, index_t j) { return std::sin(double(i + 2 * j)); });
+    b.fill([](index_t i, index_t j) { return std::cos(double(3 * i + j)); });
+    const Summa25dStats s = summa_25d<double>(Trans::no, Trans::no, 1.0, a, b, 0.0, cm, grid);
+    const dist_model::Problem problem{n, n, n};
+    const dist_model::Prediction model = dist_model::predict(
+        dist_model::fitted_machine(dist_model::Gpu::h100, dist_model::LocalGemm::step12), problem, {g[0], g[1], g[2]});
+    const std::string where = grid_name(g);
+    EXPECT_NEAR(max_over_ranks(s.recv_bytes + s.reduce_bytes) / (word * model.words_per_rank), 1.0, 0.10) << where;
+    const double panels = word * dist_model::summa_words_per_rank({n, n, n / g[2]}, g[0], g[1]);
+    if (panels > 0) {
+      EXPECT_NEAR(max_over_ranks(s.recv_bytes) / panels, 1.0, 0.10) << where;
+    } else {
+      EXPECT_EQ(max_over_ranks(s.recv_bytes), 0.0) << where;
+    }
+    const double c_block = word * (n / P) * (n / Q);
+    EXPECT_NEAR(max_over_ranks(s.reduce_bytes) / ((c - 1) / c * c_block), 1.0, 0.10) << where;
+    const double share = word * 2.0 * n * (n / c) / (P * Q);  // a layer's A and B on one rank
+    EXPECT_NEAR(max_over_ranks(s.replicate_bytes) / ((c - 1) * share), 1.0, 0.10) << where;  // sent by layer 0
+    EXPECT_NEAR(max_over_ranks(grid.layer_index() == 0 ? 0 : s.replicate_bytes) / share, 1.0, 0.10) << where;
+    EXPECT_NEAR(max_over_ranks(s.gather_bytes) / ((c - 1) / c * c_block), 1.0, 0.10) << where;  // to layer 0
+    EXPECT_EQ(max_over_ranks(s.redistribute_bytes), 0.0) << where;
+    EXPECT_EQ(max_over_ranks(double(s.k_end - s.k_begin)), n / c) << where;
+  }
+}
+
+TEST(Summa25d, RefusesWhatItDoesNotDo) {
+  LayeredGrid grid(1, 1, world_size());
+  const BlockCyclic d = BlockCyclic::cyclic(8, 8, 2, 2, 1, 1);
+  DistMatrix<double> a(grid.layer(), d), b(grid.layer(), d), c(grid.layer(), d);
+  SummaOptions nccl;
+  nccl.transport = Transport::nccl;
+  EXPECT_THROW(summa_25d<double>(Trans::no, Trans::no, 1.0, a, b, 0.0, c, grid, nccl), Error);
+  DistMatrix<double> wide(grid.layer(), BlockCyclic::cyclic(8, 9, 2, 2, 1, 1));
+  EXPECT_THROW(summa_25d<double>(Trans::no, Trans::no, 1.0, a, wide, 0.0, c, grid), Error);
+  MpiThreadArray other({1, 1}, grid.layer().comm());
+  DistMatrix<double> elsewhere(other, d);
+  EXPECT_THROW(summa_25d<double>(Trans::no, Trans::no, 1.0, a, b, 0.0, elsewhere, grid), Error);
 }
 
 // ---- one rank per GPU, panels over NCCL -----------------------------------

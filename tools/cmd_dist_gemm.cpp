@@ -1,6 +1,6 @@
 // The distributed GEMM command of the parray tool (issues 7 and 33):
 //
-//   mpirun -np P parray dist-gemm -m M -n N -k K --grid PxQ [--block B] [--dtype f32|f64]
+//   mpirun -np P parray dist-gemm -m M -n N -k K --grid PxQ|PxQxC [--block B] [--dtype f32|f64]
 //          [--trans-a] [--trans-b] [--local cpu|gpu|auto] [--local-impl NAME] [--threads T]
 //          [--comm auto|nccl|mpi] [--operands device|host] [--share-gpus]
 //          [--repeats R] [--baseline scalapack] [--no-efficiency] [--csv FILE]
@@ -10,6 +10,8 @@
 // the blocks lie, the checksum C w = op(A) (op(B) w) and sampled elements
 // against FP64, parray/mpi/check.hpp), then times it and prints time, GFLOP/s,
 // where the time went and the bytes each rank moved beside SUMMA's theory.
+// --grid PxQxC runs 2.5-D SUMMA (summa_25d.hpp) on C layers of P x Q over MPI
+// and prints its traffic along the layers beside the cost model's words.
 // --comm nccl (the default where NCCL is built, the local GEMM is on the GPU
 // and every host has a GPU per rank): one rank per GPU, panels broadcast GPU
 // to GPU with NCCL; --operands device uploads the local blocks once, timed
@@ -39,10 +41,12 @@
 
 #include <fmt/format.h>
 
+#include "parray/dist_model.hpp"
 #include "parray/harness.hpp"
 #include "parray/mpi/check.hpp"
 #include "parray/mpi/gpu.hpp"
 #include "parray/mpi/summa.hpp"
+#include "parray/mpi/summa_25d.hpp"
 #endif
 
 namespace {
@@ -159,17 +163,34 @@ void quiet_barrier(const MpiThreadArray& grid) {
 template <class T>
 class DistGemmRun {
  public:
-  DistGemmRun(const DistGemmOptions& o, const MpiThreadArray& grid, Transport transport)
-      : o_(o), grid_(grid), root_(grid.coord().tid() == 0), P_(grid.rows()), Q_(grid.cols()), m_(o.m), n_(o.n),
-        k_(o.k), nb_(o.block), ta_(o.trans_a ? Trans::yes : Trans::no), tb_(o.trans_b ? Trans::yes : Trans::no),
+  // layered: the 2.5-D array of --grid PxQxC (grid is then its layer), else null.
+  DistGemmRun(const DistGemmOptions& o, const MpiThreadArray& grid, const LayeredGrid* layered, Transport transport)
+      : o_(o),
+        grid_(grid),
+        layered_(layered),
+        all_(layered ? layered->whole() : grid),
+        root_(all_.coord().tid() == 0),
+        on_c_layer_(!layered || layered->layer_index() == 0),
+        P_(grid.rows()),
+        Q_(grid.cols()),
+        layers_(layered ? layered->layers() : 1),
+        m_(o.m),
+        n_(o.n),
+        k_(o.k),
+        layer_k_((o.k + layers_ - 1) / layers_),
+        nb_(o.block),
+        ta_(o.trans_a ? Trans::yes : Trans::no),
+        tb_(o.trans_b ? Trans::yes : Trans::no),
         so_(summa_options(o, transport)),
         plan_(plan_local_gemm<T>(so_, grid.coord())),  // throws on every rank alike for a bad --local
-        a_(grid, BlockCyclic::cyclic(o.trans_a ? k_ : m_, o.trans_a ? m_ : k_, nb_, nb_, P_, Q_)),
-        b_(grid, BlockCyclic::cyclic(o.trans_b ? n_ : k_, o.trans_b ? k_ : n_, nb_, nb_, P_, Q_)),
+        a_(operand(BlockCyclic::cyclic(o.trans_a ? k_ : m_, o.trans_a ? m_ : k_, nb_, nb_, P_, Q_))),
+        b_(operand(BlockCyclic::cyclic(o.trans_b ? n_ : k_, o.trans_b ? k_ : n_, nb_, nb_, P_, Q_))),
         c_(grid, BlockCyclic::cyclic(m_, n_, nb_, nb_, P_, Q_)),
         flops_(2.0 * static_cast<double>(m_) * n_ * k_) {
-    a_.fill([](index_t i, index_t j) { return element(0, i, j); });
-    b_.fill([](index_t i, index_t j) { return element(1, i, j); });
+    if (on_c_layer_) {
+      a_.fill([](index_t i, index_t j) { return element(0, i, j); });
+      b_.fill([](index_t i, index_t j) { return element(1, i, j); });
+    }
     if (transport == Transport::nccl) {
       // Binding errors (no GPU, more ranks than GPUs) throw here on every rank alike.
       gpus_ = std::make_unique<GpuProcessContext>(grid, GpuBinding{o.share_gpus});
@@ -183,9 +204,13 @@ class DistGemmRun {
   }
 
   int run() {
-    grid_.detour([&](const ProcCoord& p) {
+    all_.detour([&](const ProcCoord& p) {
       if (p.tid() == o_.fail_rank) throw Error("injected failure (--fail-rank)");
-      if (on_device())
+      if (layered_)
+        measure(
+            "summa25d", [&] { return stats_25d_ = summa_25d<T>(ta_, tb_, T(1), a_, b_, T(0), c_, *layered_, so_); },
+            false);
+      else if (on_device())
         measure("summa", [&] { return summa<T>(T(1), *da_, *db_, T(0), *dc_, so_); }, true);
       else
         measure("summa", [&] { return summa<T>(ta_, tb_, T(1), a_, b_, T(0), c_, so_); }, false);
@@ -203,6 +228,11 @@ class DistGemmRun {
     bool ok;
     double wait_ms = 0, pack_ms = 0, local_ms = 0, recv_bytes = 0;
   };
+  // A 2.5-D call's traffic and time along the layers, max over ranks.
+  struct LayerTraffic {
+    double replicate_bytes = 0, reduce_bytes = 0, gather_bytes = 0, recv_and_reduce_bytes = 0;
+    double replicate_ms = 0, layer_ms = 0, reduce_ms = 0, gather_ms = 0;
+  };
 
   static SummaOptions summa_options(const DistGemmOptions& o, Transport transport) {
     SummaOptions so;
@@ -215,6 +245,17 @@ class DistGemmRun {
   }
 
   bool on_device() const { return da_ != nullptr; }
+  std::string grid_name() const {
+    return fmt::format("{}x{}", P_, Q_) + (layered_ ? fmt::format("x{}", layers_) : std::string());
+  }
+
+  // Where the operands are read: every rank's own blocks, except on the layers
+  // of a 2.5-D array other than 0, where only their distribution is (no storage).
+  DistMatrix<T> operand(const BlockCyclic& d) const {
+    if (on_c_layer_) return DistMatrix<T>(grid_, d);
+    return DistMatrix<T>::from_desc(
+        grid_, descriptor(d, std::max<index_t>(1, d.local_rows(grid_.coord().row))).array().data(), nullptr);
+  }
   std::string transport_name() const {
     return so_.transport == Transport::nccl ? "NCCL (GPU to GPU)" : "MPI (host memory)";
   }
@@ -243,11 +284,22 @@ class DistGemmRun {
   }
 
   double max_over_ranks(double v) const {
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, grid_.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, all_.comm());
     return v;
   }
-  double efficiency(const Row& r) const {
-    return one_ms_ > 0 && r.ms > 0 ? one_ms_ / (P_ * Q_ * r.ms) : 0.0;
+  int ranks() const { return P_ * Q_ * layers_; }
+  double efficiency(const Row& r) const { return one_ms_ > 0 && r.ms > 0 ? one_ms_ / (ranks() * r.ms) : 0.0; }
+
+  // C lives on layer 0 of a 2.5-D array: checked there, the verdict sent along the layers.
+  Checked check_c() const {
+    Checked checked;
+    if (on_c_layer_) checked = verify(o_, a_, b_, c_);
+    if (!layered_) return checked;
+    int ok = checked.ok ? 1 : 0;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, layered_->across());
+    MPI_Bcast(&checked.error, 1, MPI_DOUBLE, 0, layered_->across());
+    checked.ok = ok == 1;
+    return checked;
   }
 
   // One verified run, then the timed ones; a row, printed by rank 0. `device`:
@@ -263,10 +315,10 @@ class DistGemmRun {
     t.run = [&] { stats = run(); };
     t.check = [&] {
       if (device) dc_->download(c_);
-      checked = verify(o_, a_, b_, c_);
+      checked = check_c();
       return Verdict{checked.ok ? Outcome::passed : Outcome::failed, checked.error, checked.reason};
     };
-    t.time_one = [&] { return time_once(grid_, [&] { stats = run(); }); };
+    t.time_one = [&] { return time_once(all_, [&] { stats = run(); }); };
     t.catch_errors = false;  // one rank's error aborts all (the detour), never a hang in a collective
     TimingPlan plan;
     plan.warmup = 0, plan.min_reps = plan.max_reps = o_.repeats, plan.target_seconds = 0;
@@ -275,33 +327,60 @@ class DistGemmRun {
     all_ok_ = all_ok_ && ok;
     const double ms = m.timing.median_ms;
     double bytes = stats.bcast_bytes + stats.redistribute_bytes, max_bytes = bytes, sum_bytes = bytes;
-    MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, grid_.comm());
-    MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, grid_.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &max_bytes, 1, MPI_DOUBLE, MPI_MAX, all_.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &sum_bytes, 1, MPI_DOUBLE, MPI_SUM, all_.comm());
     const double gflops = ms > 0 ? flops_ / (ms * 1e6) : 0;
     Row row{impl, ms, gflops, max_bytes, ok};
-    if (impl == "summa") {
+    if (impl != "scalapack") {
       row.wait_ms = max_over_ranks(stats.wait_ms);
       row.pack_ms = max_over_ranks(stats.pack_ms);
       row.local_ms = max_over_ranks(stats.local_ms);
       row.recv_bytes = max_over_ranks(stats.recv_bytes);
       upload_ms_ = std::max(upload_ms_, max_over_ranks(stats.upload_ms));
+      if (layered_) traffic_ = max_traffic(stats_25d_);
     }
     rows_.push_back(row);
     if (!root_) return;
-    fmt::print("{:<9} {}x{}x{} {} grid {}x{} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} ({} error {:.2e}{}{})\n",
-               impl, m_, n_, k_, dtype_name(dtype_of<T>()), P_, Q_, nb_, ms, gflops, ok ? "ok" : "FAILED",
+    fmt::print("{:<9} {}x{}x{} {} grid {} block {}: {:.2f} ms, {:.2f} GFLOP/s, check {} ({} error {:.2e}{}{})\n", impl,
+               m_, n_, k_, dtype_name(dtype_of<T>()), grid_name(), nb_, ms, gflops, ok ? "ok" : "FAILED",
                checked.method, checked.error, ok ? "" : ": ", ok ? "" : checked.reason);
-    if (impl == "summa") print_summa_details(row, stats, max_bytes, sum_bytes);
+    if (impl != "scalapack") print_summa_details(row, stats, max_bytes, sum_bytes);
   }
 
-  // SUMMA's theory per rank: it takes part in M K / P words of A panels
-  // (along its row, when Q > 1) and K N / Q of B panels (down its column, when
-  // P > 1), and receives (Q - 1) / Q and (P - 1) / P of them.
-  double theory_bytes() const {
-    return sizeof(T) * ((Q_ > 1 ? double(m_) * k_ / P_ : 0) + (P_ > 1 ? double(k_) * n_ / Q_ : 0));
+  LayerTraffic max_traffic(const Summa25dStats& s) const {
+    return {max_over_ranks(s.replicate_bytes), max_over_ranks(s.reduce_bytes),
+            max_over_ranks(s.gather_bytes),    max_over_ranks(s.recv_bytes + s.reduce_bytes),
+            max_over_ranks(s.replicate_ms),    max_over_ranks(s.layer_ms),
+            max_over_ranks(s.reduce_ms),       max_over_ranks(s.gather_ms)};
   }
-  double theory_recv_bytes() const {
-    return sizeof(T) * (double(Q_ - 1) / Q_ * double(m_) * k_ / P_ + double(P_ - 1) / P_ * double(k_) * n_ / Q_);
+
+  // SUMMA's theory per rank, K being a layer's ceil(K / c) columns: it takes
+  // part in M K / P words of A panels (along its row, when Q > 1) and K N / Q
+  // of B panels (down its column, when P > 1), and receives (Q - 1) / Q and
+  // (P - 1) / P of them (dist_model::summa_words_per_rank).
+  double theory_bytes() const {
+    return sizeof(T) * ((Q_ > 1 ? double(m_) * layer_k_ / P_ : 0) + (P_ > 1 ? double(layer_k_) * n_ / Q_ : 0));
+  }
+  double theory_recv_bytes() const { return sizeof(T) * dist_model::summa_words_per_rank({m_, n_, layer_k_}, P_, Q_); }
+  // 2.5-D: the cost model's words received per rank (src/core/dist_model.cpp:
+  // the layer's panels plus the reduce-scatter of C); 0 where the model has no
+  // answer (a zero size, more layers than columns of K).
+  double model_bytes() const {
+    if (m_ <= 0 || n_ <= 0 || k_ < layers_) return 0;
+    const auto machine = dist_model::fitted_machine(dist_model::Gpu::h100, dist_model::LocalGemm::step12);
+    return sizeof(T) * dist_model::predict(machine, {m_, n_, k_}, {P_, Q_, layers_}).words_per_rank;
+  }
+  // Along the layers, in the model's 2-D block shapes: a rank of layer 0 sends
+  // the other layers' shares of its A and B, (c - 1) / c K (ceil(M/P) / Q +
+  // ceil(N/Q) / P) words; the reduce-scatter and the gather of C each move
+  // (c - 1) / c ceil(M/P) ceil(N/Q).
+  double layers_fraction() const { return double(layers_ - 1) / layers_; }
+  double replicate_theory_bytes() const {
+    const double m_loc = double((m_ + P_ - 1) / P_), n_loc = double((n_ + Q_ - 1) / Q_);
+    return sizeof(T) * layers_fraction() * double(k_) * (m_loc / Q_ + n_loc / P_);
+  }
+  double reduce_theory_bytes() const {
+    return sizeof(T) * layers_fraction() * double((m_ + P_ - 1) / P_) * double((n_ + Q_ - 1) / Q_);
   }
   static double ratio(double counted, double theory) { return theory > 0 ? counted / theory : 0.0; }
 
@@ -322,23 +401,49 @@ class DistGemmRun {
     fmt::print("          bytes moved per rank: {:.2f} MB max, {:.2f} MB total; SUMMA theory "
                "(MK/P + KN/Q) {:.2f} MB per rank, ratio {:.3f}",
                max_bytes / 1e6, sum_bytes / 1e6, theory / 1e6, ratio(max_bytes, theory));
-    if (m_ == n_ && n_ == k_ && P_ == Q_ && P_ > 1)
+    if (m_ == n_ && n_ == k_ && P_ == Q_ && P_ > 1 && !layered_)
       fmt::print(" (= 2n^2/sqrt(p) = {:.2f} MB)", elem * 2.0 * double(n_) * n_ / P_ / 1e6);
     if (stats.redistribute_bytes > 0) fmt::print("; {:.2f} MB of it redistribution", stats.redistribute_bytes / 1e6);
     fmt::print("\n          received per rank: {:.2f} MB max; theory ((Q-1)/Q MK/P + (P-1)/P KN/Q) {:.2f} MB, ratio "
                "{:.3f}\n",
                row.recv_bytes / 1e6, theory_recv_bytes() / 1e6, ratio(row.recv_bytes, theory_recv_bytes()));
+    if (layered_) print_layer_details();
+  }
+
+  void print_layer_details() const {
+    const LayerTraffic& t = traffic_;
+    fmt::print(
+        "          2.5-D: mpi [{}][{}][{}], {} layers of {}x{}; layer 0 multiplies columns [{}, {}) of K; the "
+        "reduce-scatter of C: {:.2f} MB received per rank max, theory ((c-1)/c ceil(M/P) ceil(N/Q)) {:.2f} MB, "
+        "ratio {:.3f}\n",
+        layers_, P_, Q_, layers_, P_, Q_, stats_25d_.k_begin, stats_25d_.k_end, t.reduce_bytes / 1e6,
+        reduce_theory_bytes() / 1e6, ratio(t.reduce_bytes, reduce_theory_bytes()));
+    fmt::print(
+        "          received per rank, panels and reduce-scatter: {:.2f} MB max; the cost model's 2.5-D words "
+        "(parray dist-model) {:.2f} MB, ratio {:.3f}\n",
+        t.recv_and_reduce_bytes / 1e6, model_bytes() / 1e6, ratio(t.recv_and_reduce_bytes, model_bytes()));
+    fmt::print(
+        "          apart from the model: shares of A and B sent from layer 0 {:.2f} MB max, theory ((c-1)/c K "
+        "(ceil(M/P)/Q + ceil(N/Q)/P)) {:.2f} MB, ratio {:.3f}; C gathered to layer 0 {:.2f} MB max, theory "
+        "{:.2f} MB, ratio {:.3f}\n",
+        t.replicate_bytes / 1e6, replicate_theory_bytes() / 1e6, ratio(t.replicate_bytes, replicate_theory_bytes()),
+        t.gather_bytes / 1e6, reduce_theory_bytes() / 1e6, ratio(t.gather_bytes, reduce_theory_bytes()));
+    fmt::print(
+        "          time of the last run, max over ranks: lining up and replicating A and B {:.1f} ms, layer "
+        "SUMMA {:.1f} ms, "
+        "reduce-scatter {:.1f} ms, gather {:.1f} ms\n",
+        t.replicate_ms, t.layer_ms, t.reduce_ms, t.gather_ms);
   }
 
   // Parallel efficiency against one rank: the whole problem with the same local
   // GEMM (same dtype, same threads or the same GPU kernel) on rank 0 alone.
   void time_one_rank() {
-    grid_.detour([&](const ProcCoord&) {
+    all_.detour([&](const ProcCoord&) {
       int ok = 1;
       if (root_) ok = time_on_root() ? 1 : 0;
-      quiet_barrier(grid_);
-      MPI_Bcast(&ok, 1, MPI_INT, 0, grid_.comm());
-      MPI_Bcast(&one_ms_, 1, MPI_DOUBLE, 0, grid_.comm());
+      quiet_barrier(all_);
+      MPI_Bcast(&ok, 1, MPI_INT, 0, all_.comm());
+      MPI_Bcast(&one_ms_, 1, MPI_DOUBLE, 0, all_.comm());
       all_ok_ = all_ok_ && ok == 1;
     });
   }
@@ -366,8 +471,8 @@ class DistGemmRun {
     fmt::print("one rank  {}x{}x{} {} ({}): {:.2f} ms, {:.2f} GFLOP/s, check {} ({} error {:.2e}{}{})\n", m, n, k,
                dtype_name(dtype_of<T>()), plan_.str(), one_ms_, one_ms_ > 0 ? flops_ / (one_ms_ * 1e6) : 0.0,
                ok ? "ok" : "FAILED", check.method, check.rel_err, ok ? "" : ": ", r.verdict.note);
-    fmt::print("efficiency versus one rank, T1 / (P TP) with P = {}: summa {:.1f} %\n", P_ * Q_,
-               rows_[0].ms > 0 ? 100.0 * one_ms_ / (P_ * Q_ * rows_[0].ms) : 0.0);
+    fmt::print("efficiency versus one rank, T1 / (P TP) with P = {}: {} {:.1f} %\n", ranks(), rows_[0].impl,
+               100.0 * efficiency(rows_[0]));
     return ok;
   }
 
@@ -395,34 +500,48 @@ class DistGemmRun {
     if (!f) throw Error("cannot write " + o_.csv);
     // eff_vs_1 = one_rank_ms / (ranks ms), empty with --no-efficiency; one_rank_ms is
     // parray's local GEMM on the whole problem (for the ScaLAPACK row too). recv_bytes:
-    // the most any rank received; recv_theory_bytes: SUMMA's (print_summa_details).
+    // the most any rank received; recv_theory_bytes: SUMMA's (print_summa_details), over
+    // a layer's K in 2.5-D; the columns from `layers` on: print_layer_details (empty in 2-D).
     f << "impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,wait_ms,"
-         "pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio\n";
+         "pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio,layers,replicate_bytes,"
+         "replicate_theory_bytes,reduce_bytes,reduce_theory_bytes,gather_bytes,recv_and_reduce_bytes,model_bytes,"
+         "model_ratio,replicate_ms,layer_ms,reduce_ms,gather_ms\n";
     for (const Row& r : rows_) {
-      const bool summa_row = r.impl == "summa";
+      const bool summa_row = r.impl != "scalapack";
       const bool nccl = summa_row && so_.transport == Transport::nccl;
-      f << fmt::format("{},{},{}x{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}", r.impl, P_ * Q_,
-                       P_, Q_, dtype_name(dtype_of<T>()), m_, n_, k_, nb_, o_.threads,
-                       summa_row ? (plan_.device == Device::gpu ? "gpu:" + plan_.impl : "cpu:" + plan_.impl)
-                                 : std::string("scalapack"),
-                       r.ms, r.gflops, r.bytes, r.ok ? 1 : 0, o_.efficiency ? fmt::format("{:.3f}", one_ms_) : "",
-                       o_.efficiency ? fmt::format("{:.4f}", efficiency(r)) : "",
-                       summa_row ? fmt::format("{:.1f}", r.wait_ms) : "",
-                       summa_row ? fmt::format("{:.1f}", r.pack_ms) : "",
-                       summa_row ? fmt::format("{:.1f}", r.local_ms) : "");
-      f << fmt::format(",{},{},{},{},{},{}\n", summa_row ? (nccl ? "nccl" : "mpi") : "",
+      f << fmt::format(
+          "{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{},{},{},{},{},{}", r.impl, ranks(), grid_name(),
+          dtype_name(dtype_of<T>()), m_, n_, k_, nb_, o_.threads,
+          summa_row ? (plan_.device == Device::gpu ? "gpu:" + plan_.impl : "cpu:" + plan_.impl)
+                    : std::string("scalapack"),
+          r.ms, r.gflops, r.bytes, r.ok ? 1 : 0, o_.efficiency ? fmt::format("{:.3f}", one_ms_) : "",
+          o_.efficiency ? fmt::format("{:.4f}", efficiency(r)) : "", summa_row ? fmt::format("{:.1f}", r.wait_ms) : "",
+          summa_row ? fmt::format("{:.1f}", r.pack_ms) : "", summa_row ? fmt::format("{:.1f}", r.local_ms) : "");
+      f << fmt::format(",{},{},{},{},{},{},{}", summa_row ? (nccl ? "nccl" : "mpi") : "",
                        nccl ? (on_device() ? "device" : "host") : "", nccl ? fmt::format("{:.1f}", upload_ms_) : "",
                        summa_row ? fmt::format("{:.0f}", r.recv_bytes) : "",
                        summa_row ? fmt::format("{:.0f}", theory_recv_bytes()) : "",
-                       summa_row ? fmt::format("{:.4f}", ratio(r.recv_bytes, theory_recv_bytes())) : "");
+                       summa_row ? fmt::format("{:.4f}", ratio(r.recv_bytes, theory_recv_bytes())) : "", layers_);
+      f << (layered_ && summa_row ? layer_csv() : std::string(",,,,,,,,,,,,")) << "\n";
     }
+  }
+  std::string layer_csv() const {
+    const LayerTraffic& t = traffic_;
+    return fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.4f},{:.1f},{:.1f},{:.1f},{:.1f}",
+                       t.replicate_bytes, replicate_theory_bytes(), t.reduce_bytes, reduce_theory_bytes(),
+                       t.gather_bytes, t.recv_and_reduce_bytes, model_bytes(),
+                       ratio(t.recv_and_reduce_bytes, model_bytes()), t.replicate_ms, t.layer_ms, t.reduce_ms,
+                       t.gather_ms);
   }
 
   const DistGemmOptions& o_;
-  const MpiThreadArray& grid_;
+  const MpiThreadArray& grid_;  // C's P x Q grid (a layer of a 2.5-D array)
+  const LayeredGrid* layered_;  // --grid PxQxC, else null
+  const MpiThreadArray& all_;   // every rank: grid_, or the whole 2.5-D array
   const bool root_;
-  const int P_, Q_;
-  const index_t m_, n_, k_, nb_;
+  const bool on_c_layer_;  // this rank holds A, B and the result C (layer 0)
+  const int P_, Q_, layers_;
+  const index_t m_, n_, k_, layer_k_, nb_;
   const Trans ta_, tb_;
   SummaOptions so_;
   const LocalGemmPlan plan_;
@@ -433,19 +552,23 @@ class DistGemmRun {
   std::vector<std::unique_ptr<DistMatrix<T>>> moved_;            // transposed operands on their way up
   double upload_ms_ = 0;
   std::vector<Row> rows_;
+  Summa25dStats stats_25d_;
+  LayerTraffic traffic_;
   bool all_ok_ = true;
   double one_ms_ = 0;
 };
 
 template <class T>
-int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid, Transport transport) {
-  return DistGemmRun<T>(o, grid, transport).run();
+int run_typed(const DistGemmOptions& o, const MpiThreadArray& grid, const LayeredGrid* layered, Transport transport) {
+  return DistGemmRun<T>(o, grid, layered, transport).run();
 }
 
 // --comm: nccl where asked, or (auto) where NCCL is built, the local GEMM is on
 // the GPU and every host has a GPU for each of its ranks; else mpi.
-Transport choose_transport(const DistGemmOptions& o, const MpiThreadArray& grid) {
+Transport choose_transport(const DistGemmOptions& o, const MpiThreadArray& grid, bool layered) {
   if (o.comm == "mpi") return Transport::mpi;
+  if (layered && o.comm == "nccl") throw Error("--comm nccl: the 2.5-D schedule (--grid PxQxC) runs over MPI only");
+  if (layered) return Transport::mpi;
   const LocalGemm local = parse_local_gemm(o.local);
   if (o.comm == "nccl") {
     if (local == LocalGemm::cpu) throw Error("--comm nccl multiplies on the GPUs: use --local gpu or auto, not cpu");
@@ -478,9 +601,17 @@ int run_dist_gemm(const DistGemmOptions& o) {
     if (o.baseline == "scalapack" && !scalapack_available())
       throw Error("--baseline scalapack: this build found no ScaLAPACK (Debian: libscalapack-openmpi-dev)");
     const std::vector<int> dims = o.grid.empty() ? squarest_grid(world_size()) : parse_grid(o.grid);
-    MpiThreadArray grid({dims[0], dims[1]});
-    const Transport transport = choose_transport(o, grid);
-    const int rc = o.dtype == "f32" ? run_typed<float>(o, grid, transport) : run_typed<double>(o, grid, transport);
+    if (dims.size() == 3 && !o.baseline.empty()) throw Error("--baseline scalapack runs on a PxQ grid, not PxQxC");
+    std::unique_ptr<LayeredGrid> layered;
+    std::unique_ptr<MpiThreadArray> flat;
+    if (dims.size() == 3)
+      layered = std::make_unique<LayeredGrid>(dims[0], dims[1], dims[2]);
+    else
+      flat = std::make_unique<MpiThreadArray>(std::initializer_list<int>{dims[0], dims[1]});
+    const MpiThreadArray& grid = layered ? layered->layer() : *flat;
+    const Transport transport = choose_transport(o, grid, layered != nullptr);
+    const int rc = o.dtype == "f32" ? run_typed<float>(o, grid, layered.get(), transport)
+                                    : run_typed<double>(o, grid, layered.get(), transport);
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return worst;
@@ -506,7 +637,9 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
   cmd->add_option("-m", o->m, "rows of C");
   cmd->add_option("-n", o->n, "columns of C");
   cmd->add_option("-k", o->k, "inner dimension");
-  cmd->add_option("--grid", o->grid, "process grid PxQ (default: the squarest for the rank count)");
+  cmd->add_option("--grid", o->grid,
+                  "process grid PxQ (default: the squarest for the rank count), or PxQxC: 2.5-D SUMMA on C layers of "
+                  "PxQ (CPU or GPU local GEMM, panels over MPI)");
   cmd->add_option("--block", o->block, "block-cyclic block size (and SUMMA panel width)");
   cmd->add_option("--dtype", o->dtype, "f32 or f64");
   cmd->add_flag("--trans-a", o->trans_a, "A is stored K x M and used transposed");
@@ -533,7 +666,9 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
                 "default; --no-efficiency skips it for sizes one rank cannot hold)");
   cmd->add_option("--csv", o->csv,
                   "write impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,"
-                  "wait_ms,pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio");
+                  "wait_ms,pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio,layers,"
+                  "replicate_bytes,replicate_theory_bytes,reduce_bytes,reduce_theory_bytes,gather_bytes,"
+                  "recv_and_reduce_bytes,model_bytes,model_ratio,replicate_ms,layer_ms,reduce_ms,gather_ms");
   cmd->add_option("--fail-rank", o->fail_rank, "test hook: make this rank fail")->group("");
   return {{cmd, [o]() -> int {
 #if PARRAY_HAVE_MPI

@@ -8,7 +8,7 @@
 namespace parray::mpi {
 
 std::vector<int> parse_grid(const std::string& text) {
-  const auto x = text.find_first_of("xX");
+  const auto bad = [&] { return Error("grid '" + text + "' is not PxQ or PxQxC with P, Q, C >= 1"); };
   auto whole = [&](const std::string& s) {
     std::size_t used = 0;
     long long v = 0;
@@ -17,12 +17,18 @@ std::vector<int> parse_grid(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (s.empty() || used != s.size() || v < 1 || v > 1 << 20)
-      throw Error("grid '" + text + "' is not PxQ with P, Q >= 1");
+    if (s.empty() || used != s.size() || v < 1 || v > 1 << 20) throw bad();
     return static_cast<int>(v);
   };
-  if (x == std::string::npos) throw Error("grid '" + text + "' is not PxQ with P, Q >= 1");
-  return {whole(text.substr(0, x)), whole(text.substr(x + 1))};
+  std::vector<int> dims;
+  std::size_t from = 0;
+  for (std::size_t x = text.find_first_of("xX"); x != std::string::npos; x = text.find_first_of("xX", from)) {
+    dims.push_back(whole(text.substr(from, x - from)));
+    from = x + 1;
+  }
+  dims.push_back(whole(text.substr(from)));
+  if (dims.size() < 2 || dims.size() > 3) throw bad();
+  return dims;
 }
 
 std::vector<int> squarest_grid(int n) {

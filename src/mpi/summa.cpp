@@ -21,13 +21,17 @@
 #include <memory>
 
 #include "panel_gemm.hpp"
+#include "placed_operands.hpp"
 
 namespace parray::mpi {
 
+using detail::check_shapes;
 using detail::GpuPanelGemm;
 using detail::HostBuffer;
 using detail::now_ms;
 using detail::Panel;
+using detail::place_operands;
+using detail::PlacedOperands;
 
 namespace {
 
@@ -67,43 +71,6 @@ void cpu_panel_gemm(index_t m, index_t n, index_t w, T alpha, const Panel<T>& a,
       MPI_Testall(npending, pending, &done, MPI_STATUSES_IGNORE);
     }
   }
-}
-
-// The operands as SUMMA multiplies them: A as M x K in C's row blocks and
-// panels of kb, B as K x N in C's column blocks; the caller's own where they
-// already have that shape, else redistributed copies.
-template <class T>
-struct PlacedOperands {
-  std::unique_ptr<DistMatrix<T>> a_moved, b_moved;
-  const DistMatrix<T>* a = nullptr;
-  const DistMatrix<T>* b = nullptr;
-  index_t kb = 0;
-};
-
-template <class T>
-PlacedOperands<T> place_operands(bool ta, bool tb, const DistMatrix<T>& a, const DistMatrix<T>& b,
-                                 const DistMatrix<T>& c, index_t k, index_t panel, SummaStats& stats) {
-  const BlockCyclic& cd = c.dist();
-  const BlockCyclic& ad = a.dist();
-  const BlockCyclic& bd = b.dist();
-  const bool a_fits = !ta && ad.mb == cd.mb && ad.rsrc == cd.rsrc;
-  const bool b_fits = !tb && bd.nb == cd.nb && bd.csrc == cd.csrc;
-  PlacedOperands<T> p;
-  p.kb = panel > 0 ? panel : a_fits ? ad.nb : b_fits ? bd.mb : cd.nb;
-  p.a = &a, p.b = &b;
-  if (!(a_fits && ad.nb == p.kb)) {
-    p.a_moved = std::make_unique<DistMatrix<T>>(
-        c.grid(), BlockCyclic{cd.m, k, cd.mb, p.kb, cd.prows, cd.pcols, cd.rsrc, 0});
-    stats.redistribute_bytes += redistribute(a, *p.a_moved, ta);
-    p.a = p.a_moved.get();
-  }
-  if (!(b_fits && bd.mb == p.kb)) {
-    p.b_moved = std::make_unique<DistMatrix<T>>(
-        c.grid(), BlockCyclic{k, cd.n, p.kb, cd.nb, cd.prows, cd.pcols, 0, cd.csrc});
-    stats.redistribute_bytes += redistribute(b, *p.b_moved, tb);
-    p.b = p.b_moved.get();
-  }
-  return p;
 }
 
 // The A and B panels of the steps, two in flight: slot step % 2 holds step's
@@ -201,19 +168,6 @@ class PanelExchange {
   Panel<T> apanel_[2], bpanel_[2];
   MPI_Request req_[2][2] = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
 };
-
-template <class T>
-void check_shapes(bool ta, bool tb, const DistMatrix<T>& a, const DistMatrix<T>& b, const DistMatrix<T>& c,
-                  const SummaOptions& options) {
-  const index_t m = c.dist().m, n = c.dist().n, k = ta ? a.rows() : a.cols();
-  if ((ta ? a.cols() : a.rows()) != m || (tb ? b.cols() : b.rows()) != k || (tb ? b.rows() : b.cols()) != n)
-    throw Error("summa: op(A) is " + std::to_string(ta ? a.cols() : a.rows()) + "x" + std::to_string(k) + ", op(B) " +
-                std::to_string(tb ? b.cols() : b.rows()) + "x" + std::to_string(tb ? b.rows() : b.cols()) + ", C " +
-                std::to_string(m) + "x" + std::to_string(n));
-  if (&a.grid() != &c.grid() || &b.grid() != &c.grid()) throw Error("summa: A, B and C must live on one process array");
-  if (options.threads < 0) throw Error("summa: negative thread count");
-  if (options.progress_pieces < 0) throw Error("summa: negative progress_pieces");
-}
 
 }  // namespace
 

@@ -169,7 +169,7 @@ class MpiThreadArray {
   ProcCoord c_;
 };
 
-// "PxQ" -> {P, Q}; throws parray::Error on anything else.
+// "PxQ" -> {P, Q}, "PxQxC" -> {P, Q, C} (C layers, summa_25d.hpp); throws parray::Error on anything else.
 std::vector<int> parse_grid(const std::string& text);
 // The most square P x Q with P * Q = n and P <= Q.
 std::vector<int> squarest_grid(int n);

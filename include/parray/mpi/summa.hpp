@@ -11,6 +11,9 @@
 // block size, another source process) are first redistributed into one that
 // does (redistribute(), one all-to-all); that traffic is counted apart.
 //
+// summa_25d.hpp runs this SUMMA on c layers of the grid, each over its own
+// range of K, and sums C over the layers (2.5-D).
+//
 // SummaOptions::transport = nccl moves the panels GPU to GPU with NCCL instead
 // (one rank per GPU, gpu.hpp): the host operands are uploaded to the ranks'
 // GPUs, multiplied there, and C comes back. gpu.hpp also has the SUMMA whose
