@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -96,17 +97,20 @@ class GpuGemm : public testing::TestWithParam<GemmProblem> {
 TEST_P(GpuGemm, AgreesWithFp64Reference) {
   const GemmProblem& p = GetParam();
   GemmCase fp_case(p);
-  // Implementations that round their inputs (TF32) are checked at the
-  // precision they deliver, on the same data.
-  GemmProblem at_tf32 = p;
-  at_tf32.precision = Precision::tf32;
-  std::optional<GemmCase> tf32_case;
+  // Implementations that round their inputs (TF32, BF16, FP16) are checked at
+  // the precision they deliver, on the same data.
+  std::map<Precision, GemmCase> rounded_cases;
   int ran = 0;
   for (const GemmImpl& impl : registry().all()) {
     if (impl.device != Device::gpu || !impl.supports(p.dtype) || !selected(impl)) continue;
     if (small_only(impl) && p.m * p.n * p.k > 300 * 300 * 300) continue;
-    if (impl.rounds_inputs == Precision::tf32 && !tf32_case) tf32_case.emplace(at_tf32);
-    GemmCase& gcase = impl.rounds_inputs == Precision::tf32 ? *tf32_case : fp_case;
+    GemmCase* rounded = nullptr;
+    if (impl.rounds_inputs) {
+      GemmProblem at = p;
+      at.precision = impl.rounds_inputs;
+      rounded = &rounded_cases.try_emplace(*impl.rounds_inputs, at).first->second;
+    }
+    GemmCase& gcase = rounded ? *rounded : fp_case;
     if (std::string why = gcase.why_not(impl); !why.empty()) {
       // Only the cuBLAS baseline may decline a layout, and step 14 a GPU that
       // is not a Hopper; parray's kernels take every layout.

@@ -1,7 +1,7 @@
 // Launcher of ladder step 14 (gemm/14_wgmma_tma.cuh): the split pass writes
-// K-contiguous TF32 copies of A and B (big parts, and small ones for FP32
-// accuracy), tensor maps describe them to the copy engine, and one kernel
-// computes C through C's layout.
+// K-contiguous copies of A and B (TF32 big parts, and small ones for FP32
+// accuracy; or BF16 / FP16 values), tensor maps describe them to the copy
+// engine, and one kernel computes C through C's layout.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -19,9 +19,11 @@ namespace parray::cuda {
 
 namespace {
 
-// TF32: 128 x 256 tiles, 4 slots of 48 KB. FP32-accurate: 128 x 128 tiles (a
-// partial and a full accumulator per thread), 3 slots of 64 KB.
+// TF32, BF16, FP16: 128 x 256 tiles, 4 slots of 48 KB. FP32-accurate: 128 x
+// 128 tiles (a partial and a full accumulator per thread), 3 slots of 64 KB.
 using Tf32Tiles = ladder::WgmmaTiles<256, 4, 1>;
+using Bf16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Bf16Format>;
+using Fp16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Fp16Format>;
 using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
 // K-tiles (of 32) per partial sum before it joins the FP32 accumulator: the
 // tensor cores' truncation error is that of 3 x 256 terms whatever K.
@@ -38,14 +40,36 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-// Tensor map of a rows x K row-major FP32 array (rows ld apart) read as boxes
-// of box_rows x 32, 128-byte swizzled; reads past rows or K give zeros.
-CUtensorMap k_major_map(const float* base, index_t rows, index_t K, index_t ld, int box_rows) {
+// The copies' element type and its tensor-map data type, by format.
+template <class Format>
+struct CopyOf;
+template <>
+struct CopyOf<ladder::Tf32Format> {
+  using type = float;
+  static constexpr CUtensorMapDataType map_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+};
+template <>
+struct CopyOf<ladder::Bf16Format> {
+  using type = __nv_bfloat16;
+  static constexpr CUtensorMapDataType map_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+};
+template <>
+struct CopyOf<ladder::Fp16Format> {
+  using type = __half;
+  static constexpr CUtensorMapDataType map_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+};
+
+// Tensor map of a rows x K row-major copy (rows ld elements apart) read as
+// boxes of box_rows x (128 bytes of K), 128-byte swizzled; reads past rows or
+// K give zeros.
+template <class Format>
+CUtensorMap k_major_map(const void* base, index_t rows, index_t K, index_t ld, int box_rows) {
+  constexpr int kBytes = Format::kBytes;
   CUtensorMap map{};
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * sizeof(float)};
-  const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides,
-                                    box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * kBytes};
+  const cuuint32_t box[2] = {128 / kBytes, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, CopyOf<Format>::map_type, 2, const_cast<void*>(base), dims, strides, box,
+                                    element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw Error("cuda-14: cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
   return map;
@@ -104,18 +128,27 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
     c = c_rows.emplace(M, N).view;
     if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
   }
-  const index_t ld = (K + 3) / 4 * 4;  // rows 16-byte aligned, as TMA requires
+  using Format = typename Cfg::Format;
+  constexpr index_t kAlign = 16 / Format::kBytes;  // rows 16-byte aligned, as TMA requires
+  const index_t ld = (K + kAlign - 1) / kAlign * kAlign;
+  const auto words = [&](index_t rows) { return std::size_t(rows) * ld * Format::kBytes / sizeof(float); };
   constexpr bool kSmall = Cfg::Products == 3;
-  PoolBuffer a_big(std::size_t(M) * ld, s), b_big(std::size_t(N) * ld, s);
-  PoolBuffer a_small(kSmall ? std::size_t(M) * ld : 0, s), b_small(kSmall ? std::size_t(N) * ld : 0, s);
-  const bool keep = gpu_tuning().tf32x3_small;
-  split_operand(s, a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
-  split_operand(s, b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
+  PoolBuffer a_big(words(M), s), b_big(words(N), s);
+  PoolBuffer a_small(kSmall ? words(M) : 0, s), b_small(kSmall ? words(N) : 0, s);
+  if constexpr (Format::kBytes == 4) {
+    const bool keep = gpu_tuning().tf32x3_small;
+    split_operand(s, a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
+    split_operand(s, b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
+  } else {
+    using Half = typename CopyOf<Format>::type;
+    split_operand(s, a, false, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(a_big.p), ld}, impl);
+    split_operand(s, b, true, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(b_big.p), ld}, impl);
+  }
   ladder::WgmmaMaps maps;
-  maps.a_big = k_major_map(a_big.p, M, K, ld, Cfg::BM);
-  maps.b_big = k_major_map(b_big.p, N, K, ld, Cfg::BN);
-  maps.a_small = kSmall ? k_major_map(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
-  maps.b_small = kSmall ? k_major_map(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
+  maps.a_big = k_major_map<Format>(a_big.p, M, K, ld, Cfg::BM);
+  maps.b_big = k_major_map<Format>(b_big.p, N, K, ld, Cfg::BN);
+  maps.a_small = kSmall ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
+  maps.b_small = kSmall ? k_major_map<Format>(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
   if (c.layout.is_strided())
     launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c));
   else
@@ -142,6 +175,8 @@ std::string wgmma_unsupported() {
 }
 
 void gemm_wgmma_tf32(const GemmCall<float>& call) { gemm_wgmma_on_stream<Tf32Tiles>(nullptr, call, "cuda-14-tf32"); }
+void gemm_wgmma_bf16(const GemmCall<float>& call) { gemm_wgmma_on_stream<Bf16Tiles>(nullptr, call, "cuda-14-bf16"); }
+void gemm_wgmma_fp16(const GemmCall<float>& call) { gemm_wgmma_on_stream<Fp16Tiles>(nullptr, call, "cuda-14-fp16"); }
 void gemm_wgmma_3xtf32(const GemmCall<float>& call) {
   gemm_wgmma_on_stream<Fp32Tiles>(nullptr, call, "cuda-14-3xtf32");
 }

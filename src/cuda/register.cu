@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 
 #include <string>
+#include <tuple>
 
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
@@ -52,8 +53,11 @@ std::string cublas_unsupported(const MatrixLayout& a, const MatrixLayout& b, con
   return "";
 }
 
+// fast: the compute type of cuBLAS's tensor-core modes on FP32 data
+// (CUBLAS_COMPUTE_32F_FAST_TF32, _16BF, _16F), or CUBLAS_COMPUTE_32F for its
+// FP32 CUDA-core SGEMM.
 template <class T>
-void cublas_gemm_as(const GemmCall<T>& call, bool tf32) {
+void cublas_gemm_as(const GemmCall<T>& call, cublasComputeType_t fast) {
   MatrixView<const T> a = call.a, b = call.b;
   MatrixView<T> c = call.c;
   // cuBLAS computes column-major C; for row-major C compute C^T = B^T A^T.
@@ -64,11 +68,11 @@ void cublas_gemm_as(const GemmCall<T>& call, bool tf32) {
   const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
   const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols());
   if constexpr (std::is_same_v<T, float>) {
-    if (tf32)
+    if (fast != CUBLAS_COMPUTE_32F)
       cublas_check(cublasGemmEx(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, CUDA_R_32F, int(ba.ld),
-                                b.data, CUDA_R_32F, int(bb.ld), &call.beta, c.data, CUDA_R_32F, int(bc.ld),
-                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx (TF32)");
+                                b.data, CUDA_R_32F, int(bb.ld), &call.beta, c.data, CUDA_R_32F, int(bc.ld), fast,
+                                CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmEx (tensor cores)");
     else
       cublas_check(cublasSgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
                                int(bb.ld), &call.beta, c.data, int(bc.ld)),
@@ -82,12 +86,15 @@ void cublas_gemm_as(const GemmCall<T>& call, bool tf32) {
 
 template <class T>
 void cublas_gemm(const GemmCall<T>& call) {
-  cublas_gemm_as<T>(call, false);
+  cublas_gemm_as<T>(call, CUBLAS_COMPUTE_32F);
 }
 
-// cuBLAS SGEMM with its inputs rounded to TF32 on the tensor cores
-// (CUBLAS_COMPUTE_32F_FAST_TF32): the baseline of TF32 GEMMs.
-void cublas_gemm_tf32(const GemmCall<float>& call) { cublas_gemm_as<float>(call, true); }
+// cuBLAS SGEMM with its inputs rounded to TF32, BF16 or FP16 on the tensor
+// cores (CUBLAS_COMPUTE_32F_FAST_*): the baselines of those precisions on
+// FP32 data.
+void cublas_gemm_tf32(const GemmCall<float>& call) { cublas_gemm_as<float>(call, CUBLAS_COMPUTE_32F_FAST_TF32); }
+void cublas_gemm_bf16(const GemmCall<float>& call) { cublas_gemm_as<float>(call, CUBLAS_COMPUTE_32F_FAST_16BF); }
+void cublas_gemm_fp16(const GemmCall<float>& call) { cublas_gemm_as<float>(call, CUBLAS_COMPUTE_32F_FAST_16F); }
 
 GemmImpl gpu(std::string name, std::string description, std::string preconditions = "any M, N, K; any layout") {
   GemmImpl i;
@@ -113,13 +120,17 @@ void register_cuda_backend(Registry& r) {
     i.unsupported = cublas_unsupported;
     r.add(std::move(i));
   }
-  {
-    GemmImpl i = gpu("cublas-tf32", "cuBLAS SGEMM on the tensor cores, inputs rounded to TF32: the TF32 baseline",
-                     "row- or column-major operands; asked for with --precision tf32 (or lower)");
+  for (const auto& [name, run, precision] :
+       {std::tuple{"tf32", cublas_gemm_tf32, Precision::tf32}, std::tuple{"bf16", cublas_gemm_bf16, Precision::bf16},
+        std::tuple{"fp16", cublas_gemm_fp16, Precision::fp16}}) {
+    const std::string p = name;
+    GemmImpl i = gpu("cublas-" + p,
+                     "cuBLAS SGEMM on the tensor cores, FP32 data, inputs rounded to " + p + ": the " + p + " baseline",
+                     "row- or column-major operands; asked for with --precision " + p + " (or lower)");
     i.baseline = true;
     i.tags = {"baseline", "tensor"};
-    i.run_f32 = cublas_gemm_tf32;
-    i.rounds_inputs = Precision::tf32;
+    i.run_f32 = run;
+    i.rounds_inputs = precision;
     i.unsupported = cublas_unsupported;
     r.add(std::move(i));
   }
@@ -204,6 +215,16 @@ void register_cuda_backend(Registry& r) {
     i.rounds_inputs = Precision::tf32;
     i.unsupported = hopper_only;
     r.add(i);
+    for (const auto& [name, run, precision] : {std::tuple{"cuda-14-bf16", gemm_wgmma_bf16, Precision::bf16},
+                                               std::tuple{"cuda-14-fp16", gemm_wgmma_fp16, Precision::fp16}}) {
+      GemmImpl h = i;
+      h.name = name;
+      h.description = std::string("ladder 14 on 16-bit copies: A and B rounded to ") + precision_name(precision) +
+                      " through any layout, wgmma k16 on 128x256 tiles, FP32 accumulation and output";
+      h.run_f32 = run;
+      h.rounds_inputs = precision;
+      r.add(std::move(h));
+    }
     i.name = "cuda-14-3xtf32";
     i.description =
         "ladder 14 at FP32 accuracy: step 14's kernel on TF32 big and small parts (As Bb + Ab Bs + Ab Bb), "

@@ -57,7 +57,7 @@ void launch(cudaStream_t s, const Op& op, bool along_k, index_t X, index_t K, co
 }  // namespace split_detail
 
 // A (is_b false, as M x K) or B (as N x K) split into `out`
-// (ladder::ChunkedSplit or ladder::PairedSplit), read through any layout.
+// (ladder::ChunkedSplit, PairedSplit or RoundedCopy), read through any layout.
 template <class Out>
 void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, const Out& out, const char* impl) {
   const index_t X = is_b ? v.cols() : v.rows(), K = is_b ? v.rows() : v.cols();

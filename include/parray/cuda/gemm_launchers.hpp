@@ -31,6 +31,8 @@ void gemm_3xtf32(const GemmCall<float>& call);        // step 13
 // Step 13 on a stream of the current device (operands in its memory).
 void gemm_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
 void gemm_wgmma_tf32(const GemmCall<float>& call);    // step 14, TF32
+void gemm_wgmma_bf16(const GemmCall<float>& call);    // step 14, inputs rounded to BF16
+void gemm_wgmma_fp16(const GemmCall<float>& call);    // step 14, inputs rounded to FP16
 void gemm_wgmma_3xtf32(const GemmCall<float>& call);  // step 14, FP32 accuracy
 void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
 // Why step 14 cannot run here ("" when it can): not a Hopper GPU, or not built for sm_90a.

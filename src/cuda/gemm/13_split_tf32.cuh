@@ -28,7 +28,11 @@
 // an H200; 61-88 % at 512^3-1024^3.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdint>
+#include <type_traits>
 
 #include "parray/cuda/operand.cuh"
 
@@ -88,8 +92,21 @@ struct PairedSplit {
   }
 };
 
+// A 16-bit copy (Half: __nv_bfloat16 or __half), each value rounded to
+// nearest, as step 14's BF16 and FP16 kernels read it: X x K, rows ld apart.
+template <class Half>
+struct RoundedCopy {
+  Half* out;
+  index_t ld;
+  template <bool IsB>
+  __device__ __forceinline__ void put(index_t x, index_t k, float v) const {
+    if constexpr (std::is_same_v<Half, __nv_bfloat16>) out[x * ld + k] = __float2bfloat16_rn(v);
+    else out[x * ld + k] = __float2half_rn(v);
+  }
+};
+
 // The operand as (x, k) — A(x, k), or B(k, x) for IsB — split into `out`
-// (ChunkedSplit or PairedSplit). A 32 x 32 tile per block through shared
+// (ChunkedSplit, PairedSplit or RoundedCopy). A 32 x 32 tile per block through shared
 // memory, so that both the reads (along the operand's contiguous axis when
 // ReadAlongK says which) and the K-contiguous writes are coalesced; 32 x 8
 // threads.

@@ -16,7 +16,12 @@
 // TF32 wgmma reads); TMA's out-of-bounds fill gives zeros past M, N and K, so
 // no edge handling is needed before the epilogue.
 //
-// Products = 1: TF32 (C from the big parts alone). Products = 3: FP32
+// Format: the operands' copies are TF32 (Tf32Format), BF16 or FP16
+// (Bf16Format, Fp16Format: the pass rounds to nearest into 16-bit copies, a
+// k-tile holds 64 values of K and wgmma k16 reads them; half the bytes of
+// TF32 per product and twice its tensor-core rate).
+//
+// Products = 1: C from the big parts alone (TF32, BF16, FP16). Products = 3: FP32
 // accuracy — As Bb + Ab Bs + Ab Bb per k-tile into a partial accumulator that
 // is added into an FP32 one (rounded to nearest, on the CUDA cores) every
 // `promote_every` k-tiles: the tensor cores accumulate by truncation, and this
@@ -33,17 +38,41 @@
 
 namespace parray::cuda::ladder {
 
-template <int BN_, int Stages_, int Products_>
+// The operands' format in shared memory and the wgmma that reads it. A k-tile
+// is one 128-byte swizzled row per row of A and of B whatever the format (32
+// TF32 or 64 BF16/FP16 values of K), and each wgmma takes 32 bytes of it.
+enum class MmaInput { tf32, bf16, f16 };
+template <MmaInput In>
+struct WgmmaFormat {
+  static constexpr int kBytes = In == MmaInput::tf32 ? 4 : 2;
+  template <int N, class Acc>
+  static __device__ __forceinline__ void mma(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {
+#ifdef PARRAY_HOPPER_MMA
+    if constexpr (In == MmaInput::tf32) hopper::Wgmma<N>::tf32(d, a, b, scale_d);
+    else if constexpr (In == MmaInput::bf16) hopper::Wgmma<N>::bf16(d, a, b, scale_d);
+    else hopper::Wgmma<N>::f16(d, a, b, scale_d);
+#endif
+  }
+};
+using Tf32Format = WgmmaFormat<MmaInput::tf32>;
+using Bf16Format = WgmmaFormat<MmaInput::bf16>;
+using Fp16Format = WgmmaFormat<MmaInput::f16>;
+
+template <int BN_, int Stages_, int Products_, class Format_ = Tf32Format>
 struct WgmmaTiles {
-  static constexpr int BM = 128, BN = BN_, BK = 32, Stages = Stages_, Products = Products_;
-  static constexpr int kThreads = 384;                              // producer + 2 consumer warpgroups
-  static constexpr int kTileA = BM * BK * 4, kTileB = BN * BK * 4;  // bytes
-  static constexpr int kParts = Products == 1 ? 1 : 2;              // big (and small) copies
+  using Format = Format_;
+  static constexpr int kRowBytes = 128;  // of a k-tile, per row of A or B: one swizzle span
+  static constexpr int BM = 128, BN = BN_, BK = kRowBytes / Format::kBytes, Stages = Stages_, Products = Products_;
+  static constexpr int kThreads = 384;  // producer + 2 consumer warpgroups
+  static constexpr int kTileA = BM * kRowBytes, kTileB = BN * kRowBytes;  // bytes
+  static constexpr int kSteps = kRowBytes / 32;                           // wgmma per k-tile, 32 bytes each
+  static constexpr int kParts = Products == 1 ? 1 : 2;                    // big (and small) copies
   static constexpr int kStageBytes = kParts * (kTileA + kTileB);
   // Slots, then the barriers; +1024: the slots are aligned by hand (swizzle atoms).
   static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;
   static constexpr int kAccum = BN / 2;  // results per consumer thread
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+  static_assert(Products == 1 || Format::kBytes == 4, "the split (3 products) is of TF32 parts");
 };
 
 // Tile (tm, tn) of block `id`: groups of 8 tile rows walked column by column,
@@ -106,7 +135,7 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_
 
   // Consumers: warpgroup 1 rows 0-63 of the tile, warpgroup 2 rows 64-127.
   claim_registers<232>();
-  const std::uint32_t rows_off = (warpgroup - 1) * 64 * Cfg::BK * 4;  // 64 rows of 128 bytes
+  const std::uint32_t rows_off = (warpgroup - 1) * 64 * Cfg::kRowBytes;  // 64 rows of the tile
   // TF32 accumulates in acc, its first wgmma overwriting it (scale_d = 0):
   // zeroing it first would put ordinary writes of the accumulators inside the
   // wgmma pipeline, and ptxas then serialises the wgmma (warning C7515).
@@ -126,19 +155,20 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_
     if constexpr (Cfg::Products == 1) fence_registers(acc);
     wgmma_fence();
 #pragma unroll
-    for (int k8 = 0; k8 < Cfg::BK / 8; ++k8) {
-      const std::uint64_t ab = sw128_desc(slot(s, 0, false), rows_off + k8 * 32);
-      const std::uint64_t bb = sw128_desc(slot(s, 0, true), k8 * 32);
-      const int scale = chunk_start && k8 == 0 ? 0 : 1;
+    for (int step = 0; step < Cfg::kSteps; ++step) {
+      const std::uint64_t ab = sw128_desc(slot(s, 0, false), rows_off + step * 32);
+      const std::uint64_t bb = sw128_desc(slot(s, 0, true), step * 32);
+      const int scale = chunk_start && step == 0 ? 0 : 1;
+      using F = typename Cfg::Format;
       if constexpr (Cfg::Products == 3) {
         // Small products first: they are the smaller terms of the sum.
-        const std::uint64_t as = sw128_desc(slot(s, 1, false), rows_off + k8 * 32);
-        const std::uint64_t bs = sw128_desc(slot(s, 1, true), k8 * 32);
-        Wgmma<Cfg::BN>::tf32(part, as, bb, scale);
-        Wgmma<Cfg::BN>::tf32(part, ab, bs, 1);
-        Wgmma<Cfg::BN>::tf32(part, ab, bb, 1);
+        const std::uint64_t as = sw128_desc(slot(s, 1, false), rows_off + step * 32);
+        const std::uint64_t bs = sw128_desc(slot(s, 1, true), step * 32);
+        F::template mma<Cfg::BN>(part, as, bb, scale);
+        F::template mma<Cfg::BN>(part, ab, bs, 1);
+        F::template mma<Cfg::BN>(part, ab, bb, 1);
       } else {
-        Wgmma<Cfg::BN>::tf32(acc, ab, bb, scale);
+        F::template mma<Cfg::BN>(acc, ab, bb, scale);
       }
     }
     wgmma_commit();
