@@ -113,22 +113,27 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   check_int_sizes(call, impl);
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
   if (M == 0 || N == 0 || K == 0) throw Error(std::string(impl) + ": empty product (the dispatcher handles those)");
+  using Format = typename Cfg::Format;
+  // The 16-bit formats take nested layouts only through row-major copies: their
+  // kernels and passes are built for strided operands alone (half the
+  // instantiations to compile; the copies cost a few percent).
+  constexpr bool kStridedOnly = Format::kBytes == 2;
+  const auto copies = [&](const MatrixLayout& l) { return kStridedOnly ? !l.is_strided() : copy_first(s, l); };
   std::optional<RowMajorCopy> a_rows, b_rows, c_rows;
   MatrixView<const float> a = call.a, b = call.b;
   MatrixView<float> c = call.c;
-  if (copy_first(s, a.layout)) {
+  if (copies(a.layout)) {
     cuda::copy<float>(a, a_rows.emplace(M, K).view);
     a = a_rows->view;
   }
-  if (copy_first(s, b.layout)) {
+  if (copies(b.layout)) {
     cuda::copy<float>(b, b_rows.emplace(K, N).view);
     b = b_rows->view;
   }
-  if (copy_first(s, c.layout)) {
+  if (copies(c.layout)) {
     c = c_rows.emplace(M, N).view;
     if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
   }
-  using Format = typename Cfg::Format;
   constexpr index_t kAlign = 16 / Format::kBytes;  // rows 16-byte aligned, as TMA requires
   const index_t ld = (K + kAlign - 1) / kAlign * kAlign;
   const auto words = [&](index_t rows) { return std::size_t(rows) * ld * Format::kBytes / sizeof(float); };
@@ -141,17 +146,19 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
     split_operand(s, b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
   } else {
     using Half = typename CopyOf<Format>::type;
-    split_operand(s, a, false, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(a_big.p), ld}, impl);
-    split_operand(s, b, true, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(b_big.p), ld}, impl);
+    split_through(s, strided_operand(a), a, false, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(a_big.p), ld},
+                  impl);
+    split_through(s, strided_operand(b), b, true, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(b_big.p), ld},
+                  impl);
   }
   ladder::WgmmaMaps maps;
   maps.a_big = k_major_map<Format>(a_big.p, M, K, ld, Cfg::BM);
   maps.b_big = k_major_map<Format>(b_big.p, N, K, ld, Cfg::BN);
   maps.a_small = kSmall ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
   maps.b_small = kSmall ? k_major_map<Format>(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
-  if (c.layout.is_strided())
+  if (kStridedOnly || c.layout.is_strided())
     launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c));
-  else
+  else if constexpr (!kStridedOnly)
     launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c));
   if (c_rows) cuda::copy<float>(c, call.c);
 }

@@ -57,19 +57,24 @@ void launch(cudaStream_t s, const Op& op, bool along_k, index_t X, index_t K, co
 }  // namespace split_detail
 
 // A (is_b false, as M x K) or B (as N x K) split into `out`
-// (ladder::ChunkedSplit, PairedSplit or RoundedCopy), read through any layout.
-template <class Out>
-void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, const Out& out, const char* impl) {
+// (ladder::ChunkedSplit, PairedSplit or RoundedCopy), read through `op`, the
+// operand view v as a strided or a layout operand.
+template <class Op, class Out>
+void split_through(cudaStream_t s, const Op& op, const MatrixView<const float>& v, bool is_b, const Out& out,
+                   const char* impl) {
   const index_t X = is_b ? v.cols() : v.rows(), K = is_b ? v.rows() : v.cols();
   const bool along_k = split_detail::k_contiguous(v.layout, is_b);
-  auto go = [&](const auto& op) {
-    is_b ? split_detail::launch<true>(s, op, along_k, X, K, out, impl)
-         : split_detail::launch<false>(s, op, along_k, X, K, out, impl);
-  };
+  is_b ? split_detail::launch<true>(s, op, along_k, X, K, out, impl)
+       : split_detail::launch<false>(s, op, along_k, X, K, out, impl);
+}
+
+// The same through any layout.
+template <class Out>
+void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, const Out& out, const char* impl) {
   if (v.layout.is_strided())
-    go(strided_operand(v));
+    split_through(s, strided_operand(v), v, is_b, out, impl);
   else
-    go(layout_operand(v));
+    split_through(s, layout_operand(v), v, is_b, out, impl);
 }
 
 }  // namespace parray::cuda
