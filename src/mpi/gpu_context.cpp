@@ -117,11 +117,7 @@ void GpuProcessContext::bind() const { detail::use_gpu(device_); }
 
 template <class T>
 GpuDistMatrix<T>::GpuDistMatrix(const GpuProcessContext& gpus, const BlockCyclic& dist, bool allocate)
-    : gpus_(&gpus), dist_(dist) {
-  check_fits(dist_, gpus.grid());
-  mloc_ = dist_.local_rows(gpus.grid().coord().row);
-  nloc_ = dist_.local_cols(gpus.grid().coord().col);
-  lld_ = std::max<index_t>(1, mloc_);
+    : LocalBlock<T>(fitted(dist, gpus.grid()), gpus.grid().coord(), Memory::device), gpus_(&gpus) {
   if (!allocate) return;
   gpus.bind();
   own_ = std::make_shared<Array<T>>(Layout::dense({std::max<index_t>(1, lld_ * nloc_)}), Memory::device);
@@ -137,16 +133,8 @@ GpuDistMatrix<T> GpuDistMatrix<T>::from_desc(const GpuProcessContext& gpus, cons
   const Desc d = Desc::from(desc);
   GpuDistMatrix x(gpus, BlockCyclic{d.m, d.n, d.mb, d.nb, gpus.grid().rows(), gpus.grid().cols(), d.rsrc, d.csrc},
                   false);
-  if (d.lld < std::max<index_t>(1, x.mloc_))
-    throw Error("distributed matrix: lld " + std::to_string(d.lld) + " < local rows " + std::to_string(x.mloc_));
-  x.lld_ = d.lld;
-  x.data_ = device_local;
+  x.wrap(device_local, d.lld);
   return x;
-}
-
-template <class T>
-Desc GpuDistMatrix<T>::desc(int ctxt) const {
-  return descriptor(dist_, lld_, ctxt);
 }
 
 template <class T>

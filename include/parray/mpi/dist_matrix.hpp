@@ -97,32 +97,13 @@ inline Desc descriptor(const BlockCyclic& d, index_t lld, int ctxt = 0) {
           d.rsrc, d.csrc, static_cast<int>(lld)};
 }
 
+// What a rank holds of a block-cyclic matrix, wherever it lies (DistMatrix on
+// the host, GpuDistMatrix on the rank's GPU): the distribution, the extent of
+// its local block and the block's column-major storage, lld apart.
 template <class T>
-class DistMatrix {
+class LocalBlock {
  public:
-  // Owns its local block, column-major with lld = max(1, local rows).
-  DistMatrix(const MpiThreadArray& grid, const BlockCyclic& dist) : grid_(&grid), dist_(dist) {
-    check_fits(dist_, grid);
-    mloc_ = dist_.local_rows(grid.coord().row);
-    nloc_ = dist_.local_cols(grid.coord().col);
-    lld_ = std::max<index_t>(1, mloc_);
-    own_.assign(static_cast<std::size_t>(lld_ * nloc_), T(0));
-    data_ = own_.data();
-  }
-  // Wraps a ScaLAPACK-distributed matrix the caller owns (no copy).
-  static DistMatrix from_desc(const MpiThreadArray& grid, const int desc[9], T* local) {
-    const Desc d = Desc::from(desc);
-    BlockCyclic b{d.m, d.n, d.mb, d.nb, grid.rows(), grid.cols(), d.rsrc, d.csrc};
-    DistMatrix x(grid, b, 0);
-    if (d.lld < std::max<index_t>(1, x.mloc_))
-      throw Error("distributed matrix: lld " + std::to_string(d.lld) + " < local rows " + std::to_string(x.mloc_));
-    x.lld_ = d.lld;
-    x.data_ = local;
-    return x;
-  }
-
   const BlockCyclic& dist() const { return dist_; }
-  const MpiThreadArray& grid() const { return *grid_; }
   index_t rows() const { return dist_.m; }
   index_t cols() const { return dist_.n; }
   index_t local_rows() const { return mloc_; }
@@ -131,9 +112,56 @@ class DistMatrix {
   T* data() { return data_; }
   const T* data() const { return data_; }
   // The local block as a parray array type (column-major, lld).
-  MatrixView<T> local() { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_)}; }
-  MatrixView<const T> local() const { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_)}; }
+  MatrixView<T> local() { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_), memory_}; }
+  MatrixView<const T> local() const { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_), memory_}; }
   Desc desc(int ctxt = 0) const { return descriptor(dist_, lld_, ctxt); }
+
+ protected:
+  // The block of the process at `me` (dist already checked), lld = max(1,
+  // local rows), no storage yet.
+  LocalBlock(const BlockCyclic& dist, const ProcCoord& me, Memory memory)
+      : dist_(dist),
+        mloc_(dist.local_rows(me.row)),
+        nloc_(dist.local_cols(me.col)),
+        lld_(std::max<index_t>(1, mloc_)),
+        memory_(memory) {}
+  // Storage the caller holds, columns lld apart (at least the local rows).
+  void wrap(T* local, index_t lld) {
+    if (lld < std::max<index_t>(1, mloc_))
+      throw Error("distributed matrix: lld " + std::to_string(lld) + " < local rows " + std::to_string(mloc_));
+    lld_ = lld;
+    data_ = local;
+  }
+
+  BlockCyclic dist_;
+  index_t mloc_ = 0, nloc_ = 0, lld_ = 1;
+  T* data_ = nullptr;
+  Memory memory_ = Memory::paged;
+};
+
+// d after check_fits(d, grid): for constructor initialisers.
+inline const BlockCyclic& fitted(const BlockCyclic& d, const MpiThreadArray& grid) {
+  check_fits(d, grid);
+  return d;
+}
+
+template <class T>
+class DistMatrix : public LocalBlock<T> {
+ public:
+  // Owns its local block, column-major with lld = max(1, local rows).
+  DistMatrix(const MpiThreadArray& grid, const BlockCyclic& dist) : DistMatrix(grid, dist, 0) {
+    own_.assign(static_cast<std::size_t>(lld_ * nloc_), T(0));
+    data_ = own_.data();
+  }
+  // Wraps a ScaLAPACK-distributed matrix the caller owns (no copy).
+  static DistMatrix from_desc(const MpiThreadArray& grid, const int desc[9], T* local) {
+    const Desc d = Desc::from(desc);
+    DistMatrix x(grid, BlockCyclic{d.m, d.n, d.mb, d.nb, grid.rows(), grid.cols(), d.rsrc, d.csrc}, 0);
+    x.wrap(local, d.lld);
+    return x;
+  }
+
+  const MpiThreadArray& grid() const { return *grid_; }
   index_t global_row(index_t li) const { return dist_.global_row(li, grid_->coord().row); }
   index_t global_col(index_t lj) const { return dist_.global_col(lj, grid_->coord().col); }
 
@@ -153,17 +181,16 @@ class DistMatrix {
   void gather_to(MatrixView<T> global, int root = 0) const;
 
  private:
-  DistMatrix(const MpiThreadArray& grid, const BlockCyclic& dist, int) : grid_(&grid), dist_(dist) {
-    dist_.check();
-    mloc_ = dist_.local_rows(grid.coord().row);
-    nloc_ = dist_.local_cols(grid.coord().col);
-  }
+  DistMatrix(const MpiThreadArray& grid, const BlockCyclic& dist, int)
+      : LocalBlock<T>(fitted(dist, grid), grid.coord(), Memory::paged), grid_(&grid) {}
 
+  using LocalBlock<T>::dist_;
+  using LocalBlock<T>::mloc_;
+  using LocalBlock<T>::nloc_;
+  using LocalBlock<T>::lld_;
+  using LocalBlock<T>::data_;
   const MpiThreadArray* grid_;
-  BlockCyclic dist_;
-  index_t mloc_ = 0, nloc_ = 0, lld_ = 1;
   std::vector<T> own_;
-  T* data_ = nullptr;
 };
 
 // dst = src (or src transposed) in dst's distribution: every element goes

@@ -67,25 +67,14 @@ class GpuProcessContext {
 // on the ranks' GPUs: column-major with leading dimension lld, so desc() is
 // the ScaLAPACK descriptor of the device data.
 template <class T>
-class GpuDistMatrix {
+class GpuDistMatrix : public LocalBlock<T> {
  public:
   // Owns its local block on the rank's GPU, lld = max(1, local rows).
   GpuDistMatrix(const GpuProcessContext& gpus, const BlockCyclic& dist);
   // Wraps local blocks the caller holds on this rank's GPU (no copy).
   static GpuDistMatrix from_desc(const GpuProcessContext& gpus, const int desc[9], T* device_local);
 
-  const BlockCyclic& dist() const { return dist_; }
   const GpuProcessContext& gpus() const { return *gpus_; }
-  index_t rows() const { return dist_.m; }
-  index_t cols() const { return dist_.n; }
-  index_t local_rows() const { return mloc_; }
-  index_t local_cols() const { return nloc_; }
-  index_t lld() const { return lld_; }
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  MatrixView<T> local() { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_), Memory::device}; }
-  MatrixView<const T> local() const { return {data_, MatrixLayout::col_major(mloc_, nloc_, lld_), Memory::device}; }
-  Desc desc(int ctxt = 0) const;
 
   // host's local block to the device (same distribution), and back; each
   // returns when the copy is done.
@@ -98,11 +87,13 @@ class GpuDistMatrix {
   GpuDistMatrix(const GpuProcessContext& gpus, const BlockCyclic& dist, bool allocate);
   void check_same_shape(const BlockCyclic& host, const char* what) const;
 
+  using LocalBlock<T>::dist_;
+  using LocalBlock<T>::mloc_;
+  using LocalBlock<T>::nloc_;
+  using LocalBlock<T>::lld_;
+  using LocalBlock<T>::data_;
   const GpuProcessContext* gpus_;
-  BlockCyclic dist_;
-  index_t mloc_ = 0, nloc_ = 0, lld_ = 1;
   std::shared_ptr<Array<T>> own_;  // shared: copies of the matrix see the same device block
-  T* data_ = nullptr;
 };
 
 // SUMMA on operands that live on the GPUs, panels broadcast with NCCL:
