@@ -1,6 +1,7 @@
 // One offset semantics on host and device: a kernel evaluates a DeviceLayout
 // (a __grid_constant__ parameter) at every flat index, every (i, j) and
-// through a sub-type, and the results must equal the host Layout's.
+// through a sub-type, and every sub-type as a translated kernel reads it (a
+// DeviceSub), and the results must equal the host Layout's.
 #include <gtest/gtest.h>
 
 #include <utility>
@@ -11,6 +12,7 @@
 #include "parray/cuda_runtime.hpp"
 #include "parray/device_layout.hpp"
 #include "parray/named_layouts.hpp"
+#include "parray/parrayc.hpp"
 
 using namespace parray;
 
@@ -52,6 +54,44 @@ std::vector<index_t> device_offsets(const Layout& l, std::size_t count) {
   return v;
 }
 
+// A translated kernel's form of sub-type `sub` (parrayc.hpp): out[3 x + f]
+// is form f of its offset at x (general; strided, and #copy's walk, where
+// the sub-type has that form, else -2).
+__global__ void kernel_sub_offsets(const __grid_constant__ DeviceLayout type, const pa::DeviceSub sub, index_t* out) {
+  const index_t x = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (x >= sub.size()) return;
+  out[3 * x] = sub.offset<false>(type, x);
+  out[3 * x + 1] = sub.strided() ? sub.offset<true>(type, x) : -2;
+  if (x == 0 && sub.two_digits()) {  // the walk of #copy, by one thread
+    index_t inner = 0, at = 0;
+    for (index_t i = 0; i < sub.size(); ++i, sub.advance(inner, at)) out[3 * i + 2] = at;
+  } else if (!sub.two_digits()) {
+    out[3 * x + 2] = -2;
+  }
+}
+
+// Each sub-type's offsets in every form, on the device, against the host Layout.
+void expect_kernel_subs_same(const Layout& l, const DeviceLayout& table, const DeviceLayout::Sub& d) {
+  const pa::DeviceSub sub = pa::DeviceSub::of(d);
+  const std::size_t n = std::size_t(l.size());
+  index_t* out = nullptr;
+  PARRAY_CUDA_CHECK(cudaMalloc(&out, 3 * n * sizeof(index_t)));
+  PARRAY_CUDA_CHECK(cudaMemset(out, 0xff, 3 * n * sizeof(index_t)));
+  kernel_sub_offsets<<<unsigned((n + 127) / 128), 128>>>(table, sub, out);
+  PARRAY_CUDA_CHECK_LAUNCH();
+  std::vector<index_t> got(3 * n);
+  PARRAY_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(index_t), cudaMemcpyDeviceToHost));
+  PARRAY_CUDA_CHECK(cudaFree(out));
+  for (std::size_t x = 0; x < n; ++x) {
+    const index_t want = l.offset(index_t(x));
+    ASSERT_EQ(got[3 * x], want) << "x = " << x;
+    ASSERT_EQ(got[3 * x + 1], sub.strided() ? want : -2) << "x = " << x;
+    ASSERT_EQ(got[3 * x + 2], sub.two_digits() ? want : -2) << "x = " << x;
+  }
+  if (l.is_leaf()) return;
+  for (int k = 0; k < l.rank(); ++k) expect_kernel_subs_same(l.dim(k), table, d.sub(k));
+}
+
 }  // namespace
 
 TEST(GpuDeviceLayout, DeviceOffsetsEqualHostOffsets) {
@@ -65,6 +105,8 @@ TEST(GpuDeviceLayout, DeviceOffsetsEqualHostOffsets) {
     SCOPED_TRACE(l.str());
     const std::vector<index_t> want = host_offsets(l);
     EXPECT_EQ(device_offsets(l, want.size()), want);
+    const DeviceLayout table = DeviceLayout::from(l);
+    expect_kernel_subs_same(l, table, table.type());
   }
 }
 

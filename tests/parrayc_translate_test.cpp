@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,28 @@ long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); 
 // The translation after its header: from the #line 1 directive on.
 std::string body(const std::string& out) { return out.substr(out.find("#line 1 ")); }
 
+// The source line of each output line of `body` (0 for a #line directive),
+// as a compiler numbers them: what parrayc's #line and line breaks keep.
+std::vector<long> source_lines(const std::string& body) {
+  std::vector<long> of;
+  long next = 1;
+  std::istringstream in(body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#line ", 0) == 0) {
+      next = std::stol(line.substr(6));
+      of.push_back(0);
+    } else {
+      of.push_back(next++);
+    }
+  }
+  return of;
+}
+// The source line that the output's last full line maps to.
+long last_source_line(const std::string& body) {
+  const std::vector<long> of = source_lines(body.substr(0, body.rfind('\n') + 1));
+  return of.empty() ? 0 : of.back();
+}
+
 std::string error_of(const std::string& source, const std::string& file = "t.pa") {
   try {
     translate(source, file);
@@ -66,7 +89,7 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 
 TEST(ParraycTranslate, Figure10KeepsEveryLineAndCallsTheLibrary) {
   const std::string out = body(translate(kFig10, "fig10.pa"));
-  EXPECT_EQ(lines(out), lines(kFig10) + 1) << out;  // + the #line line
+  EXPECT_EQ(lines(out), lines(kFig10) + 1) << out;  // + the #line line: one output line a source line
   EXPECT_TRUE(has(out, "#line 1 \"fig10.pa\"\n#include <stdio.h>\nint main() {\n"));
   EXPECT_TRUE(has(out,
                   "const ::parray::ArrayType<float, ::parray::paged> M(::parray::pa::parse_type(\"fig10.pa:4\", "
@@ -86,32 +109,58 @@ TEST(ParraycTranslate, Figure10KeepsEveryLineAndCallsTheLibrary) {
 TEST(ParraycTranslate, Figure21KernelTypesCopiesAndSyncs) {
   const std::string fig21 = paper_source("fig21_sgemm.pa.cu");
   const std::string out = body(translate(fig21, "fig21.pa.cu"));
-  EXPECT_EQ(lines(out), lines(fig21) + 1) << out;
-  EXPECT_TRUE(has(out,
-                  "template <class parray_pa_P0, class parray_pa_P1, class parray_pa_P2> void SGEMM(parray_pa_P0 "
-                  "da, parray_pa_P1 db, parray_pa_P2 dc, const ::parray::Layout& type) {"));
-  EXPECT_TRUE(has(out, "::parray::Layout::Symbols{{\"type\", type}}"));
-  EXPECT_TRUE(has(out, "using S = ::parray::SNest<::parray::SLeaf<(32), (17) * 1>, ::parray::SLeaf<(17), 1>>;"));
-  EXPECT_TRUE(has(out,
-                  "using S0 = ::parray::SNest<::parray::SResize<(32), S::dim<0>>, ::parray::pa::SSplit<"
-                  "::parray::SResize<(16), S::dim<1>>, (4), (4)>>;"));
-  EXPECT_TRUE(has(out,
-                  "CUDA.detour<(4) * (32)>([=] __device__(const ::parray::cuda::CudaThread& parray_pa_t0) { "
-                  "float* a = parray_pa_a0;"));
-  EXPECT_TRUE(has(out, "const ::parray::DeviceLayout parray_pa_k_A = parray_pa_A; "));
-  EXPECT_TRUE(has(out, "float* s = ::parray::smem::create<float, S, 0>().data;"));
-  EXPECT_TRUE(has(out, "auto r = ::parray::rmem::create<float, R>();"));
-  EXPECT_TRUE(has(out,
-                  "::parray::pa::copy_elements(a + (parray_pa_k_A.type().sub(1).sub(0).offset(i)), "
-                  "parray_pa_k_A.type().sub(0).sub(1).sub(0), s + "));
-  EXPECT_TRUE(has(out, "::parray::pa::Static<S0::dim<1>::dim<0>>{});"));
-  EXPECT_TRUE(has(out, "parray_pa_t0.sync(1);"));
-  EXPECT_TRUE(has(out, "::parray::pa::contiguous(parray_pa_k_B.type().sub(1).sub(1).sub(1))"));
-  EXPECT_TRUE(has(out,
-                  "r[((R::dim<0>::offset(j) + R::dim<1>::offset(0)))] += b2.x * s[((S::dim<0>::offset(m) + "
-                  "S::dim<1>::offset(j)))];"));
-  EXPECT_TRUE(has(out, "(static_cast<int>(R::size))"));
-  EXPECT_TRUE(has(out, "}); }\n}\n")) << out;  // the detour's end, then #end's
+  EXPECT_EQ(last_source_line(out), lines(fig21)) << out;
+  // The kernel is there twice (strided and general), each #sync_1 of the
+  // source at its own line in both.
+  const std::vector<long> of = source_lines(out);
+  std::vector<std::string> source_line{""}, out_line;
+  for (std::istringstream in(fig21); std::getline(in, source_line.emplace_back());) {
+  }
+  for (std::istringstream in(out); std::getline(in, out_line.emplace_back());) {
+  }
+  int syncs = 0;
+  for (std::size_t k = 0; k < of.size(); ++k)
+    if (has(out_line[k], "parray_pa_t0.sync(1);")) {
+      ++syncs;
+      EXPECT_TRUE(has(source_line.at(std::size_t(of[k])), "#sync_1")) << out_line[k];
+    }
+  EXPECT_EQ(syncs, 4);
+  // Both builds, the DeviceSubs, the declarations' constant sizes, the kernel-local types.
+  for (const char* part : {
+           "if (parray_pa_all_strided) {\n#line 29 \"fig21.pa.cu\"\nCUDA.detour<",
+           "constexpr bool parray_pa_strided = true;",
+           "}); } else {\n#line 29 \"fig21.pa.cu\"\nCUDA.detour<",
+           "constexpr bool parray_pa_strided = false;",
+           "const ::parray::pa::DeviceSub parray_pa_n_A_1_0 = "
+               "::parray::pa::DeviceSub::of(parray_pa_A.type().sub(1).sub(0));",
+           "&& parray_pa_n_B_0_1.strided() &&",
+           "&& parray_pa_n_B_1_1_1.contiguous(); ",
+           "template <class parray_pa_P0, class parray_pa_P1, class parray_pa_P2> void SGEMM(parray_pa_P0 da, "
+               "parray_pa_P1 db, parray_pa_P2 dc, const ::parray::Layout& type) {",
+           "::parray::Layout::Symbols{{\"type\", type}}",
+           "using S = ::parray::SNest<::parray::SLeaf<(32), (17) * 1>, ::parray::SLeaf<(17), 1>>;",
+           "using S0 = ::parray::SNest<::parray::SResize<(32), S::dim<0>>, "
+               "::parray::pa::SSplit<::parray::SResize<(16), S::dim<1>>, (4), (4)>>;",
+           "CUDA.detour<(4) * (32)>([=] __device__(const ::parray::cuda::CudaThread& parray_pa_t0) { float* a = "
+               "parray_pa_a0;",
+           "const ::parray::DeviceLayout parray_pa_k_A = parray_pa_A; ",
+           "float* s = ::parray::smem::create<float, S, 0>().data;",
+           "auto r = ::parray::rmem::create<float, R>();",
+           "::parray::pa::copy_elements(a + (parray_pa_n_A_1_0.offset<parray_pa_strided>(parray_pa_k_A, i)), "
+               "::parray::pa::SubOf<parray_pa_strided>{parray_pa_n_A_0_1_0, parray_pa_k_A}, s + ",
+           "::parray::pa::Static<S0::dim<1>::dim<0>>{});",
+           "parray_pa_t0.sync(1);",
+           "if (((parray_pa_strided || parray_pa_n_B_1_1_1.contiguous())))",
+           "b + ((parray_pa_n_B_0_0.offset<parray_pa_strided>(parray_pa_k_B, i) + "
+               "parray_pa_n_B_0_1.offset<parray_pa_strided>(parray_pa_k_B, m)))",
+           "r[((R::dim<0>::offset(j) + R::dim<1>::offset(0)))] += b2.x * s[((S::dim<0>::offset(m) + "
+               "S::dim<1>::offset(j)))];",
+           "for (int i = 0; i < (32); i++) r[i] = 0;",  // $size(R)$, [16][2]
+           "for (int m = 0; m < (32); m++) {",  // $size(A_1_1)$, the split's [32]
+           "i < (::parray::pa::count(parray_pa_n_A_1_0.size()))",  // [N/32]: known at run time
+           "}); }\n#line 56 \"fig21.pa.cu\"\n }\n}\n",  // the detour's end, then #end's
+       })
+    EXPECT_TRUE(has(out, part)) << part << "\n" << out;
 }
 
 TEST(ParraycTranslate, ExpressionsOfThePaper) {
@@ -125,16 +174,22 @@ TEST(ParraycTranslate, ExpressionsOfThePaper) {
        "(((parray_pa_A.type().sub(0).sub(0).offset(i) + parray_pa_A.type().sub(0).sub(1).offset(j)) + "
        "parray_pa_A.type().sub(1).offset(k)))"},
       {"$A_1[i]$", "(parray_pa_A.type().sub(1).offset(i))"},
-      {"$dim(A)$", "(::parray::pa::count(parray_pa_A.type().size()))"},
-      {"$dim(A_0)$", "(::parray::pa::count(parray_pa_A.type().sub(0).size()))"},
-      {"$dim_0_1(A)$", "(::parray::pa::count(parray_pa_A.type().sub(0).sub(1).size()))"},
-      {"$size(A_1)$", "(::parray::pa::count(parray_pa_A.type().sub(1).size()))"},
+      {"$dim(A)$", "(24)"},  // sizes that the declarations fix are constants
+      {"$dim(A_0)$", "(6)"},
+      {"$dim_0_1(A)$", "(2)"},
+      {"$size(A_1)$", "(4)"},
+      {"$dim(B_0)$", "(4)"},
+      {"$dim(C)$", "(::parray::pa::count(parray_pa_C.type().size()))"},  // N: known at run time
+      {"$dim(C_1)$", "(8)"},
+      {"$dim(D_1)$", "(::parray::pa::count(parray_pa_D.type().sub(1).size()))"},
       {"$cnt(A_1)$", "(::parray::pa::contiguous(parray_pa_A.type().sub(1)))"},
       {"$B[2][3]$", "((parray_pa_B.type().sub(0).offset(2) + parray_pa_B.type().sub(1).offset(3)))"},
   };
   for (const Case& c : cases) {
     const std::string src =
-        std::string("#parray {paged float [[3][2]][4]} A\n#parray {float [#A_1][#A_0]} B\nx = ") + c.expression + ";\n";
+        std::string("#parray {paged float [[3][2]][4]} A\n#parray {float [#A_1][#A_0]} B\n"
+                    "#parray {paged float [N][2 * (3 + 1)]} C\n#parray {paged float [4][N / 2]} D\nx = ") +
+        c.expression + ";\n";
     EXPECT_TRUE(has(translate(src, "t.pa"), std::string("x = ") + c.translation + ";\n")) << c.expression;
   }
   const std::string threads = translate(
@@ -267,7 +322,7 @@ TEST(ParraycTranslate, FuzzedSourcesNeverCrashOrHang) {
     }
     try {
       const std::string out = translate(s, "f.pa.cu");
-      ASSERT_EQ(lines(body(out)), lines(s) + 1) << s;
+      ASSERT_EQ(last_source_line(body(out)), lines(s)) << s;
       ++translated;
     } catch (const Error& e) {
       ASSERT_EQ(std::string(e.what()).rfind("f.pa.cu:", 0), 0u) << e.what();

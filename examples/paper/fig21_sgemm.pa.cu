@@ -3,9 +3,11 @@
 // storage at hand: 128 threads a block as [4][32], a 16 x 256 tile of C a
 // block, A's 16 x 32 tile staged transposed in shared memory [32][17], each
 // thread's 16 x 2 of C in registers, B read as float2 where $cnt(B_1_1_1)$.
-// One change from the print: the split [[4][4] #S_1] of a 17-wide S is
+// Two changes from the print: the split [[4][4] #S_1] of a 17-wide S is
 // written [[4][4] 16 #S_1] (parray does not infer the resize,
-// docs/parray-language.md). Filled in: N, main over three storages
+// docs/parray-language.md), and the m loop has the `#pragma unroll` that the
+// print gives the j loop: nvcc 13 leaves this 32-step loop rolled, which
+// costs a fifth of the speed (docs/parray-language.md has the figures). Filled in: N, main over three storages
 // (row-major, fig 17's [2][N][N/2], fig 18(a)'s [4][N][N/4]), the input
 // data, the check against the FP64 product, the time (CUDA events, median
 // of 10 after 3 warm-up runs), and the skip (exit 77) without a GPU.
@@ -36,6 +38,7 @@ static int N;  // the matrix size, the first argument
   for (int i = 0; i < $size(A_1_0)$; i++) {
 #copy A_0_1_0(a + $A_1_0[i]$) to S0_1_0(s + $S0[$tid_1_1$][[0][$tid_1_0$]]$)
 #sync_1
+#pragma unroll
     for (int m = 0; m < $size(A_1_1)$; m++) {
       float2 b2;
       float* b1 = b + $B_0[i][m]$;

@@ -78,6 +78,33 @@ class DeviceLayout {
       return t_->offset_of(f, i) + t_->offset_of(static_cast<std::int16_t>(f + 1), j) +
              t_->offset_of(static_cast<std::int16_t>(f + 2), k);
     }
+    // Its node in the table (DeviceLayout::node_offset), and the table.
+    PARRAY_HD std::int16_t node_index() const { return n_; }
+    PARRAY_HD const DeviceLayout& table() const { return *t_; }
+    // Its offsets as a mixed-radix number of at most `max` digits, outermost
+    // first (offset(i) = sum of digit l of i times stride[l], the outermost
+    // digit taking what is left); false where it is none (a resized inner
+    // node, more digits). Digits of extent 1 are left out.
+    bool digits(int max, int& count, index_t* extent, index_t* stride) const {
+      const Node& n = node();
+      if (n.axis >= 0) {
+        const Axis& a = t_->axes_[n.axis];
+        if (a.levels > max) return false;
+        count = a.levels;
+        for (int l = 0; l < count; ++l) extent[l] = a.extent[l], stride[l] = a.stride[l];
+        return true;
+      }
+      if (!n.exact) return false;
+      count = 0;
+      for (int l = n.leaf_first; l < n.leaf_first + n.leaf_count; ++l) {
+        const bool last = l + 1 == n.leaf_first + n.leaf_count;
+        if (t_->leaf_size_[l] == 1 && !(last && count == 0)) continue;
+        if (count == max) return false;
+        extent[count] = t_->leaf_size_[l], stride[count] = t_->leaf_stride_[l];
+        ++count;
+      }
+      return true;
+    }
 
    private:
     PARRAY_HD const Node& node() const { return t_->nodes_[n_]; }
@@ -107,6 +134,8 @@ class DeviceLayout {
   PARRAY_HD index_t operator()(index_t i, index_t j) const { return top(0, i) + top(1, j); }
   PARRAY_HD index_t operator()(index_t i, index_t j, index_t k) const { return top(0, i) + top(1, j) + top(2, k); }
   int node_count() const { return node_count_; }
+  // The offset of flat index i of the sub-type at `node` (Sub::node_index).
+  PARRAY_HD index_t node_offset(std::int16_t node, index_t i) const { return offset_of(node, i); }
 
  private:
   // Depth-first over the subtree with an explicit stack (no recursion in

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -25,6 +26,13 @@
 #ifdef __CUDACC__
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/thread_array.cuh"
+#endif
+
+// Device code that a kernel rarely runs, kept out of its loops' registers.
+#if defined(__CUDACC__)
+#define PARRAY_PA_OUT_OF_LINE __noinline__
+#else
+#define PARRAY_PA_OUT_OF_LINE
 #endif
 
 namespace parray::pa {
@@ -109,12 +117,156 @@ PARRAY_HD constexpr bool contiguous() {
   return true;
 }
 
+// A host-created type's sub-type as a kernel reads it ($A_1_0[i]$,
+// $size(A_1_1)$, $cnt(B_1_1_1)$): made on the host before the launch and
+// captured by the kernel, so that its digits, size and contiguity lie at
+// fixed places of the kernel's parameters (operands read from the constant
+// bank, as a hand-written kernel's strides are) instead of being looked up in
+// the type's table at every access.
+//
+// A kernel is built twice (docs/parray-language.md). The strided build runs
+// where the host found every sub-type that a $...$ offset reads to be one
+// stride and every one that a #copy reads of at most two digits:
+// offset<true> is one multiply, nothing to branch on, so loops over it
+// unroll into straight code, and a #copy walks its digits inline. The general build's
+// offset<false> is still one multiply for a stride; a blocked dimension (a
+// mixed-radix number of at most kMaxDigits digits, a 32-bit division per
+// inner digit) and anything else (through the type's table) go out of line.
+class DeviceSub {
+ public:
+  static constexpr int kMaxDigits = 4;
+
+  static DeviceSub of(DeviceLayout::Sub s) {
+    DeviceSub d;
+    d.node_ = s.node_index();
+    d.size_ = s.size();
+    d.contiguous_ = ::parray::pa::contiguous(s);
+    d.narrow_ = d.size_ <= index_t{UINT32_MAX};
+    index_t extent[kMaxDigits], stride[kMaxDigits];
+    int count = 0;
+    if (s.digits(kMaxDigits, count, extent, stride)) d.set_digits(merged(count, extent, stride), extent, stride);
+    return d;
+  }
+  PARRAY_HD index_t size() const { return size_; }
+  PARRAY_HD bool contiguous() const { return contiguous_; }
+  PARRAY_HD bool strided() const { return digits_ == 1; }
+  // The offset of flat index i; `table` is the type's DeviceLayout.
+  template <bool Strided>
+  PARRAY_HD index_t offset(const DeviceLayout& table, index_t i) const {
+    if constexpr (Strided) return i * stride_[kInner];
+    else return digits_ == 1 ? i * stride_[kInner] : blocked_offset(table, i);
+  }
+  // At most two digits (a tile's rows and its elements in a row): what
+  // #copy walks in the strided build.
+  PARRAY_HD bool two_digits() const { return digits_ == 1 || digits_ == 2; }
+  // A two_digits() type's offsets in order without a division: `inner`
+  // counts the inner digit, `offset` is the current element's; both start at 0.
+  PARRAY_HD void advance(index_t& inner, index_t& offset) const {
+    offset += stride_[kInner];
+    if (++inner == extent_[kInner]) inner = 0, offset += stride_[kInner - 1] - extent_[kInner] * stride_[kInner];
+  }
+
+ private:
+  static constexpr int kInner = kMaxDigits - 1;  // digits are stored innermost last
+
+  // Adjacent digits that are one run (the outer's stride is the inner's
+  // times its extent: [[N/32][32]] of a row) made one digit: a split of a
+  // stride stays a stride. Returns the number of digits left.
+  static int merged(int count, index_t* extent, index_t* stride) {
+    int kept = 0;
+    for (int l = 0; l < count; ++l) {
+      if (kept > 0 && stride[kept - 1] == stride[l] * extent[l]) {
+        extent[kept - 1] *= extent[l];
+        stride[kept - 1] = stride[l];
+        continue;
+      }
+      extent[kept] = extent[l], stride[kept] = stride[l];
+      ++kept;
+    }
+    return kept;
+  }
+  // Digits outermost first, stored innermost last; the outermost takes what
+  // is left of the index (its extent unbounded), the levels outside it are
+  // digits of extent 1 and stride 0.
+  void set_digits(int count, const index_t* extent, const index_t* stride) {
+    digits_ = static_cast<std::int8_t>(count);
+    const int first = kMaxDigits - count;
+    for (int l = 0; l < kMaxDigits; ++l) {
+      extent_[l] = l < first ? 1 : l == first ? INT64_MAX : extent[l - first];
+      stride_[l] = l < first ? 0 : stride[l - first];
+    }
+  }
+  PARRAY_PA_OUT_OF_LINE PARRAY_HD index_t blocked_offset(const DeviceLayout& table, index_t i) const {
+    if (digits_ == 0) return table.node_offset(node_, i);
+    return narrow_ ? mixed<std::uint32_t>(i) : mixed<index_t>(i);
+  }
+  template <class I>
+  PARRAY_HD index_t mixed(index_t i) const {
+    const int first = kMaxDigits - digits_;
+    I x = static_cast<I>(i);
+    index_t off = 0;
+    for (int l = kInner; l > first; --l) {
+      const I e = static_cast<I>(extent_[l]);
+      off += static_cast<index_t>(x % e) * stride_[l];
+      x /= e;
+    }
+    return off + static_cast<index_t>(x) * stride_[first];
+  }
+
+  std::int8_t digits_ = 0;  // 0: through the table
+  bool contiguous_ = false, narrow_ = false;
+  std::int16_t node_ = 0;
+  index_t size_ = 0;
+  index_t extent_[kMaxDigits] = {}, stride_[kMaxDigits] = {};
+};
+
+// A DeviceSub with its table, as #copy inside a kernel takes a type. In the
+// strided build it has at most two digits and is walked in order
+// (copy_elements): a counter of the inner digit, no division, so that an
+// unrolled copy of a register tile (#copy R(r) to C0(c)) costs an add per
+// element and few registers (a walk over four digits took 11 more
+// registers in fig 21, a seventh of its blocks per SM).
+template <bool TwoDigits>
+struct SubOf {
+  const DeviceSub& sub;
+  const DeviceLayout& table;
+  PARRAY_HD index_t size() const { return sub.size(); }
+  PARRAY_HD index_t offset(index_t i) const { return sub.offset<false>(table, i); }
+
+  struct Walk {
+    const DeviceSub& sub;
+    index_t inner = 0, at = 0;
+    PARRAY_HD index_t offset(index_t) const { return at; }
+    PARRAY_HD void next() { sub.advance(inner, at); }
+  };
+  struct Indexed {
+    const SubOf& type;
+    PARRAY_HD index_t offset(index_t i) const { return type.offset(i); }
+    PARRAY_HD void next() {}
+  };
+  PARRAY_HD auto walk() const {
+    if constexpr (TwoDigits) return Walk{sub};
+    else return Indexed{*this};
+  }
+};
+
 // A static (smem, rmem) type as an object, for #copy.
 template <class S>
 struct Static {
   PARRAY_HD static constexpr index_t size() { return S::size; }
   PARRAY_HD static constexpr index_t offset(index_t i) { return S::offset(i); }
+  struct Walk {
+    PARRAY_HD static constexpr index_t offset(index_t i) { return S::offset(i); }
+    PARRAY_HD void next() {}
+  };
+  PARRAY_HD static Walk walk() { return {}; }
 };
+// The element count of a #copy side that is a Static, else 0 (known at run time).
+template <class T>
+PARRAY_HD constexpr index_t static_size() {
+  if constexpr (requires { T::size(); }) return T::size();
+  else return 0;
+}
 
 // A static split of a one-dimensional static type: [[4][4] 16 #S_1] is
 // SSplit<SResize<16, S::dim<1>>, 4, 4>.
@@ -153,10 +305,19 @@ PARRAY_HD void copy_elements(const Src& src, const SrcType& src_type, Dst&& dst,
                 std::to_string(dst_type.size()));
 #endif
   }
+  // A static side's size is a constant: the loop unrolls, as a hand-written
+  // copy of that tile does, and its offsets are constants.
+  constexpr index_t n = static_size<SrcType>() ? static_size<SrcType>() : static_size<DstType>();
+  auto from = src_type.walk();
+  auto to = dst_type.walk();
+  if constexpr (n > 0) {
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif
-  for (index_t i = 0; i < src_type.size(); ++i) dst[dst_type.offset(i)] = src[src_type.offset(i)];
+    for (index_t i = 0; i < n; ++i, from.next(), to.next()) dst[to.offset(i)] = src[from.offset(i)];
+  } else {
+    for (index_t i = 0; i < src_type.size(); ++i, from.next(), to.next()) dst[to.offset(i)] = src[from.offset(i)];
+  }
 }
 
 // #copy on the host between arrays of any memory kinds: host memory on both

@@ -116,12 +116,6 @@ std::string parameter_name(const std::string& p) {
   return p.substr(b, e - b);
 }
 
-bool is_number_expression(const std::string& e) {
-  for (char c : e)
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') return false;
-  return !e.empty();
-}
-
 std::string memory_of_kind(const std::string& kind) {
   return kind == "dmem" ? "device" : kind == "pinned" ? "pinned" : "paged";
 }
@@ -362,8 +356,7 @@ void Translator::copy(std::string_view args, Position at) {
     const Symbol& s = resolve(side[k].type, p, path);
     out += (k ? ", " : "") + side[k].pointer + ", ";
     if (in_kernel) {
-      const Node n = node_of(s, path, side[k].type, p);
-      out += n.is_static ? "::parray::pa::Static<" + n.text + ">{}" : n.text;
+      out += copy_side(node_of(s, path, side[k].type, p));
     } else {
       if (s.form != Form::host && s.form != Form::view)
         fail(p, "'" + s.decl.name + "': #copy on the host is between arrays of host-created types");
@@ -423,11 +416,15 @@ void Translator::detour_directive(std::string_view args, Position at) {
     d.insert_at = out_.size();
     for (std::size_t k = 0; k < values.size(); ++k)
       out_ += "auto parray_pa_a" + std::to_string(k) + " = (" + with_expressions(values[k], call_at) + "); ";
+    d.launch_at = out_.size();
     out_ += name + ".detour" + (block.empty() ? "" : "<" + block + ">") +
             "([=] __device__(const ::parray::cuda::CudaThread& " + d.coord + ") {";
     for (std::size_t k = 0; k < params.size(); ++k)
       out_ += " " + params[k] + " = parray_pa_a" + std::to_string(k) + "; (void)" + parameter_name(params[k]) + ";";
-    open_block(BlockKind::detour, "}); }", a.position(name_at));
+    out_ += " constexpr bool parray_pa_strided = ";
+    d.flag_at = out_.size();
+    out_ += "false; (void)parray_pa_strided;";
+    open_block(BlockKind::detour, "});", a.position(name_at));
   }
   detours_.push_back(d);
 }

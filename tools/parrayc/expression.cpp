@@ -5,8 +5,9 @@
 //   $dim(A_0)$, $dim_0_1(M)$, $size(R)$, $cnt(B)$   sizes and contiguity
 //   $tid$, $tid_0$, $tid_1_0$, $dim_1$, $size$      the detour's thread coordinates
 //
-// into calls on the type's DeviceLayout (host types) or static type (smem,
-// rmem). An index is a C expression in which thread coordinates nest
+// into calls on the type's DeviceLayout (host types; in a CUDA kernel a
+// DeviceSub per node, made before the launch) or static type (smem, rmem),
+// and sizes that the declarations fix into constants. An index is a C expression in which thread coordinates nest
 // ($M[[$tid_0$][i]][0]$), or a group of indices over a nested dimension.
 #include <cctype>
 
@@ -88,9 +89,7 @@ class ExpressionParser {
     const Symbol& s = tr_.resolve(name, position_in(at_, t_, name_at), path);
     path.insert(path.end(), extra.begin(), extra.end());
     const Translator::Node n = tr_.node_of(s, path, name, position_in(at_, t_, name_at));
-    if (what == "cnt")
-      return n.is_static ? "::parray::pa::contiguous<" + n.text + ">()" : "::parray::pa::contiguous(" + n.text + ")";
-    return n.is_static ? "static_cast<int>(" + n.text + "::size)" : "::parray::pa::count(" + n.text + ".size())";
+    return what == "cnt" ? tr_.contiguous_of(n) : tr_.size_of(n);
   }
 
   std::string access(const std::string& name, std::size_t name_at) {
@@ -161,7 +160,7 @@ class ExpressionParser {
     if (indices.size() == 1) {
       const Index& x = indices[0];
       if (x.group) return offset(n, shown, x.kids);
-      return n.is_static ? n.text + "::offset(" + x.expr + ")" : n.text + ".offset(" + x.expr + ")";
+      return tr_.offset_of(n, x.expr);
     }
     if (n.shape.leaf()) fail(indices[1].at, shown + " is one-dimensional: it takes one index");
     if (n.shape.known && n.shape.kids.size() != indices.size())
@@ -169,10 +168,8 @@ class ExpressionParser {
                               std::to_string(indices.size()) + " indices given");
     std::string out = "(";
     for (std::size_t d = 0; d < indices.size(); ++d) {
-      Translator::Node child{n.text, n.is_static, n.shape.known ? n.shape.kids[d] : Shape{}};
-      child.text += n.is_static ? "::dim<" + std::to_string(d) + ">" : ".sub(" + std::to_string(d) + ")";
       const std::string child_shown = shown + "_" + std::to_string(d);
-      out += (d ? " + " : "") + offset(child, child_shown, {indices[d]});
+      out += (d ? " + " : "") + offset(tr_.child_of(n, static_cast<int>(d)), child_shown, {indices[d]});
     }
     return out + ")";
   }
@@ -265,8 +262,7 @@ Translator::Node Translator::node_of(const Symbol& s, const std::vector<int>& pa
   if (n.is_static) {
     n.text = name;
   } else if (!detours_.empty() && detours_.back().cuda) {
-    n.text = "parray_pa_k_" + name + ".type()";  // the kernel's own copy (translate.cpp)
-    detours_.back().used.insert(name);
+    n.type = name;  // a DeviceSub, named when the path is complete (child_of)
   } else {
     n.text = "parray_pa_" + name + ".type()";
   }
@@ -281,11 +277,66 @@ Translator::Node Translator::node_of(const Symbol& s, const std::vector<int>& pa
     if (n.shape.known && static_cast<std::size_t>(step) >= n.shape.kids.size())
       fail(at, walked + " has " + std::to_string(n.shape.kids.size()) + " dimensions, so no " + walked + "_" +
                    std::to_string(step));
-    n.text += n.is_static ? "::dim<" + std::to_string(step) + ">" : ".sub(" + std::to_string(step) + ")";
-    n.shape = n.shape.known ? Shape(n.shape.kids[static_cast<std::size_t>(step)]) : Shape{};
+    n = child_of(n, step);
     walked.append(1, '_').append(std::to_string(step));
   }
+  if (n.in_kernel()) n = child_of(n, -1);
   return n;
+}
+
+// Sub-type d of n (d = -1: n itself, named). In a kernel each node that an
+// expression reads is a DeviceSub of its own, parray_pa_n_A_1_0, made before
+// the launch (kernel_sub).
+Translator::Node Translator::child_of(const Node& n, int d) {
+  Node c = n;
+  if (d >= 0) c.shape = n.shape.known && !n.shape.leaf() ? Shape(n.shape.kids[static_cast<std::size_t>(d)]) : Shape{};
+  if (n.is_static) {
+    c.text += "::dim<" + std::to_string(d) + ">";
+  } else if (n.in_kernel()) {
+    if (d >= 0) c.path.push_back(d);
+    c.text = "parray_pa_n_" + c.type;
+    for (int step : c.path) c.text.append(1, '_').append(std::to_string(step));
+  } else {
+    c.text += ".sub(" + std::to_string(d) + ")";
+  }
+  return c;
+}
+
+// The kernel's DeviceSub of n, and with `table` the type's DeviceLayout too
+// (what a DeviceSub that is no mixed-radix number reads offsets from).
+const std::string& Translator::kernel_sub(const Node& n, bool table) {
+  Detour& d = detours_.back();
+  d.subs[n.text] = {n.type, n.path};
+  if (table) d.used.insert(n.type);
+  return n.text;
+}
+
+std::string Translator::offset_of(const Node& n, const std::string& index) {
+  if (n.is_static) return n.text + "::offset(" + index + ")";
+  if (!n.in_kernel()) return n.text + ".offset(" + index + ")";
+  detours_.back().strided.insert(kernel_sub(n, true));
+  return n.text + ".offset<parray_pa_strided>(parray_pa_k_" + n.type + ", " + index + ")";
+}
+
+std::string Translator::size_of(const Node& n) {
+  if (!n.shape.size.empty()) return n.shape.size;  // fixed by the declaration: a constant
+  if (n.is_static) return "static_cast<int>(" + n.text + "::size)";
+  return "::parray::pa::count(" + (n.in_kernel() ? kernel_sub(n, false) : n.text) + ".size())";
+}
+
+std::string Translator::contiguous_of(const Node& n) {
+  if (n.is_static) return "::parray::pa::contiguous<" + n.text + ">()";
+  if (n.in_kernel()) {
+    detours_.back().contiguous.insert(kernel_sub(n, false));
+    return "(parray_pa_strided || " + n.text + ".contiguous())";
+  }
+  return "::parray::pa::contiguous(" + n.text + ")";
+}
+
+std::string Translator::copy_side(const Node& n) {
+  if (n.is_static) return "::parray::pa::Static<" + n.text + ">{}";
+  detours_.back().two_digits.insert(kernel_sub(n, true));
+  return "::parray::pa::SubOf<parray_pa_strided>{" + n.text + ", parray_pa_k_" + n.type + "}";
 }
 
 }  // namespace parray::pa

@@ -54,12 +54,18 @@ void names_in(const std::vector<Dim>& dims, std::vector<std::pair<std::string, s
 
 // What the translator knows of a type's tree: the number of dimensions at
 // each node where the declarations say it (unknown below a #subprog's type
-// parameter).
+// parameter), and the node's size where the declaration fixes it with
+// numbers ([32], [[4][4]], [16 #S_1]): a C constant, so that a loop over
+// $size(A_1_1)$ has a constant bound.
 struct Shape {
   bool known = false;
   std::vector<Shape> kids;
+  std::string size;  // empty where a name or a reference decides it
   bool leaf() const { return known && kids.empty(); }
 };
+
+// An extent written with numbers only ("32", "(4)*4"), no names.
+bool is_number_expression(const std::string& e);
 
 enum class Form {
   host,    // paged, pinned or dmem: an ArrayType and its DeviceLayout
@@ -89,19 +95,38 @@ class Translator {
   std::string with_expressions(std::string_view text, Position at);
   // A type name with a sub-type path: the symbol and the path.
   const Symbol& resolve(std::string_view word, Position at, std::vector<int>& path) const;
-  // The C++ of a type node for offsets and sizes: a DeviceLayout::Sub, or a static type.
+  // A type node for offsets and sizes: on the host a DeviceLayout::Sub, in a
+  // CUDA kernel a DeviceSub made before the launch (`type`'s node at `path`),
+  // for smem and rmem a static type.
   struct Node {
     std::string text;
     bool is_static = false;
     Shape shape;
+    std::string type;  // in a kernel: the host-created type and the path of its DeviceSub
+    std::vector<int> path;
+    bool in_kernel() const { return !type.empty(); }
   };
   Node node_of(const Symbol& s, const std::vector<int>& path, const std::string& shown, Position at);
+  Node child_of(const Node& n, int d);
+  std::string offset_of(const Node& n, const std::string& index);  // $T[i]$
+  std::string size_of(const Node& n);                               // $size(T)$, $dim(T)$
+  std::string contiguous_of(const Node& n);                         // $cnt(T)$
+  std::string copy_side(const Node& n);                             // a type in #copy inside a kernel
+  const std::string& kernel_sub(const Node& n, bool table);
 
   struct Detour {
     std::string array, coord;
     bool cuda = false, explicit_grid = false;
     std::size_t insert_at = 0;   // where the kernel's copies of the types go
-    std::set<std::string> used;  // host types the kernel reads
+    std::set<std::string> used;  // host types whose tables the kernel reads
+    std::map<std::string, std::pair<std::string, std::vector<int>>> subs;  // DeviceSub name -> type, path
+    // The kernel's two builds (close_block): where the launch starts, where
+    // its `parray_pa_strided` flag's value is, and what the strided build
+    // assumes of the DeviceSubs: strided ($...$ offsets), of at most two
+    // digits (#copy), contiguous ($cnt$).
+    std::size_t launch_at = 0, flag_at = 0;
+    std::set<std::string> strided, two_digits, contiguous;
+    bool versioned() const { return !strided.empty() || !two_digits.empty() || !contiguous.empty(); }
   };
   const Detour* detour() const { return detours_.empty() ? nullptr : &detours_.back(); }
   // The thread coordinate term $tid$, $tid_0$, $dim_1$, $size$ (false: not one).
@@ -111,6 +136,7 @@ class Translator {
   enum class BlockKind { mainhost, detour, global };
   // translate.cpp
   void code(const Segment& s);
+  void version_kernel(const Detour& d);
   void emit(const std::string& text, std::string_view source_text);  // keeps the source's line count
   void open_block(BlockKind kind, const std::string& closer, Position at);
   void close_block();
@@ -131,12 +157,15 @@ class Translator {
   std::string static_type(const std::vector<Dim>& dims, const FailAt& fail) const;
   Shape shape_of(const std::vector<Dim>& dims) const;
   Shape shape_of(const Dim& d) const;
+  Shape referenced_shape(const Dim& d) const;
 
   std::string source_;
   std::string file_;
   std::vector<Segment> segments_;
   std::map<std::string, Symbol, std::less<>> symbols_;
   std::string out_;
+  std::size_t source_start_ = 0;  // where out_'s line 1 of the source starts
+  long extra_lines_ = 0;          // output lines that no source line has (version_kernel)
 
   // Blocks opened by a directive's '{' and closed by a '}' in the code.
   struct Block {

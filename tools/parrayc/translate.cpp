@@ -31,6 +31,7 @@ std::string Translator::run() {
   out_ += "#include \"parray/parrayc.hpp\"\n";
   if (uses_mpi_) out_ += "#include \"parray/mpi/process_array.hpp\"\n";
   out_ += "#line 1 " + quoted(file_) + "\n";
+  source_start_ = out_.size();
   for (std::size_t k = 0; k < segments_.size(); ++k) {
     const Segment& s = segments_[k];
     if (s.kind == SegmentKind::code) code(s);
@@ -81,14 +82,56 @@ void Translator::close_block() {
   if (b.kind != BlockKind::detour) return;
   // A kernel takes the types it reads by value: its own copies, made where
   // the detour starts (a type declared at file scope is not captured).
+  // Each node the kernel reads is a DeviceSub of its own (parrayc.hpp).
   const Detour& d = detours_.back();
   if (d.cuda) {
+    version_kernel(d);
+    out_ += " }";
     std::string copies;
     for (const std::string& name : d.used)
       copies += "const ::parray::DeviceLayout parray_pa_k_" + name + " = parray_pa_" + name + "; ";
+    for (const auto& [sub, node] : d.subs) {
+      copies += "const ::parray::pa::DeviceSub " + sub + " = ::parray::pa::DeviceSub::of(parray_pa_" + node.first +
+                ".type()";
+      for (int step : node.second) copies += ".sub(" + std::to_string(step) + ")";
+      copies += "); ";
+    }
+    if (d.versioned()) {
+      copies += "const bool parray_pa_all_strided = true";
+      for (const std::string& sub : d.strided) copies += " && " + sub + ".strided()";
+      for (const std::string& sub : d.two_digits) copies += " && " + sub + ".two_digits()";
+      for (const std::string& sub : d.contiguous) copies += " && " + sub + ".contiguous()";
+      copies += "; ";
+    }
     out_.insert(d.insert_at, copies);
   }
   detours_.pop_back();
+}
+
+// The launch twice: a build in which every sub-type that the kernel's $...$
+// offsets read is one stride, every one its #copy reads of at most two
+// digits and every $cnt$ holds (parray_pa_strided: offsets are multiplies, $cnt$ is
+// true, loops over them unroll into straight code), taken where the host
+// finds that so, and the general build.
+// Each build starts with a #line of the detour's line and the code after
+// them with one of the line it continues, so that every source line keeps its
+// number (emit).
+void Translator::version_kernel(const Detour& d) {
+  std::string general = out_.substr(d.launch_at);
+  std::string strided = general;
+  strided.replace(d.flag_at - d.launch_at, std::string_view("false").size(), "true");
+  out_.resize(d.launch_at);
+  if (!d.versioned()) {
+    out_ += strided;  // no host-created type in the kernel: nothing to choose on
+    return;
+  }
+  const auto newlines = [](std::string_view t) { return std::count(t.begin(), t.end(), '\n'); };
+  const long launch = 1 + newlines(std::string_view(out_).substr(source_start_)) - extra_lines_;
+  const long end = launch + newlines(general);
+  const auto line = [&](long n) { return "\n#line " + std::to_string(n) + " " + quoted(file_) + "\n"; };
+  out_ += "if (parray_pa_all_strided) {" + line(launch) + strided + " } else {" + line(launch) + general + " }" +
+          line(end);
+  extra_lines_ += newlines(strided) + 6;  // the copy and the three #line directives' lines
 }
 
 std::string translate(std::string_view source, const std::string& file) { return Translator(source, file).run(); }

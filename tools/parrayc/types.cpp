@@ -2,22 +2,68 @@
 // its tree (how many dimensions each node has, for the checks of $...$ at
 // translation time) and, for smem and rmem, the static layout type
 // (static_layout.hpp) that a kernel sizes its arrays with.
+#include <cctype>
+#include <climits>
+#include <string>
+
 #include "parray/core.hpp"
+#include "parray/layout.hpp"
 #include "parrayc/internal.hpp"
 
 namespace parray::pa {
+
+namespace {
+
+// The value of an extent written with numbers only, as Layout::parse reads
+// it; empty where it has names, does not parse or does not fit a C int.
+std::string constant_extent(const std::string& e) {
+  if (!is_number_expression(e)) return {};
+  try {
+    const index_t n = Layout::parse(std::string("[").append(e).append("]")).size();
+    return n <= INT_MAX ? std::to_string(n) : std::string{};
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+// The product of the children's constant sizes, empty unless all have one.
+std::string product_of(const std::vector<Shape>& kids) {
+  long long p = 1;
+  for (const Shape& k : kids) {
+    if (k.size.empty()) return {};
+    p *= std::stoll(k.size);
+    if (p > INT_MAX) return {};
+  }
+  return std::to_string(p);
+}
+
+}  // namespace
+
+bool is_number_expression(const std::string& e) {
+  for (char c : e)
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') return false;
+  return !e.empty();
+}
 
 Shape Translator::shape_of(const std::vector<Dim>& dims) const {
   if (dims.size() == 1) return shape_of(dims[0]);
   Shape s;
   s.known = true;
   for (const Dim& d : dims) s.kids.push_back(shape_of(d));
+  s.size = product_of(s.kids);
   return s;
 }
 
 Shape Translator::shape_of(const Dim& d) const {
+  Shape s = referenced_shape(d);
+  if (!d.size.empty()) s.size = constant_extent(d.size);  // an extent, or a resize
+  return s;
+}
+
+// The tree below d: its group's or split's, a leaf's, or the referenced node's.
+Shape Translator::referenced_shape(const Dim& d) const {
   if (!d.children.empty()) return shape_of(d.children);  // a group, or a split's extents
-  if (d.ref.empty()) return Shape{true, {}};
+  if (d.ref.empty()) return Shape{true, {}, {}};
   const std::string base = d.ref.substr(0, d.ref.find('_'));
   std::vector<int> path;
   auto it = symbols_.find(base);
