@@ -154,7 +154,7 @@ class DeviceSub {
   template <bool Strided>
   PARRAY_HD index_t offset(const DeviceLayout& table, index_t i) const {
     if constexpr (Strided) return i * stride_[kInner];
-    else return digits_ == 1 ? i * stride_[kInner] : blocked_offset(table, i);
+    else return digits_ == 1 ? i * stride_[kInner] : digits_ > 0 ? (narrow_ ? mixed<std::uint32_t>(i) : mixed<index_t>(i)) : table_offset(table, i);
   }
   // At most two digits (a tile's rows and its elements in a row): what
   // #copy walks in the strided build.
@@ -196,9 +196,8 @@ class DeviceSub {
       stride_[l] = l < first ? 0 : stride[l - first];
     }
   }
-  PARRAY_PA_OUT_OF_LINE PARRAY_HD index_t blocked_offset(const DeviceLayout& table, index_t i) const {
-    if (digits_ == 0) return table.node_offset(node_, i);
-    return narrow_ ? mixed<std::uint32_t>(i) : mixed<index_t>(i);
+  PARRAY_PA_OUT_OF_LINE PARRAY_HD index_t table_offset(const DeviceLayout& table, index_t i) const {
+    return table.node_offset(node_, i);
   }
   template <class I>
   PARRAY_HD index_t mixed(index_t i) const {
