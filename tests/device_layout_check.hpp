@@ -20,9 +20,12 @@ inline void expect_kernel_sub_same(const Layout& l, const DeviceLayout::Sub& d, 
   ASSERT_EQ(k.size(), l.size()) << path;
   index_t inner = 0, at = 0;  // the walk of #copy
   for (index_t i = 0; i < l.size(); ++i, k.advance(inner, at)) {
-    ASSERT_EQ(k.offset<false>(d.table(), i), l.offset(i)) << path << " i = " << i;
+    ASSERT_EQ(k.offset<pa::Build::general>(d.table(), i), l.offset(i)) << path << " i = " << i;
     if (k.strided()) {
-      ASSERT_EQ(k.offset<true>(d.table(), i), l.offset(i)) << path << " (strided) i = " << i;
+      ASSERT_EQ(k.offset<pa::Build::strided>(d.table(), i), l.offset(i)) << path << " (strided) i = " << i;
+    }
+    if (k.fast_two_digits()) {
+      ASSERT_EQ(k.offset<pa::Build::two_digits>(d.table(), i), l.offset(i)) << path << " (two digits) i = " << i;
     }
     if (k.two_digits()) {
       ASSERT_EQ(at, l.offset(i)) << path << " (walk) i = " << i;

@@ -54,19 +54,21 @@ std::vector<index_t> device_offsets(const Layout& l, std::size_t count) {
   return v;
 }
 
-// A translated kernel's form of sub-type `sub` (parrayc.hpp): out[3 x + f]
-// is form f of its offset at x (general; strided, and #copy's walk, where
-// the sub-type has that form, else -2).
+// A translated kernel's form of sub-type `sub` (parrayc.hpp): out[4 x + f]
+// is form f of its offset at x (the general build's; the strided build's,
+// #copy's walk and the two-digit build's where the sub-type has that form,
+// else -2).
 __global__ void kernel_sub_offsets(const __grid_constant__ DeviceLayout type, const pa::DeviceSub sub, index_t* out) {
   const index_t x = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (x >= sub.size()) return;
-  out[3 * x] = sub.offset<false>(type, x);
-  out[3 * x + 1] = sub.strided() ? sub.offset<true>(type, x) : -2;
+  out[4 * x] = sub.offset<pa::Build::general>(type, x);
+  out[4 * x + 1] = sub.strided() ? sub.offset<pa::Build::strided>(type, x) : -2;
+  out[4 * x + 3] = sub.fast_two_digits() ? sub.offset<pa::Build::two_digits>(type, x) : -2;
   if (x == 0 && sub.two_digits()) {  // the walk of #copy, by one thread
     index_t inner = 0, at = 0;
-    for (index_t i = 0; i < sub.size(); ++i, sub.advance(inner, at)) out[3 * i + 2] = at;
+    for (index_t i = 0; i < sub.size(); ++i, sub.advance(inner, at)) out[4 * i + 2] = at;
   } else if (!sub.two_digits()) {
-    out[3 * x + 2] = -2;
+    out[4 * x + 2] = -2;
   }
 }
 
@@ -75,18 +77,19 @@ void expect_kernel_subs_same(const Layout& l, const DeviceLayout& table, const D
   const pa::DeviceSub sub = pa::DeviceSub::of(d);
   const std::size_t n = std::size_t(l.size());
   index_t* out = nullptr;
-  PARRAY_CUDA_CHECK(cudaMalloc(&out, 3 * n * sizeof(index_t)));
-  PARRAY_CUDA_CHECK(cudaMemset(out, 0xff, 3 * n * sizeof(index_t)));
+  PARRAY_CUDA_CHECK(cudaMalloc(&out, 4 * n * sizeof(index_t)));
+  PARRAY_CUDA_CHECK(cudaMemset(out, 0xff, 4 * n * sizeof(index_t)));
   kernel_sub_offsets<<<unsigned((n + 127) / 128), 128>>>(table, sub, out);
   PARRAY_CUDA_CHECK_LAUNCH();
-  std::vector<index_t> got(3 * n);
+  std::vector<index_t> got(4 * n);
   PARRAY_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(index_t), cudaMemcpyDeviceToHost));
   PARRAY_CUDA_CHECK(cudaFree(out));
   for (std::size_t x = 0; x < n; ++x) {
     const index_t want = l.offset(index_t(x));
-    ASSERT_EQ(got[3 * x], want) << "x = " << x;
-    ASSERT_EQ(got[3 * x + 1], sub.strided() ? want : -2) << "x = " << x;
-    ASSERT_EQ(got[3 * x + 2], sub.two_digits() ? want : -2) << "x = " << x;
+    ASSERT_EQ(got[4 * x], want) << "x = " << x;
+    ASSERT_EQ(got[4 * x + 1], sub.strided() ? want : -2) << "x = " << x;
+    ASSERT_EQ(got[4 * x + 2], sub.two_digits() ? want : -2) << "x = " << x;
+    ASSERT_EQ(got[4 * x + 3], sub.fast_two_digits() ? want : -2) << "x = " << x;
   }
   if (l.is_leaf()) return;
   for (int k = 0; k < l.rank(); ++k) expect_kernel_subs_same(l.dim(k), table, d.sub(k));

@@ -110,8 +110,8 @@ TEST(ParraycTranslate, Figure21KernelTypesCopiesAndSyncs) {
   const std::string fig21 = paper_source("fig21_sgemm.pa.cu");
   const std::string out = body(translate(fig21, "fig21.pa.cu"));
   EXPECT_EQ(last_source_line(out), lines(fig21)) << out;
-  // The kernel is there twice (strided and general), each #sync_1 of the
-  // source at its own line in both.
+  // The kernel is there once per build, each #sync_1 of the source at its
+  // own line in every one.
   const std::vector<long> of = source_lines(out);
   std::vector<std::string> source_line{""}, out_line;
   for (std::istringstream in(fig21); std::getline(in, source_line.emplace_back());) {
@@ -124,17 +124,21 @@ TEST(ParraycTranslate, Figure21KernelTypesCopiesAndSyncs) {
       ++syncs;
       EXPECT_TRUE(has(source_line.at(std::size_t(of[k])), "#sync_1")) << out_line[k];
     }
-  EXPECT_EQ(syncs, 4);
+  EXPECT_EQ(syncs, 6);  // two in each of the three builds
   // Both builds, the DeviceSubs, the declarations' constant sizes, the kernel-local types.
   for (const char* part : {
-           "if (parray_pa_all_strided) {\n#line 29 \"fig21.pa.cu\"\nCUDA.detour<",
-           "constexpr bool parray_pa_strided = true;",
+           "if (parray_pa_launch == ::parray::pa::Build::strided) {\n#line 29 \"fig21.pa.cu\"\nCUDA.detour<",
+           "constexpr ::parray::pa::Build parray_pa_build = ::parray::pa::Build::strided;",
+           "} else if (parray_pa_launch == ::parray::pa::Build::two_digits) {\n#line 29 \"fig21.pa.cu\"\nCUDA.detour<",
+           "constexpr ::parray::pa::Build parray_pa_build = ::parray::pa::Build::two_digits;",
            "}); } else {\n#line 29 \"fig21.pa.cu\"\nCUDA.detour<",
-           "constexpr bool parray_pa_strided = false;",
+           "constexpr ::parray::pa::Build parray_pa_build = ::parray::pa::Build::general;",
+           "const ::parray::pa::Build parray_pa_launch = !(true && parray_pa_n_A_0_1_0.two_digits() && ",
            "const ::parray::pa::DeviceSub parray_pa_n_A_1_0 = "
                "::parray::pa::DeviceSub::of(parray_pa_A.type().sub(1).sub(0));",
            "&& parray_pa_n_B_0_1.strided() &&",
-           "&& parray_pa_n_B_1_1_1.contiguous(); ",
+           "&& parray_pa_n_B_0_1.fast_two_digits() &&",
+           "&& parray_pa_n_B_1_1_1.contiguous()) ? ::parray::pa::Build::general : (true && ",
            "template <class parray_pa_P0, class parray_pa_P1, class parray_pa_P2> void SGEMM(parray_pa_P0 da, "
                "parray_pa_P1 db, parray_pa_P2 dc, const ::parray::Layout& type) {",
            "::parray::Layout::Symbols{{\"type\", type}}",
@@ -146,13 +150,13 @@ TEST(ParraycTranslate, Figure21KernelTypesCopiesAndSyncs) {
            "const ::parray::DeviceLayout parray_pa_k_A = parray_pa_A; ",
            "float* s = ::parray::smem::create<float, S, 0>().data;",
            "auto r = ::parray::rmem::create<float, R>();",
-           "::parray::pa::copy_elements(a + (parray_pa_n_A_1_0.offset<parray_pa_strided>(parray_pa_k_A, i)), "
-               "::parray::pa::SubOf<parray_pa_strided>{parray_pa_n_A_0_1_0, parray_pa_k_A}, s + ",
+           "::parray::pa::copy_elements(a + (parray_pa_n_A_1_0.offset<parray_pa_build>(parray_pa_k_A, i)), "
+               "::parray::pa::SubOf<parray_pa_build>{parray_pa_n_A_0_1_0, parray_pa_k_A}, s + ",
            "::parray::pa::Static<S0::dim<1>::dim<0>>{});",
            "parray_pa_t0.sync(1);",
-           "if (((parray_pa_strided || parray_pa_n_B_1_1_1.contiguous())))",
-           "b + ((parray_pa_n_B_0_0.offset<parray_pa_strided>(parray_pa_k_B, i) + "
-               "parray_pa_n_B_0_1.offset<parray_pa_strided>(parray_pa_k_B, m)))",
+           "if (((parray_pa_build != ::parray::pa::Build::general || parray_pa_n_B_1_1_1.contiguous())))",
+           "b + ((parray_pa_n_B_0_0.offset<parray_pa_build>(parray_pa_k_B, i) + "
+               "parray_pa_n_B_0_1.offset<parray_pa_build>(parray_pa_k_B, m)))",
            "r[((R::dim<0>::offset(j) + R::dim<1>::offset(0)))] += b2.x * s[((S::dim<0>::offset(m) + "
                "S::dim<1>::offset(j)))];",
            "for (int i = 0; i < (32); i++) r[i] = 0;",  // $size(R)$, [16][2]

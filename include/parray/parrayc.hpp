@@ -117,21 +117,30 @@ PARRAY_HD constexpr bool contiguous() {
   return true;
 }
 
+// The builds of a translated kernel (docs/parray-language.md): parrayc
+// emits the kernel once per build, and the host launches the fastest one
+// that the types at hand allow (DeviceSub says which they allow).
+//   strided     every node a $...$ offset reads is one stride: an offset is
+//               one multiply, nothing to branch on, so loops over it unroll
+//               into straight code
+//   two_digits  every such node has at most two digits (a blocked dimension:
+//               blocks and the place in a block) and fewer than 2^32
+//               elements: an offset is a division by a constant the host
+//               prepared (a multiply-high and a shift) and three multiply-adds,
+//               again without a branch
+//   general     anything: a stride one multiply, a blocked node's digits
+//               inline, a node that is no mixed-radix number through the
+//               type's table, out of line; a branch per access
+// In the first two, every node a #copy reads has at most two digits (walked
+// with a counter, no division) and every $cnt$ holds (it is `true`).
+enum class Build { general, two_digits, strided };
+
 // A host-created type's sub-type as a kernel reads it ($A_1_0[i]$,
 // $size(A_1_1)$, $cnt(B_1_1_1)$): made on the host before the launch and
 // captured by the kernel, so that its digits, size and contiguity lie at
 // fixed places of the kernel's parameters (operands read from the constant
 // bank, as a hand-written kernel's strides are) instead of being looked up in
 // the type's table at every access.
-//
-// A kernel is built twice (docs/parray-language.md). The strided build runs
-// where the host found every sub-type that a $...$ offset reads to be one
-// stride and every one that a #copy reads of at most two digits:
-// offset<true> is one multiply, nothing to branch on, so loops over it
-// unroll into straight code, and a #copy walks its digits inline. The general build's
-// offset<false> is still one multiply for a stride; a blocked dimension (a
-// mixed-radix number of at most kMaxDigits digits, a 32-bit division per
-// inner digit) and anything else (through the type's table) go out of line.
 class DeviceSub {
  public:
   static constexpr int kMaxDigits = 4;
@@ -150,15 +159,27 @@ class DeviceSub {
   PARRAY_HD index_t size() const { return size_; }
   PARRAY_HD bool contiguous() const { return contiguous_; }
   PARRAY_HD bool strided() const { return digits_ == 1; }
-  // The offset of flat index i; `table` is the type's DeviceLayout.
-  template <bool Strided>
-  PARRAY_HD index_t offset(const DeviceLayout& table, index_t i) const {
-    if constexpr (Strided) return i * stride_[kInner];
-    else return digits_ == 1 ? i * stride_[kInner] : digits_ > 0 ? (narrow_ ? mixed<std::uint32_t>(i) : mixed<index_t>(i)) : table_offset(table, i);
-  }
-  // At most two digits (a tile's rows and its elements in a row): what
-  // #copy walks in the strided build.
+  // At most two digits (a tile's rows and its elements in a row): what a
+  // #copy walks outside the general build.
   PARRAY_HD bool two_digits() const { return digits_ == 1 || digits_ == 2; }
+  // What Build::two_digits reads: at most two digits, fewer than 2^32 elements.
+  PARRAY_HD bool fast_two_digits() const { return fast_; }
+  // The offset of flat index i in build B (what the host found this node
+  // to be allows it); `table` is the type's DeviceLayout.
+  template <Build B>
+  PARRAY_HD index_t offset(const DeviceLayout& table, index_t i) const {
+    if constexpr (B == Build::strided) {
+      return i * stride_[kInner];
+    } else if constexpr (B == Build::two_digits) {
+      const auto x = static_cast<std::uint32_t>(i);
+      const std::uint32_t q = quotient(x);
+      return static_cast<index_t>(q) * outer_stride_ + static_cast<index_t>(x - q * divisor_) * inner_stride_;
+    } else {
+      if (digits_ == 1) return i * stride_[kInner];
+      if (digits_ > 0) return narrow_ ? mixed<std::uint32_t>(i) : mixed<index_t>(i);
+      return table_offset(table, i);
+    }
+  }
   // A two_digits() type's offsets in order without a division: `inner`
   // counts the inner digit, `offset` is the current element's; both start at 0.
   PARRAY_HD void advance(index_t& inner, index_t& offset) const {
@@ -195,6 +216,28 @@ class DeviceSub {
       extent_[l] = l < first ? 1 : l == first ? INT64_MAX : extent[l - first];
       stride_[l] = l < first ? 0 : stride[l - first];
     }
+    // A stride is two digits whose inner one has extent 1 and stride 0.
+    const bool one = count == 1;
+    fast_ = two_digits() && narrow_ && (one || (extent[1] > 0 && extent[1] <= index_t{UINT32_MAX}));
+    if (!fast_) return;
+    divisor_ = one ? 1u : static_cast<std::uint32_t>(extent[1]);
+    inner_stride_ = one ? 0 : stride[1];
+    outer_stride_ = stride[0];
+    // x / d = (mulhi(x, magic) + x) >> shift for every 32-bit x, with
+    // shift = ceil(log2 d), magic = 2^32 (2^shift - d) / d + 1
+    // (Granlund and Montgomery; d = 1: magic 1, shift 0).
+    while ((std::uint64_t{1} << shift_) < divisor_) ++shift_;
+    magic_ = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) * ((std::uint64_t{1} << shift_) - divisor_)) /
+                                            divisor_ +
+                                        1);
+  }
+  PARRAY_HD std::uint32_t quotient(std::uint32_t x) const {
+#if defined(__CUDA_ARCH__)
+    const std::uint64_t high = __umulhi(x, magic_);
+#else
+    const std::uint64_t high = (std::uint64_t{x} * magic_) >> 32;
+#endif
+    return static_cast<std::uint32_t>((high + x) >> shift_);
   }
   PARRAY_PA_OUT_OF_LINE PARRAY_HD index_t table_offset(const DeviceLayout& table, index_t i) const {
     return table.node_offset(node_, i);
@@ -213,24 +256,27 @@ class DeviceSub {
   }
 
   std::int8_t digits_ = 0;  // 0: through the table
-  bool contiguous_ = false, narrow_ = false;
+  bool contiguous_ = false, narrow_ = false, fast_ = false;
   std::int16_t node_ = 0;
   index_t size_ = 0;
   index_t extent_[kMaxDigits] = {}, stride_[kMaxDigits] = {};
+  // Build::two_digits: the inner digit's divisor, its magic number and shift.
+  std::uint32_t divisor_ = 1, magic_ = 1, shift_ = 0;
+  index_t inner_stride_ = 0, outer_stride_ = 0;
 };
 
-// A DeviceSub with its table, as #copy inside a kernel takes a type. In the
-// strided build it has at most two digits and is walked in order
+// A DeviceSub with its table, as #copy inside a kernel takes a type. Outside
+// the general build it has at most two digits and is walked in order
 // (copy_elements): a counter of the inner digit, no division, so that an
 // unrolled copy of a register tile (#copy R(r) to C0(c)) costs an add per
 // element and few registers (a walk over four digits took 11 more
 // registers in fig 21, a seventh of its blocks per SM).
-template <bool TwoDigits>
+template <Build B>
 struct SubOf {
   const DeviceSub& sub;
   const DeviceLayout& table;
   PARRAY_HD index_t size() const { return sub.size(); }
-  PARRAY_HD index_t offset(index_t i) const { return sub.offset<false>(table, i); }
+  PARRAY_HD index_t offset(index_t i) const { return sub.offset<Build::general>(table, i); }
 
   struct Walk {
     const DeviceSub& sub;
@@ -244,7 +290,7 @@ struct SubOf {
     PARRAY_HD void next() {}
   };
   PARRAY_HD auto walk() const {
-    if constexpr (TwoDigits) return Walk{sub};
+    if constexpr (B != Build::general) return Walk{sub};
     else return Indexed{*this};
   }
 };

@@ -421,9 +421,9 @@ void Translator::detour_directive(std::string_view args, Position at) {
             "([=] __device__(const ::parray::cuda::CudaThread& " + d.coord + ") {";
     for (std::size_t k = 0; k < params.size(); ++k)
       out_ += " " + params[k] + " = parray_pa_a" + std::to_string(k) + "; (void)" + parameter_name(params[k]) + ";";
-    out_ += " constexpr bool parray_pa_strided = ";
+    out_ += " constexpr ::parray::pa::Build parray_pa_build = ::parray::pa::Build::";
     d.flag_at = out_.size();
-    out_ += "false; (void)parray_pa_strided;";
+    out_ += "general; (void)parray_pa_build;";
     open_block(BlockKind::detour, "});", a.position(name_at));
   }
   detours_.push_back(d);

@@ -314,8 +314,8 @@ const std::string& Translator::kernel_sub(const Node& n, bool table) {
 std::string Translator::offset_of(const Node& n, const std::string& index) {
   if (n.is_static) return n.text + "::offset(" + index + ")";
   if (!n.in_kernel()) return n.text + ".offset(" + index + ")";
-  detours_.back().strided.insert(kernel_sub(n, true));
-  return n.text + ".offset<parray_pa_strided>(parray_pa_k_" + n.type + ", " + index + ")";
+  detours_.back().offsets.insert(kernel_sub(n, true));
+  return n.text + ".offset<parray_pa_build>(parray_pa_k_" + n.type + ", " + index + ")";
 }
 
 std::string Translator::size_of(const Node& n) {
@@ -327,16 +327,16 @@ std::string Translator::size_of(const Node& n) {
 std::string Translator::contiguous_of(const Node& n) {
   if (n.is_static) return "::parray::pa::contiguous<" + n.text + ">()";
   if (n.in_kernel()) {
-    detours_.back().contiguous.insert(kernel_sub(n, false));
-    return "(parray_pa_strided || " + n.text + ".contiguous())";
+    detours_.back().counts.insert(kernel_sub(n, false));
+    return "(parray_pa_build != ::parray::pa::Build::general || " + n.text + ".contiguous())";
   }
   return "::parray::pa::contiguous(" + n.text + ")";
 }
 
 std::string Translator::copy_side(const Node& n) {
   if (n.is_static) return "::parray::pa::Static<" + n.text + ">{}";
-  detours_.back().two_digits.insert(kernel_sub(n, true));
-  return "::parray::pa::SubOf<parray_pa_strided>{" + n.text + ", parray_pa_k_" + n.type + "}";
+  detours_.back().copies.insert(kernel_sub(n, true));
+  return "::parray::pa::SubOf<parray_pa_build>{" + n.text + ", parray_pa_k_" + n.type + "}";
 }
 
 }  // namespace parray::pa

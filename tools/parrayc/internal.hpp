@@ -120,13 +120,12 @@ class Translator {
     std::size_t insert_at = 0;   // where the kernel's copies of the types go
     std::set<std::string> used;  // host types whose tables the kernel reads
     std::map<std::string, std::pair<std::string, std::vector<int>>> subs;  // DeviceSub name -> type, path
-    // The kernel's two builds (close_block): where the launch starts, where
-    // its `parray_pa_strided` flag's value is, and what the strided build
-    // assumes of the DeviceSubs: strided ($...$ offsets), of at most two
-    // digits (#copy), contiguous ($cnt$).
+    // The kernel's builds (version_kernel, pa::Build): where the launch
+    // starts, where its `parray_pa_build` constant's value is, and the
+    // DeviceSubs that choose the build: read by $...$ offsets, by #copy, by $cnt$.
     std::size_t launch_at = 0, flag_at = 0;
-    std::set<std::string> strided, two_digits, contiguous;
-    bool versioned() const { return !strided.empty() || !two_digits.empty() || !contiguous.empty(); }
+    std::set<std::string> offsets, copies, counts;
+    bool versioned() const { return !offsets.empty() || !copies.empty() || !counts.empty(); }
   };
   const Detour* detour() const { return detours_.empty() ? nullptr : &detours_.back(); }
   // The thread coordinate term $tid$, $tid_0$, $dim_1$, $size$ (false: not one).
@@ -137,6 +136,7 @@ class Translator {
   // translate.cpp
   void code(const Segment& s);
   void version_kernel(const Detour& d);
+  std::string launch_choice(const Detour& d) const;
   void emit(const std::string& text, std::string_view source_text);  // keeps the source's line count
   void open_block(BlockKind kind, const std::string& closer, Position at);
   void close_block();

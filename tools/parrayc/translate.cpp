@@ -96,42 +96,52 @@ void Translator::close_block() {
       for (int step : node.second) copies += ".sub(" + std::to_string(step) + ")";
       copies += "); ";
     }
-    if (d.versioned()) {
-      copies += "const bool parray_pa_all_strided = true";
-      for (const std::string& sub : d.strided) copies += " && " + sub + ".strided()";
-      for (const std::string& sub : d.two_digits) copies += " && " + sub + ".two_digits()";
-      for (const std::string& sub : d.contiguous) copies += " && " + sub + ".contiguous()";
-      copies += "; ";
-    }
+    if (d.versioned()) copies += launch_choice(d);
     out_.insert(d.insert_at, copies);
   }
   detours_.pop_back();
 }
 
-// The launch twice: a build in which every sub-type that the kernel's $...$
-// offsets read is one stride, every one its #copy reads of at most two
-// digits and every $cnt$ holds (parray_pa_strided: offsets are multiplies, $cnt$ is
-// true, loops over them unroll into straight code), taken where the host
-// finds that so, and the general build.
-// Each build starts with a #line of the detour's line and the code after
-// them with one of the line it continues, so that every source line keeps its
-// number (emit).
+// Which build the host launches (pa::Build): the fastest that the
+// DeviceSubs allow.
+std::string Translator::launch_choice(const Detour& d) const {
+  const auto all = [](const std::set<std::string>& subs, const char* test) {
+    std::string s = "true";
+    for (const std::string& sub : subs) s += " && " + sub + "." + test + "()";
+    return s;
+  };
+  std::string folds = "true";
+  for (const std::string& sub : d.copies) folds += " && " + sub + ".two_digits()";
+  for (const std::string& sub : d.counts) folds += " && " + sub + ".contiguous()";
+  return "const ::parray::pa::Build parray_pa_launch = !(" + folds + ") ? ::parray::pa::Build::general : (" +
+         all(d.offsets, "strided") + ") ? ::parray::pa::Build::strided : (" + all(d.offsets, "fast_two_digits") +
+         ") ? ::parray::pa::Build::two_digits : ::parray::pa::Build::general; ";
+}
+
+// The launch once per build (pa::Build), the host choosing one
+// (launch_choice). Each build starts with a #line of the detour's line and
+// the code after them with one of the line it continues, so that every
+// source line keeps its number (emit).
 void Translator::version_kernel(const Detour& d) {
-  std::string general = out_.substr(d.launch_at);
-  std::string strided = general;
-  strided.replace(d.flag_at - d.launch_at, std::string_view("false").size(), "true");
+  const std::string general = out_.substr(d.launch_at);
+  const auto build = [&](const char* name) {
+    std::string b = general;
+    b.replace(d.flag_at - d.launch_at, std::string_view("general").size(), name);
+    return b;
+  };
   out_.resize(d.launch_at);
   if (!d.versioned()) {
-    out_ += strided;  // no host-created type in the kernel: nothing to choose on
+    out_ += general;  // no host-created type in the kernel: nothing to choose on
     return;
   }
   const auto newlines = [](std::string_view t) { return std::count(t.begin(), t.end(), '\n'); };
   const long launch = 1 + newlines(std::string_view(out_).substr(source_start_)) - extra_lines_;
   const long end = launch + newlines(general);
   const auto line = [&](long n) { return "\n#line " + std::to_string(n) + " " + quoted(file_) + "\n"; };
-  out_ += "if (parray_pa_all_strided) {" + line(launch) + strided + " } else {" + line(launch) + general + " }" +
-          line(end);
-  extra_lines_ += newlines(strided) + 6;  // the copy and the three #line directives' lines
+  const std::string is = "if (parray_pa_launch == ::parray::pa::Build::";
+  out_ += is + "strided) {" + line(launch) + build("strided") + " } else " + is + "two_digits) {" + line(launch) +
+          build("two_digits") + " } else {" + line(launch) + general + " }" + line(end);
+  extra_lines_ += 2 * newlines(general) + 8;  // two more builds and the four #line directives' lines
 }
 
 std::string translate(std::string_view source, const std::string& file) { return Translator(source, file).run(); }
