@@ -7,10 +7,10 @@
 // written [[4][4] 16 #S_1] (parray does not infer the resize,
 // docs/parray-language.md), and the m loop has the `#pragma unroll` that the
 // print gives the j loop: nvcc 13 leaves this 32-step loop rolled, which
-// halves the speed (docs/parray-language.md has the figures). Filled in: N, main over three storages
-// (row-major, fig 17's [2][N][N/2], fig 18(a)'s [4][N][N/4]), the input
-// data, the check against the FP64 product, the time (CUDA events, median
-// of 10 after 3 warm-up runs), and the skip (exit 77) without a GPU.
+// halves the speed (docs/parray-language.md has the figures). Filled in: N,
+// main over three storages (row-major, fig 17's [2][N][N/2], fig 18(a)'s
+// [4][N][N/4]), the input data, the check against the FP64 product, the time
+// (CUDA events, median of 10 after 3 warm-up runs), the skip without a GPU.
 #include "pa_support.hpp"
 
 static int N;  // the matrix size, the first argument
