@@ -47,6 +47,28 @@ TEST(DeviceLayout, RefusesATypeBeyondItsCapacity) {
   EXPECT_THROW(DeviceLayout::from(Layout::parse(text)), Error);
 }
 
+// A translated kernel's strided and two-digit builds compute offsets as
+// ints: a type whose span reaches 2^31 takes the general build (index_t).
+TEST(DeviceLayout, KernelBuildsTakeIntOffsetsOnlyUnder2To31) {
+  const DeviceLayout fits = DeviceLayout::from(Layout::parse("[46340][46340]"));    // span 2^31 - 88,048
+  const DeviceLayout beyond = DeviceLayout::from(Layout::parse("[46341][46341]"));  // span 2^31 + 4,633
+  const Layout storage = Layout::parse("[2][32768][32768]");  // fig 17's storage, span 2^31
+  const DeviceLayout blocked = DeviceLayout::from(Layout::parse("[#S_1][[#S_0][#S_2]]", {{"S", storage}}));
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_TRUE(pa::DeviceSub::of(fits.sub(k)).strided()) << k;
+    EXPECT_TRUE(pa::DeviceSub::of(fits.sub(k)).fast_two_digits()) << k;
+    EXPECT_FALSE(pa::DeviceSub::of(beyond.sub(k)).strided()) << k;
+    EXPECT_FALSE(pa::DeviceSub::of(beyond.sub(k)).fast_two_digits()) << k;
+  }
+  const pa::DeviceSub columns = pa::DeviceSub::of(blocked.sub(1));
+  EXPECT_TRUE(columns.two_digits());
+  EXPECT_FALSE(columns.strided());
+  EXPECT_FALSE(columns.fast_two_digits());
+  EXPECT_EQ(pa::DeviceSub::of(fits.sub(0)).offset<pa::Build::strided>(fits, 46339), 46339 * 46340);
+  EXPECT_EQ(pa::DeviceSub::of(beyond.sub(0)).offset<pa::Build::general>(beyond, 46340), index_t{46340} * 46341);
+  EXPECT_EQ(columns.offset<pa::Build::general>(blocked, 32768), index_t{1} << 30);
+}
+
 TEST(DeviceLayout, FixedMatrixFormHasTheHostOffsets) {
   for (const std::string& name : matrix_layout_names())
     for (auto [r, c] : {std::pair<index_t, index_t>{6, 8}, {7, 5}, {13, 11}}) {

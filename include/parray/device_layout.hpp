@@ -116,6 +116,7 @@ class DeviceLayout {
   static DeviceLayout from(const Layout& layout) {
     DeviceLayout d;
     d.node_count_ = 1;
+    d.span_ = layout.span();
     d.fill(0, layout);
     if (!layout.is_leaf())
       for (int k = 0; k < layout.rank() && k < kMaxRank; ++k) d.add_axis(k, layout.dim(k));
@@ -134,6 +135,8 @@ class DeviceLayout {
   PARRAY_HD index_t operator()(index_t i, index_t j) const { return top(0, i) + top(1, j); }
   PARRAY_HD index_t operator()(index_t i, index_t j, index_t k) const { return top(0, i) + top(1, j) + top(2, k); }
   int node_count() const { return node_count_; }
+  // One past the largest offset of any coordinate (Layout::span).
+  PARRAY_HD index_t span() const { return span_; }
   // The offset of flat index i of the sub-type at `node` (Sub::node_index).
   PARRAY_HD index_t node_offset(std::int16_t node, index_t i) const { return offset_of(node, i); }
 
@@ -231,6 +234,7 @@ class DeviceLayout {
   std::int16_t node_count_ = 0;
   index_t leaf_size_[kMaxNodes] = {}, leaf_stride_[kMaxNodes] = {};  // the leaves, depth first
   std::int16_t leaf_count_ = 0;
+  index_t span_ = INT64_MAX;  // unknown until from()
 };
 
 // A dimension whose number of digits is part of its C++ type while its

@@ -131,8 +131,10 @@ PARRAY_HD constexpr bool contiguous() {
 //   general     anything: a stride one multiply, a blocked node's digits
 //               inline, a node that is no mixed-radix number through the
 //               type's table, out of line; a branch per access
-// In the first two, every node a #copy reads has at most two digits (walked
-// with a counter, no division) and every $cnt$ holds (it is `true`).
+// In the first two, the types those nodes belong to span fewer than 2^31
+// elements (an offset is an int), every node a #copy reads has at most two
+// digits (walked with a counter, no division) and every $cnt$ holds (it is
+// `true`).
 enum class Build { general, two_digits, strided };
 
 // A host-created type's sub-type as a kernel reads it ($A_1_0[i]$,
@@ -151,6 +153,7 @@ class DeviceSub {
     d.size_ = s.size();
     d.contiguous_ = ::parray::pa::contiguous(s);
     d.narrow_ = d.size_ <= index_t{UINT32_MAX};
+    d.int_offsets_ = s.table().span() <= index_t{INT32_MAX};
     index_t extent[kMaxDigits], stride[kMaxDigits];
     int count = 0;
     if (s.digits(kMaxDigits, count, extent, stride)) d.set_digits(merged(count, extent, stride), extent, stride);
@@ -158,22 +161,31 @@ class DeviceSub {
   }
   PARRAY_HD index_t size() const { return size_; }
   PARRAY_HD bool contiguous() const { return contiguous_; }
-  PARRAY_HD bool strided() const { return digits_ == 1; }
+  // What Build::strided reads: one stride, every offset of the type an int.
+  PARRAY_HD bool strided() const { return digits_ == 1 && int_offsets_; }
   // At most two digits (a tile's rows and its elements in a row): what a
   // #copy walks outside the general build.
   PARRAY_HD bool two_digits() const { return digits_ == 1 || digits_ == 2; }
-  // What Build::two_digits reads: at most two digits, fewer than 2^32 elements.
+  // What Build::two_digits reads: at most two digits, fewer than 2^32
+  // elements, every offset of the type an int.
   PARRAY_HD bool fast_two_digits() const { return fast_; }
   // The offset of flat index i in build B (what the host found this node
-  // to be allows it); `table` is the type's DeviceLayout.
+  // to be allows it); `table` is the type's DeviceLayout. Outside the
+  // general build an int, as the paper's C offsets are: the type's span is
+  // under 2^31 there, so a sum of a coordinate's offsets is one too, and an
+  // int takes one register where an index_t takes two (fig 21's kernel: 68
+  // registers with index_t offsets, 61 with int, so eight blocks of 128 on an
+  // SM instead of seven; its two-digit build 74 and 58).
   template <Build B>
-  PARRAY_HD index_t offset(const DeviceLayout& table, index_t i) const {
+  PARRAY_HD std::conditional_t<B == Build::general, index_t, int> offset(const DeviceLayout& table,
+                                                                           index_t i) const {
     if constexpr (B == Build::strided) {
-      return i * stride_[kInner];
+      return static_cast<int>(i) * static_cast<int>(stride_[kInner]);
     } else if constexpr (B == Build::two_digits) {
       const auto x = static_cast<std::uint32_t>(i);
       const std::uint32_t q = quotient(x);
-      return static_cast<index_t>(q) * outer_stride_ + static_cast<index_t>(x - q * divisor_) * inner_stride_;
+      return static_cast<int>(q) * static_cast<int>(outer_stride_) +
+             static_cast<int>(x - q * divisor_) * static_cast<int>(inner_stride_);
     } else {
       if (digits_ == 1) return i * stride_[kInner];
       if (digits_ > 0) return narrow_ ? mixed<std::uint32_t>(i) : mixed<index_t>(i);
@@ -218,7 +230,7 @@ class DeviceSub {
     }
     // A stride is two digits whose inner one has extent 1 and stride 0.
     const bool one = count == 1;
-    fast_ = two_digits() && narrow_ && (one || (extent[1] > 0 && extent[1] <= index_t{UINT32_MAX}));
+    fast_ = two_digits() && narrow_ && int_offsets_ && (one || (extent[1] > 0 && extent[1] <= index_t{UINT32_MAX}));
     if (!fast_) return;
     divisor_ = one ? 1u : static_cast<std::uint32_t>(extent[1]);
     inner_stride_ = one ? 0 : stride[1];
@@ -256,7 +268,7 @@ class DeviceSub {
   }
 
   std::int8_t digits_ = 0;  // 0: through the table
-  bool contiguous_ = false, narrow_ = false, fast_ = false;
+  bool contiguous_ = false, narrow_ = false, int_offsets_ = false, fast_ = false;
   std::int16_t node_ = 0;
   index_t size_ = 0;
   index_t extent_[kMaxDigits] = {}, stride_[kMaxDigits] = {};
