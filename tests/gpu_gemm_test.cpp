@@ -50,7 +50,10 @@ std::vector<GemmProblem> grid() {
                                      {130, 260, 131}, {37, 41, 43},
                                      // split-K (few tiles, long K), and tiles that cross the
                                      // blocks of the figure-17/18 layouts with split-K
-                                     {65, 2100, 70},  {300, 1000, 260}};
+                                     {65, 2100, 70},  {300, 1000, 260},
+                                     // more tiles than SMs in one k-tile each: a persistent grid's
+                                     // blocks take several, the ring running on across them
+                                     {1100, 8, 4000}};
   struct Layouts {
     const char *a, *b, *c;
   };
@@ -132,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), gemm_case_nam
 // Step 13's accuracy comes from the small parts: with them dropped
 // (gpu.3xtf32_small=0: one TF32 product, ~2^-11 relative error) the same
 // check fails on every layout, with them it passes.
-// Steps 13 and 14 (cuBLAS's and parray's tensor-core kernels on the split).
+// Steps 13, 14 and 15 (cuBLAS's and parray's tensor-core kernels on the split).
 class Gpu3xTf32 : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -194,7 +197,7 @@ TEST_P(Gpu3xTf32, LongKStaysWithinTheFp32Tolerance) {
   EXPECT_TRUE(r.ok) << r.reason << " (rel_err " << r.rel_err << ", tolerance " << r.tolerance << ")";
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32, testing::Values("cuda-13-3xtf32", "cuda-14-3xtf32"),
+INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32, testing::Values("cuda-13-3xtf32", "cuda-14-3xtf32", "cuda-15-3xtf32"),
                          [](const testing::TestParamInfo<std::string>& i) {
                            std::string name = i.param;
                            for (char& ch : name)

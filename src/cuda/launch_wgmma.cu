@@ -1,7 +1,9 @@
-// Launcher of ladder step 14 (gemm/14_wgmma_tma.cuh): the split pass writes
-// K-contiguous copies of A and B (TF32 big parts, and small ones for FP32
-// accuracy; or BF16 / FP16 values), tensor maps describe them to the copy
-// engine, and one kernel computes C through C's layout.
+// Launcher of ladder steps 14 and 15 (gemm/14_wgmma_tma.cuh,
+// gemm/15_wgmma_persistent.cuh): the split pass writes K-contiguous copies of
+// A and B (TF32 big parts, and small ones for FP32 accuracy; or BF16 / FP16
+// values), tensor maps describe them to the copy engine, and one kernel
+// computes C through C's layout (step 15: a persistent grid, K split when the
+// tiles are too few, C scaled by beta first then).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -9,9 +11,10 @@
 #include <optional>
 #include <string>
 
-#include "gemm/14_wgmma_tma.cuh"
+#include "gemm/15_wgmma_persistent.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/cuda/memory.hpp"
+#include "parray/cuda/wgmma_plan.hpp"
 #include "parray/tuning.hpp"
 #include "split_pass.cuh"
 
@@ -75,18 +78,54 @@ CUtensorMap k_major_map(const void* base, index_t rows, index_t K, index_t ld, i
   return map;
 }
 
-template <class Cfg, class OpC>
-void launch_kernel(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
-                   const OpC& c) {
-  const auto kernel = ladder::gemm_wgmma_tma<Cfg, OpC>;
-  // On every call: the attribute belongs to the current device's context (the
-  // multi-GPU GEMMs call from several devices).
-  PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-  const index_t tiles = index_t(ceil_div(M, Cfg::BM)) * ceil_div(N, Cfg::BN);
-  if (tiles > 0x7fffffff) throw Error("cuda-14: more than 2^31 tiles of C");
-  kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, K, alpha, beta, c, kPromoteTiles);
-  PARRAY_CUDA_CHECK_LAUNCH();
-}
+// Step 14: one block per tile of C.
+struct OneTilePerBlock {
+  static constexpr bool kStridedC = false;
+  template <class Cfg, class OpC>
+  static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
+                     const OpC& c) {
+    const auto kernel = ladder::gemm_wgmma_tma<Cfg, OpC>;
+    // On every call: the attribute belongs to the current device's context (the
+    // multi-GPU GEMMs call from several devices).
+    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    const index_t tiles = index_t(ceil_div(M, Cfg::BM)) * ceil_div(N, Cfg::BN);
+    if (tiles > 0x7fffffff) throw Error("cuda-14: more than 2^31 tiles of C");
+    kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, K, alpha, beta, c, kPromoteTiles);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+};
+
+// Step 15: a persistent grid of one block per SM over plan_wgmma_work's
+// units. Its kernels are built for a strided C alone (a nested C goes through
+// a row-major copy, as step 14's 16-bit formats do).
+struct Persistent {
+  static constexpr bool kStridedC = true;
+  // A full-wave k-tile step of one block: the tile's multiply-adds at a
+  // Hopper SM's dense tensor rate (H100: ~3.7 TFLOP/s per SM in TF32, twice
+  // that in BF16/FP16).
+  template <class Cfg>
+  static double step_us() {
+    const double per_sm = Cfg::Format::kBytes == 4 ? 3.7e6 : 7.4e6;  // FLOP per us
+    return 2.0 * Cfg::BM * Cfg::BN * Cfg::BK * Cfg::Products / per_sm;
+  }
+  template <class Cfg, class OpC>
+  static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
+                     const OpC& c) {
+    const auto kernel = ladder::gemm_wgmma_persistent<Cfg, OpC>;
+    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    const int sms = sm_count();
+    const WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM, Cfg::BN, Cfg::BK, sms, step_us<Cfg>());
+    if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
+    if (work.splits > 1) {
+      ladder::scale_c<<<unsigned(std::min<index_t>(ceil_div(index_t(M) * N, 256), 8 * sms)), 256, 0, s>>>(c, M, N,
+                                                                                                          beta);
+      PARRAY_CUDA_CHECK_LAUNCH();
+    }
+    const unsigned grid = unsigned(std::min<long long>(work.units(), sms));
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, alpha, beta, c, kPromoteTiles, work);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+};
 
 // A row-major device copy of an operand in a nested (figs 17/18) layout,
 // made by the device #copy (64 x 64 tiles, 16-byte runs). The split pass and
@@ -108,7 +147,7 @@ bool copy_first(cudaStream_t s, const MatrixLayout& l) {
          workspace_fits(std::size_t(l.rows.size) * std::size_t(l.cols.size) * sizeof(float));
 }
 
-template <class Cfg>
+template <class Cfg, class Schedule = OneTilePerBlock>
 void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const char* impl) {
   check_int_sizes(call, impl);
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
@@ -116,9 +155,11 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   using Format = typename Cfg::Format;
   // The 16-bit formats take nested layouts only through row-major copies: their
   // kernels and passes are built for strided operands alone (half the
-  // instantiations to compile; the copies cost a few percent).
+  // instantiations to compile; the copies cost a few percent). Step 15 builds
+  // its kernels for a strided C alone.
   constexpr bool kStridedOnly = Format::kBytes == 2;
   const auto copies = [&](const MatrixLayout& l) { return kStridedOnly ? !l.is_strided() : copy_first(s, l); };
+  const auto copies_c = [&](const MatrixLayout& l) { return Schedule::kStridedC ? !l.is_strided() : copies(l); };
   std::optional<RowMajorCopy> a_rows, b_rows, c_rows;
   MatrixView<const float> a = call.a, b = call.b;
   MatrixView<float> c = call.c;
@@ -130,7 +171,7 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
     cuda::copy<float>(b, b_rows.emplace(K, N).view);
     b = b_rows->view;
   }
-  if (copies(c.layout)) {
+  if (copies_c(c.layout)) {
     c = c_rows.emplace(M, N).view;
     if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
   }
@@ -156,10 +197,10 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   maps.b_big = k_major_map<Format>(b_big.p, N, K, ld, Cfg::BN);
   maps.a_small = kSmall ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
   maps.b_small = kSmall ? k_major_map<Format>(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
-  if (kStridedOnly || c.layout.is_strided())
-    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c));
-  else if constexpr (!kStridedOnly)
-    launch_kernel<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c));
+  if (kStridedOnly || Schedule::kStridedC || c.layout.is_strided())
+    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c));
+  else if constexpr (!kStridedOnly && !Schedule::kStridedC)
+    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c));
   if (c_rows) cuda::copy<float>(c, call.c);
 }
 
@@ -189,6 +230,18 @@ void gemm_wgmma_3xtf32(const GemmCall<float>& call) {
 }
 void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call) {
   gemm_wgmma_on_stream<Fp32Tiles>(stream, call, "cuda-14-3xtf32");
+}
+void gemm_persistent_tf32(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Tf32Tiles, Persistent>(nullptr, call, "cuda-15-tf32");
+}
+void gemm_persistent_bf16(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Bf16Tiles, Persistent>(nullptr, call, "cuda-15-bf16");
+}
+void gemm_persistent_fp16(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Fp16Tiles, Persistent>(nullptr, call, "cuda-15-fp16");
+}
+void gemm_persistent_3xtf32(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Fp32Tiles, Persistent>(nullptr, call, "cuda-15-3xtf32");
 }
 
 }  // namespace parray::cuda

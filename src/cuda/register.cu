@@ -2,6 +2,7 @@
 // GEMMs and the numbered ladder) plus the cuBLAS baseline, in one table.
 #include <cublas_v2.h>
 
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -231,11 +232,28 @@ void register_cuda_backend(Registry& r) {
         "128x128 tiles, partial sums promoted to FP32 every 256 of K";
     i.run_f32 = gemm_wgmma_3xtf32;
     i.rounds_inputs.reset();
-    r.add(std::move(i));
+    r.add(i);
+    // Step 15: the same kernel persistent, K split where the tiles are too few.
+    for (const auto& [name, run, precision] :
+         {std::tuple{"cuda-15-tf32", gemm_persistent_tf32, std::optional{Precision::tf32}},
+          std::tuple{"cuda-15-bf16", gemm_persistent_bf16, std::optional{Precision::bf16}},
+          std::tuple{"cuda-15-fp16", gemm_persistent_fp16, std::optional{Precision::fp16}},
+          std::tuple{"cuda-15-3xtf32", gemm_persistent_3xtf32, std::optional<Precision>{}}}) {
+      GemmImpl p = i;
+      p.name = name;
+      p.description = std::string("ladder 15: step 14's kernel (") +
+                      (precision ? precision_name(*precision) : std::string("FP32-accurate 3xTF32")) +
+                      ") on a persistent grid, one block per SM walking the tiles (the next tile's copies overlap "
+                      "the last one's epilogue), K split with atomic adds when the tiles are fewer than the SMs";
+      p.run_f32 = run;
+      p.rounds_inputs = precision;
+      r.add(std::move(p));
+    }
   }
   f32("gpu-auto",
-      "the default GPU GEMM: per call, the faster of cuda-12-best and cuda-13-3xtf32 (both FP32-accurate) at the "
-      "nearest shape measured on this GPU (gpu.speed_table, else the built-in H100/H200 tables)",
+      "the default GPU GEMM: per call, the fastest FP32-accurate kernel (cuda-12-best, cuda-13-3xtf32, and on a "
+      "Hopper GPU cuda-14-3xtf32 and cuda-15-3xtf32) at the nearest shape measured on this GPU (gpu.speed_table, "
+      "else the built-in H100/H200 tables)",
       gemm_auto, {});
   multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
   r.set_default(Device::gpu, "gpu-auto");

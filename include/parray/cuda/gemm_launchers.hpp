@@ -35,6 +35,10 @@ void gemm_wgmma_bf16(const GemmCall<float>& call);    // step 14, inputs rounded
 void gemm_wgmma_fp16(const GemmCall<float>& call);    // step 14, inputs rounded to FP16
 void gemm_wgmma_3xtf32(const GemmCall<float>& call);  // step 14, FP32 accuracy
 void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call);
+void gemm_persistent_tf32(const GemmCall<float>& call);    // step 15 (persistent, K split), TF32
+void gemm_persistent_bf16(const GemmCall<float>& call);    // step 15, inputs rounded to BF16
+void gemm_persistent_fp16(const GemmCall<float>& call);    // step 15, inputs rounded to FP16
+void gemm_persistent_3xtf32(const GemmCall<float>& call);  // step 15, FP32 accuracy
 // Why step 14 cannot run here ("" when it can): not a Hopper GPU, or not built for sm_90a.
 std::string wgmma_unsupported();
 // Step 12 with candidate tile shape `shape` (tuning); false when the operands

@@ -90,95 +90,118 @@ struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
 };
 
-template <class Cfg, class OpC>
-__global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_constant__ WgmmaMaps maps, int M, int N,
-                                                                   int K, float alpha, float beta, OpC c,
-                                                                   int promote_every) {
+// The ring of shared-memory slots and its barriers, carved from the dynamic
+// shared memory (aligned by hand to 1024 bytes: the swizzle atoms).
+template <class Cfg>
+struct WgmmaRing {
+  std::uint8_t* base;
+  std::uint64_t *full, *empty;
+  __device__ __forceinline__ explicit WgmmaRing(std::uint8_t* raw) {
 #ifdef PARRAY_HOPPER_MMA
-  using namespace hopper;
-  extern __shared__ std::uint8_t smem_raw[];
-  std::uint8_t* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
-  auto slot = [&](int s, int part, bool b) {
-    return smem + s * Cfg::kStageBytes + part * (Cfg::kTileA + Cfg::kTileB) + (b ? Cfg::kTileA : 0);
-  };
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + Cfg::Stages * Cfg::kStageBytes);
-  std::uint64_t* empty = full + Cfg::Stages;
-  const int warpgroup = threadIdx.x / 128, k_tiles = (K + Cfg::BK - 1) / Cfg::BK;
+    base = raw + ((1024 - hopper::smem_addr(raw) % 1024) % 1024);
+#else
+    base = raw;
+#endif
+    full = reinterpret_cast<std::uint64_t*>(base + Cfg::Stages * Cfg::kStageBytes);
+    empty = full + Cfg::Stages;
+  }
+  __device__ __forceinline__ std::uint8_t* slot(int s, int part, bool b) const {
+    return base + s * Cfg::kStageBytes + part * (Cfg::kTileA + Cfg::kTileB) + (b ? Cfg::kTileA : 0);
+  }
+};
+
+#ifdef PARRAY_HOPPER_MMA
+
+// Thread 0 initialises the barriers; the block waits for it.
+template <class Cfg>
+__device__ __forceinline__ void init_ring(const WgmmaRing<Cfg>& ring) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::Stages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 8);  // one arrival per consumer warp
+      hopper::mbar_init(&ring.full[s], 1);
+      hopper::mbar_init(&ring.empty[s], 8);  // one arrival per consumer warp
     }
-    fence_barrier_init();
+    hopper::fence_barrier_init();
   }
   __syncthreads();
-  int tm, tn;
-  grouped_tile(blockIdx.x, (M + Cfg::BM - 1) / Cfg::BM, (N + Cfg::BN - 1) / Cfg::BN, tm, tn);
+}
 
-  if (warpgroup == 0) {  // producer
-    release_registers<40>();
-    if (threadIdx.x != 0) return;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % Cfg::Stages;
-      mbar_wait(&empty[s], ((kt / Cfg::Stages) & 1) ^ 1);
-      mbar_arrive_expect_bytes(&full[s], Cfg::kStageBytes);
-      const int k0 = kt * Cfg::BK;
-      tma_load_2d(slot(s, 0, false), &maps.a_big, &full[s], k0, tm * Cfg::BM);
-      tma_load_2d(slot(s, 0, true), &maps.b_big, &full[s], k0, tn * Cfg::BN);
-      if constexpr (Cfg::Products == 3) {
-        tma_load_2d(slot(s, 1, false), &maps.a_small, &full[s], k0, tm * Cfg::BM);
-        tma_load_2d(slot(s, 1, true), &maps.b_small, &full[s], k0, tn * Cfg::BN);
-      }
+// Producer (one thread): TMA copies of k-tiles [kt0, kt1) of tile (tm, tn)
+// into the ring. `it` is the ring's position: the k-tiles this block has
+// loaded so far, whose count picks the slot and the barriers' phase.
+template <class Cfg>
+__device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaRing<Cfg>& ring, int tm, int tn,
+                                             int kt0, int kt1, int& it) {
+  using namespace hopper;
+  for (int kt = kt0; kt < kt1; ++kt, ++it) {
+    const int s = it % Cfg::Stages;
+    mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
+    mbar_arrive_expect_bytes(&ring.full[s], Cfg::kStageBytes);
+    const int k0 = kt * Cfg::BK;
+    tma_load_2d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0, tm * Cfg::BM);
+    tma_load_2d(ring.slot(s, 0, true), &maps.b_big, &ring.full[s], k0, tn * Cfg::BN);
+    if constexpr (Cfg::Products == 3) {
+      tma_load_2d(ring.slot(s, 1, false), &maps.a_small, &ring.full[s], k0, tm * Cfg::BM);
+      tma_load_2d(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], k0, tn * Cfg::BN);
     }
-    return;
   }
+}
 
-  // Consumers: warpgroup 1 rows 0-63 of the tile, warpgroup 2 rows 64-127.
-  claim_registers<232>();
-  const std::uint32_t rows_off = (warpgroup - 1) * 64 * Cfg::kRowBytes;  // 64 rows of the tile
+// A consumer warpgroup's registers: its 64 rows of the tile in `acc` (and
+// the partial sums of the split products in `part`).
+template <class Cfg>
+struct WgmmaAccumulators {
+  float acc[Cfg::kAccum], part[Cfg::Products == 3 ? Cfg::kAccum : 1];
+};
+
+// Consumers: acc = the product over the next n k-tiles of the ring (n >= 1),
+// each slot released once its wgmma has finished. rows_off: the warpgroup's
+// 64 rows in the A tile, in bytes.
+template <class Cfg>
+__device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, WgmmaAccumulators<Cfg>& r, int n,
+                                                 int promote_every, std::uint32_t rows_off, int& it) {
+  using namespace hopper;
   // TF32 accumulates in acc, its first wgmma overwriting it (scale_d = 0):
   // zeroing it first would put ordinary writes of the accumulators inside the
   // wgmma pipeline, and ptxas then serialises the wgmma (warning C7515).
-  float acc[Cfg::kAccum], part[Cfg::Products == 3 ? Cfg::kAccum : 1];
   if constexpr (Cfg::Products == 3) {
 #pragma unroll
-    for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.f;
+    for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
   }
   auto release = [&](int s) {
-    if (s >= 0 && threadIdx.x % 32 == 0) mbar_arrive(&empty[s]);
+    if (s >= 0 && threadIdx.x % 32 == 0) mbar_arrive(&ring.empty[s]);
   };
   int pending = -1;  // the slot whose wgmma may still be running
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % Cfg::Stages;
-    mbar_wait(&full[s], (kt / Cfg::Stages) & 1);
-    const bool chunk_start = Cfg::Products == 3 ? kt % promote_every == 0 : kt == 0;
-    if constexpr (Cfg::Products == 1) fence_registers(acc);
+  for (int k = 0; k < n; ++k, ++it) {
+    const int s = it % Cfg::Stages;
+    mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);
+    const bool chunk_start = Cfg::Products == 3 ? k % promote_every == 0 : k == 0;
+    if constexpr (Cfg::Products == 1) fence_registers(r.acc);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < Cfg::kSteps; ++step) {
-      const std::uint64_t ab = sw128_desc(slot(s, 0, false), rows_off + step * 32);
-      const std::uint64_t bb = sw128_desc(slot(s, 0, true), step * 32);
+      const std::uint64_t ab = sw128_desc(ring.slot(s, 0, false), rows_off + step * 32);
+      const std::uint64_t bb = sw128_desc(ring.slot(s, 0, true), step * 32);
       const int scale = chunk_start && step == 0 ? 0 : 1;
       using F = typename Cfg::Format;
       if constexpr (Cfg::Products == 3) {
         // Small products first: they are the smaller terms of the sum.
-        const std::uint64_t as = sw128_desc(slot(s, 1, false), rows_off + step * 32);
-        const std::uint64_t bs = sw128_desc(slot(s, 1, true), step * 32);
-        F::template mma<Cfg::BN>(part, as, bb, scale);
-        F::template mma<Cfg::BN>(part, ab, bs, 1);
-        F::template mma<Cfg::BN>(part, ab, bb, 1);
+        const std::uint64_t as = sw128_desc(ring.slot(s, 1, false), rows_off + step * 32);
+        const std::uint64_t bs = sw128_desc(ring.slot(s, 1, true), step * 32);
+        F::template mma<Cfg::BN>(r.part, as, bb, scale);
+        F::template mma<Cfg::BN>(r.part, ab, bs, 1);
+        F::template mma<Cfg::BN>(r.part, ab, bb, 1);
       } else {
-        F::template mma<Cfg::BN>(acc, ab, bb, scale);
+        F::template mma<Cfg::BN>(r.acc, ab, bb, scale);
       }
     }
     wgmma_commit();
-    if constexpr (Cfg::Products == 1) fence_registers(acc);
-    const bool promote = Cfg::Products == 3 && ((kt + 1) % promote_every == 0 || kt + 1 == k_tiles);
+    if constexpr (Cfg::Products == 1) fence_registers(r.acc);
+    const bool promote = Cfg::Products == 3 && ((k + 1) % promote_every == 0 || k + 1 == n);
     if (promote) {
       wgmma_wait<0>();
-      fence_registers(part);
+      fence_registers(r.part);
 #pragma unroll
-      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+      for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] += r.part[i];
       release(pending);
       release(s);
       pending = -1;
@@ -189,11 +212,18 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_
     }
   }
   wgmma_wait<0>();
-  fence_registers(acc);
+  fence_registers(r.acc);
+  release(pending);
+}
 
-  // Epilogue: thread (warp w, lane l) of the warpgroup holds rows 16 w + l / 4
-  // (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of its 64 x BN part.
-  const int w = (threadIdx.x % 128) / 32, l = threadIdx.x % 32;
+// Epilogue: C(tile) = alpha acc + beta C, or, with Add (a K split's part),
+// alpha acc added into C atomically. Thread (warp w, lane l) of consumer
+// warpgroup g holds rows 64 (g - 1) + 16 w + l / 4 (+ 8) and columns
+// 8 j + 2 (l % 4) (+ 1) of the tile.
+template <class Cfg, bool Add, class OpC>
+__device__ __forceinline__ void store_tile(const OpC& c, const WgmmaAccumulators<Cfg>& r, int tm, int tn, int M,
+                                           int N, float alpha, float beta) {
+  const int warpgroup = threadIdx.x / 128, w = (threadIdx.x % 128) / 32, l = threadIdx.x % 32;
   const int row0 = tm * Cfg::BM + (warpgroup - 1) * 64 + 16 * w + l / 4, col0 = tn * Cfg::BN + 2 * (l % 4);
 #pragma unroll
   for (int j = 0; j < Cfg::BN / 8; ++j)
@@ -202,8 +232,37 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int i = row0 + 8 * h, jj = col0 + 8 * j + e;
-        if (i < M && jj < N) store_c(c(i, jj), alpha * acc[4 * j + 2 * h + e], beta);
+        if (i >= M || jj >= N) continue;
+        const float v = alpha * r.acc[4 * j + 2 * h + e];
+        if constexpr (Add) atomicAdd(&c(i, jj), v);
+        else store_c(c(i, jj), v, beta);
       }
+}
+
+#endif  // PARRAY_HOPPER_MMA
+
+template <class Cfg, class OpC>
+__global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_constant__ WgmmaMaps maps, int M, int N,
+                                                                   int K, float alpha, float beta, OpC c,
+                                                                   int promote_every) {
+#ifdef PARRAY_HOPPER_MMA
+  extern __shared__ std::uint8_t smem_raw[];
+  const WgmmaRing<Cfg> ring(smem_raw);
+  init_ring(ring);
+  const int k_tiles = (K + Cfg::BK - 1) / Cfg::BK;
+  int tm, tn, it = 0;
+  grouped_tile(blockIdx.x, (M + Cfg::BM - 1) / Cfg::BM, (N + Cfg::BN - 1) / Cfg::BN, tm, tn);
+  if (threadIdx.x / 128 == 0) {  // producer
+    hopper::release_registers<40>();
+    if (threadIdx.x == 0) load_k_tiles(maps, ring, tm, tn, 0, k_tiles, it);
+    return;
+  }
+  // Consumers: warpgroup 1 rows 0-63 of the tile, warpgroup 2 rows 64-127.
+  hopper::claim_registers<232>();
+  const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
+  WgmmaAccumulators<Cfg> r;
+  multiply_k_tiles(ring, r, k_tiles, promote_every, rows_off, it);
+  store_tile<Cfg, false>(c, r, tm, tn, M, N, alpha, beta);
 #else
   __trap();  // built without sm_90a: the launcher refuses before this
 #endif

@@ -1,0 +1,56 @@
+// The work list of ladder step 15 (src/cuda/gemm/15_wgmma_persistent.cuh):
+// its tiles, and how many parts K is split into when the tiles alone leave
+// SMs idle. Plain C++ (host and device) so that the CPU tests check the plan.
+#pragma once
+
+#include <algorithm>
+
+#include "parray/core.hpp"
+
+namespace parray::cuda {
+
+// tiles_m x tiles_n tiles of C, each cut into `splits` runs of k_per k-tiles
+// (the last one shorter, none empty): units() work units, run by a
+// persistent grid of min(units, SMs) blocks.
+struct WgmmaWork {
+  int tiles_m = 0, tiles_n = 0, splits = 1, k_tiles = 0, k_per = 0;
+  PARRAY_HD long long units() const { return static_cast<long long>(tiles_m) * tiles_n * splits; }
+};
+
+// The plan for an M x N x K product in bm x bn tiles of bk k-tiles on `sms`
+// SMs (one block each), a full k-tile step of one block taking step_us. K is
+// split only when the tiles are fewer than the SMs, into the count with the
+// least estimated time: waves of units x (k-tiles per unit + kUnitSteps, a
+// unit's first copies and epilogue, which the persistent grid overlaps only
+// in part) x step_us, plus, for a split, C scaled by beta and each part's
+// atomic adds into it (C's bytes (parts + 2) times at ~2.5 TB/s, and ~3 us
+// for the scaling pass's launch). Each part keeps >= kMinSteps k-tiles and
+// there are at most kMaxSplits.
+inline WgmmaWork plan_wgmma_work(long long M, long long N, long long K, int bm, int bn, int bk, int sms,
+                                 double step_us) {
+  constexpr int kUnitSteps = 2, kMinSteps = 4, kMaxSplits = 16;
+  WgmmaWork w;
+  w.tiles_m = static_cast<int>((M + bm - 1) / bm);
+  w.tiles_n = static_cast<int>((N + bn - 1) / bn);
+  w.k_tiles = static_cast<int>((K + bk - 1) / bk);
+  w.k_per = w.k_tiles;
+  const long long tiles = static_cast<long long>(w.tiles_m) * w.tiles_n;
+  if (sms <= 0 || tiles >= sms) return w;
+  auto parts_of = [&](int per) { return (w.k_tiles + per - 1) / per; };
+  auto cost = [&](int s) {
+    const int per = (w.k_tiles + s - 1) / s, parts = parts_of(per);
+    const long long waves = (tiles * parts + sms - 1) / sms;
+    double t = double(waves) * double(per + kUnitSteps) * step_us;
+    if (parts > 1) t += double(M) * double(N) * 4.0 * double(parts + 2) / 2.5e6 + 3.0;
+    return t;
+  };
+  int best = 1;
+  double best_cost = cost(1);
+  for (int s = 2; s <= kMaxSplits && (w.k_tiles + s - 1) / s >= kMinSteps; ++s)
+    if (cost(s) < best_cost) best = s, best_cost = cost(s);
+  w.k_per = (w.k_tiles + best - 1) / best;
+  w.splits = parts_of(w.k_per);
+  return w;
+}
+
+}  // namespace parray::cuda

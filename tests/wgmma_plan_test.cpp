@@ -1,0 +1,71 @@
+// Step 15's work list (parray/cuda/wgmma_plan.hpp): a K split only where the
+// tiles leave SMs idle, every k-tile in exactly one part, no empty part.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "parray/cuda/wgmma_plan.hpp"
+
+namespace {
+
+using parray::cuda::plan_wgmma_work;
+using parray::cuda::WgmmaWork;
+
+constexpr int kSms = 132;          // an H100 SXM / H200
+constexpr double kStepUs = 0.85;   // 3xTF32's 128 x 128 x 32 k-tile at 3.7 TFLOP/s per SM
+
+void expect_covers(const WgmmaWork& w, long long M, long long N, long long K, int bm, int bn, int bk) {
+  EXPECT_EQ(w.tiles_m, (M + bm - 1) / bm);
+  EXPECT_EQ(w.tiles_n, (N + bn - 1) / bn);
+  EXPECT_EQ(w.k_tiles, (K + bk - 1) / bk);
+  ASSERT_GE(w.splits, 1);
+  ASSERT_GE(w.k_per, 1);
+  EXPECT_GE(static_cast<long long>(w.splits) * w.k_per, w.k_tiles) << "a k-tile in no part";
+  EXPECT_LT(static_cast<long long>(w.splits - 1) * w.k_per, w.k_tiles) << "an empty last part";
+}
+
+TEST(WgmmaPlan, FullWavesOfTilesAreNotSplit) {
+  for (long long n : {2048, 4096, 8192}) {
+    const WgmmaWork w = plan_wgmma_work(n, n, n, 128, 128, 32, kSms, kStepUs);
+    expect_covers(w, n, n, n, 128, 128, 32);
+    EXPECT_EQ(w.splits, 1) << n;
+    EXPECT_EQ(w.k_per, w.k_tiles);
+  }
+}
+
+TEST(WgmmaPlan, FewTilesWithALongKAreSplit) {
+  // 4096 x 4096 x 64: 32 tiles of 128 k-tiles on 132 SMs.
+  const WgmmaWork w = plan_wgmma_work(4096, 64, 4096, 128, 128, 32, kSms, kStepUs);
+  expect_covers(w, 4096, 64, 4096, 128, 128, 32);
+  EXPECT_GE(w.splits, 3);
+  EXPECT_LE(w.units(), 2LL * kSms) << "at most two waves of parts";
+  EXPECT_GE(w.k_per, 4);
+}
+
+TEST(WgmmaPlan, AShortKIsNotSplit) {
+  // 8191 x 17 x 8193 has K in one k-tile; 64 x 100 x 64 one tile of 4.
+  EXPECT_EQ(plan_wgmma_work(8191, 8193, 17, 128, 128, 32, kSms, kStepUs).splits, 1);
+  EXPECT_EQ(plan_wgmma_work(64, 64, 100, 128, 256, 32, kSms, kStepUs).splits, 1);
+}
+
+TEST(WgmmaPlan, EveryPlanCoversK) {
+  std::mt19937_64 rng(29);
+  std::uniform_int_distribution<long long> extent(1, 20000);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const long long M = extent(rng), N = extent(rng), K = extent(rng);
+    const int bn = trial % 2 ? 256 : 128, bk = trial % 3 ? 32 : 64;
+    const WgmmaWork w = plan_wgmma_work(M, N, K, 128, bn, bk, kSms, kStepUs);
+    expect_covers(w, M, N, K, 128, bn, bk);
+    EXPECT_LE(w.splits, 16);
+    if (w.splits > 1) {
+      EXPECT_LT(static_cast<long long>(w.tiles_m) * w.tiles_n, kSms) << "split with the SMs already full";
+      EXPECT_GE(w.k_per, 4) << "parts of fewer than 4 k-tiles";
+    }
+    if (HasFailure()) {
+      ADD_FAILURE() << M << " x " << N << " x " << K << ", 128 x " << bn << " x " << bk;
+      break;
+    }
+  }
+}
+
+}  // namespace
