@@ -422,7 +422,8 @@ int main(int argc, char** argv) {
   // parray tune: the speed table of the default GPU GEMM for this GPU, a
   // bench gemm table of its candidates over shapes from thin to large.
   BenchArgs tune_args;
-  tune_args.impls = "cuda-12-best,cuda-13-3xtf32,cuda-14-3xtf32";  // step 14's rows say why off a Hopper GPU
+  // Steps 14 and 15's rows say why off a Hopper GPU.
+  tune_args.impls = "cuda-12-best,cuda-13-3xtf32,cuda-14-3xtf32,cuda-15-3xtf32";
   tune_args.shapes =
       "256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,1037x1055x1031,"
       "4097x4095x4099,4096x512x4096,4096x4096x64,64x4096x4096,8191x17x8193";

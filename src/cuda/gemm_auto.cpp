@@ -18,11 +18,12 @@ namespace {
 
 const char* const kFallback = "cuda-12-best";
 
-// The FP32-accurate kernels: steps 12 and 13 everywhere, step 14 on a Hopper GPU.
+// The FP32-accurate kernels: steps 12 and 13 everywhere, steps 14 and 15 on a
+// Hopper GPU.
 const std::vector<std::string>& candidates() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v = {"cuda-12-best", "cuda-13-3xtf32"};
-    if (wgmma_unsupported().empty()) v.push_back("cuda-14-3xtf32");
+    if (wgmma_unsupported().empty()) v.insert(v.end(), {"cuda-14-3xtf32", "cuda-15-3xtf32"});
     return v;
   }();
   return names;
