@@ -57,8 +57,20 @@ void gemm_parray_fig21(const GemmCall<float>& call) {
     const bool pairs = rows_even && reinterpret_cast<std::uintptr_t>(b.p) % 8 == 0;
     // #parray {cuda(float a, float b, float c) [[M/16][N/256]][[4][32]]} CUDA
     const CudaThreadArray CUDA(ThreadShape::nested({{int(ceil_div(cur.M, 16)), int(ceil_div(cur.N, 256))}, {4, 32}}));
-    CUDA.detour<128>(ladder::ParrayFig21<decltype(a), decltype(b), decltype(c)>{cur.M, cur.N, cur.K, cur.alpha, a, b,
-                                                                                cur.beta, c, pairs});
+    ladder::ParrayFig21<decltype(a), decltype(b), decltype(c)> body{cur.M, cur.N, cur.K, cur.alpha, a, b,
+                                                                    cur.beta, c, pairs};
+    // Eight blocks per SM (64 registers): always for nested operands, whose
+    // K runs come from the host; for strided ones only where that makes the
+    // grid one wave (at seven, without spills, a longer grid runs faster).
+    if constexpr (!decltype(a)::strided) {  // with_operands: all three nested, or all strided
+      body.a_k = ladder::KRuns::along(a.l.cols, cur.K);
+      body.b_k = ladder::KRuns::along(b.l.rows, cur.K);
+      CUDA.detour<128, 8>(body);
+    } else if (std::uint64_t(CUDA.grid().x) * CUDA.grid().y <= 8 * std::uint64_t(sm_count())) {
+      CUDA.detour<128, 8>(body);
+    } else {
+      CUDA.detour<128>(body);
+    }
   });
 }
 

@@ -129,8 +129,8 @@ namespace detail {
 // bank) even where the body takes addresses into it (a type's sub-type table,
 // as parrayc's translated kernels do), instead of a copy in local memory
 // (fig 21 translated: a 5752-byte stack frame without it, 544 with it).
-template <int MaxThreadsPerBlock, class F>
-__global__ __launch_bounds__(MaxThreadsPerBlock) void detour_kernel(const __grid_constant__ F f, CudaThread t) {
+template <int MaxThreadsPerBlock, int MinBlocksPerSM, class F>
+__global__ __launch_bounds__(MaxThreadsPerBlock, MinBlocksPerSM) void detour_kernel(const __grid_constant__ F f, CudaThread t) {
   if (!t.inside()) return;
   f(static_cast<const CudaThread&>(t));
 }
@@ -168,13 +168,15 @@ class CudaThreadArray {
   // Parray's #detour: runs f on every thread; asynchronous, launch checked.
   // MaxThreadsPerBlock, when the block is known to be smaller than 1024,
   // lets the compiler give each thread more registers (__launch_bounds__).
-  template <int MaxThreadsPerBlock = 1024, class F>
+  // MinBlocksPerSM, where given, caps the registers so that many blocks fit
+  // on one SM (the second argument of __launch_bounds__).
+  template <int MaxThreadsPerBlock = 1024, int MinBlocksPerSM = 0, class F>
   void detour(F f, cudaStream_t stream = 0) const {
     if (block_.x * block_.y * block_.z > unsigned(MaxThreadsPerBlock))
       throw Error("cuda thread array " + t_.shape_.str() + ": blocks of " +
                   std::to_string(block_.x * block_.y * block_.z) + " threads, the body allows " +
                   std::to_string(MaxThreadsPerBlock));
-    detail::detour_kernel<MaxThreadsPerBlock><<<grid_, block_, 0, stream>>>(f, t_);
+    detail::detour_kernel<MaxThreadsPerBlock, MinBlocksPerSM><<<grid_, block_, 0, stream>>>(f, t_);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
 

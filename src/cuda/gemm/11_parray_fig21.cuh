@@ -23,17 +23,22 @@
 // a stride, as for row-major operands. Only a step whose run crosses a digit
 // (a ragged block of a nested layout) takes offsets per element.
 //
-// What still separates a nested layout from row-major is the runs
-// themselves: derived from the type each step, a 32-bit division per digit
-// level where a strided operand multiplies. A walk that moves the previous
-// step's runs by 32 and divides only at a carry needed its digits in shared
-// memory to keep row-major's blocks per SM (in registers it cost blocks), and
-// was no faster overall (docs/layouts.md).
+// On a nested operand the runs themselves cost: derived from the type each
+// step, a 32-bit division per digit level where a strided operand
+// multiplies, and the general offsets held the kernel at 96 registers, five
+// blocks per SM against row-major's seven. So the launcher computes the runs
+// of a nested K axis on the host (KRuns, one base per step of 32, a kernel
+// parameter) and launches the nested build capped at 64 registers, eight
+// blocks per SM (its spills reload four values a step); row-major takes that cap
+// only where it makes the grid one wave (docs/layouts.md has the figures).
 #pragma once
 
 #include "parray/cuda/operand.cuh"
 #include "parray/cuda/thread_array.cuh"
 #include "parray/static_layout.hpp"
+
+#include <algorithm>
+#include <type_traits>
 
 namespace parray::cuda::ladder {
 
@@ -73,6 +78,37 @@ __device__ __forceinline__ void full_step(float (&r)[R::size], const float* s, c
 
 }  // namespace fig21
 
+// The runs of a nested K axis at every step of 32 (k0 = 32 t, length
+// min(32, K - k0)), computed on the host: base[t], or -1 where the run
+// crosses a digit (the kernel then takes offsets per element). Up to kMax
+// steps (K <= 8192) ride in the kernel's parameters; a longer K leaves
+// count = 0 and the kernel derives each run from the type.
+struct KRuns {
+  static constexpr int kMax = 256;
+  int count = 0;
+  index_t step = 0;
+  index_t base[kMax] = {};
+
+  static KRuns along(const Axis& axis, index_t K) {
+    KRuns r;
+    if (axis.levels == 1 || K > 32 * index_t(kMax)) return r;
+    r.count = int((K + 31) / 32);
+    r.step = axis.stride[axis.levels - 1];
+    for (int t = 0; t < r.count; ++t) {
+      const AxisRun run = axis_run(axis, 32 * index_t(t), std::min<index_t>(32, K - 32 * index_t(t)));
+      r.base[t] = run.ok ? run.base : -1;
+    }
+    return r;
+  }
+  __device__ AxisRun at(int k0) const {
+    const index_t b = base[k0 / 32];
+    return {b, step, b >= 0};
+  }
+};
+struct NoKRuns {};
+template <class Op>
+using KRunsFor = std::conditional_t<Op::strided, NoKRuns, KRuns>;
+
 // The body of one thread of the array [[M/16][N/256]][[4][32]] (the
 // paper's CUDA type), run by CudaThreadArray::detour<128>.
 template <class OpA, class OpB, class OpC>
@@ -84,6 +120,8 @@ struct ParrayFig21 {
   float beta;
   OpC c;
   bool b_pairs;  // every row offset of B even, B 8-byte aligned: see the launcher
+  KRunsFor<OpA> a_k;  // A's column runs, for a nested A
+  KRunsFor<OpB> b_k;  // B's row runs, for a nested B
 
   __device__ void operator()(const CudaThread& thread) const;
 };
@@ -114,9 +152,21 @@ __device__ void ParrayFig21<OpA, OpB, OpC>::operator()(const CudaThread& thread)
   const bool pair = b_pairs && j0 + 1 < N && bj.ok && bj.step == 1 && bj.base % 2 == 0;
   const index_t bc0 = b.col(min(j0, N - 1)), bd1 = b.col(min(j0 + 1, N - 1)) - bc0;
 
+  // The runs along K at k0: from the launcher's table where it has one.
+  auto a_run = [&](int k0) {
+    if constexpr (!OpA::strided)
+      if (a_k.count) return a_k.at(k0);
+    return a.col_run(k0, min(32, K - k0));
+  };
+  auto b_run = [&](int k0) {
+    if constexpr (!OpB::strided)
+      if (b_k.count) return b_k.at(k0);
+    return b.row_run(k0, min(32, K - k0));
+  };
+
   // A's 16 x 32 tile at k0, this thread's four elements (0 past M or K).
   auto load_a = [&](int k0, float (&v)[4]) {
-    const AxisRun ka = a.col_run(k0, min(32, K - k0));
+    const AxisRun ka = a_run(k0);
     const int k = k0 + tx;
     const index_t off = ka.ok ? ka.base + tx * ka.step : a.col(k);
 #pragma unroll
@@ -132,7 +182,7 @@ __device__ void ParrayFig21<OpA, OpB, OpC>::operator()(const CudaThread& thread)
     __syncthreads();
     if (k0 + 32 < K) load_a(k0 + 32, an);
     const int kl = min(32, K - k0);
-    const AxisRun kb = b.row_run(k0, kl);  // B_0's rows k0 .. k0 + kl
+    const AxisRun kb = b_run(k0);  // B_0's rows k0 .. k0 + kl
     if (kl == 32 && kb.ok) {
       const float* p = b.p + kb.base + bc0;
       if (pair) full_step<true>(r, s, p, kb.step, bd1);
