@@ -59,18 +59,20 @@ void gemm_parray_fig21(const GemmCall<float>& call) {
     const CudaThreadArray CUDA(ThreadShape::nested({{int(ceil_div(cur.M, 16)), int(ceil_div(cur.N, 256))}, {4, 32}}));
     ladder::ParrayFig21<decltype(a), decltype(b), decltype(c)> body{cur.M, cur.N, cur.K, cur.alpha, a, b,
                                                                     cur.beta, c, pairs};
-    // Eight blocks per SM (64 registers): always for nested operands, whose
-    // K runs come from the host; for strided ones only where that makes the
-    // grid one wave (at seven, without spills, a longer grid runs faster).
+    // Bounded to 8 blocks per SM (64 registers, a few spills) where the grid
+    // is more than one wave of the unbounded build: nested operands, which fit
+    // 5 blocks unbounded, on any such grid; strided ones, which fit 7, only where
+    // the bound makes the grid one wave (a longer grid runs faster at 7 without spills).
+    using Body = decltype(body);
+    const std::uint64_t blocks = std::uint64_t(CUDA.grid().x) * CUDA.grid().y, sms = sm_count();
+    const bool past_one_wave = blocks > std::uint64_t(CUDA.blocks_per_sm<128, 0, Body>()) * sms;
     if constexpr (!decltype(a)::strided) {  // with_operands: all three nested, or all strided
       body.a_k = ladder::KRuns::along(a.l.cols, cur.K);
       body.b_k = ladder::KRuns::along(b.l.rows, cur.K);
-      CUDA.detour<128, 8>(body);
-    } else if (std::uint64_t(CUDA.grid().x) * CUDA.grid().y <= 8 * std::uint64_t(sm_count())) {
-      CUDA.detour<128, 8>(body);
-    } else {
-      CUDA.detour<128>(body);
     }
+    const bool bounded = past_one_wave && (!decltype(a)::strided || blocks <= 8 * sms);
+    if (bounded) CUDA.detour<128, 8>(body);
+    else CUDA.detour<128>(body);
   });
 }
 

@@ -179,6 +179,16 @@ class CudaThreadArray {
     detail::detour_kernel<MaxThreadsPerBlock, MinBlocksPerSM><<<grid_, block_, 0, stream>>>(f, t_);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
+  // How many blocks of this array detour<MaxThreadsPerBlock, MinBlocksPerSM>
+  // of body F fits on one SM of the current device (its registers and shared
+  // memory decide).
+  template <int MaxThreadsPerBlock = 1024, int MinBlocksPerSM = 0, class F>
+  int blocks_per_sm() const {
+    int n = 0;
+    PARRAY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &n, detail::detour_kernel<MaxThreadsPerBlock, MinBlocksPerSM, F>, int(block_.x * block_.y * block_.z), 0));
+    return n;
+  }
 
  private:
   static unsigned ceil(index_t a, index_t b) { return unsigned((a + b - 1) / b); }

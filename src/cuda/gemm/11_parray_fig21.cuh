@@ -28,9 +28,10 @@
 // multiplies, and the general offsets held the kernel at 96 registers, five
 // blocks per SM against row-major's seven. So the launcher computes the runs
 // of a nested K axis on the host (KRuns, one base per step of 32, a kernel
-// parameter) and launches the nested build capped at 64 registers, eight
-// blocks per SM (its spills reload four values a step); row-major takes that cap
-// only where it makes the grid one wave (docs/layouts.md has the figures).
+// parameter) and, where the grid is more than one wave, launches the build
+// bounded to 64 registers, eight blocks per SM (its spills reload four
+// values a step); row-major takes that bound only where it makes the grid
+// one wave (docs/layouts.md has the figures).
 #pragma once
 
 #include "parray/cuda/operand.cuh"
