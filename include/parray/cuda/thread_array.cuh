@@ -130,7 +130,8 @@ namespace detail {
 // as parrayc's translated kernels do), instead of a copy in local memory
 // (fig 21 translated: a 5752-byte stack frame without it, 544 with it).
 template <int MaxThreadsPerBlock, int MinBlocksPerSM, class F>
-__global__ __launch_bounds__(MaxThreadsPerBlock, MinBlocksPerSM) void detour_kernel(const __grid_constant__ F f, CudaThread t) {
+__global__ __launch_bounds__(MaxThreadsPerBlock, MinBlocksPerSM) void detour_kernel(const __grid_constant__ F f,
+                                                                                    CudaThread t) {
   if (!t.inside()) return;
   f(static_cast<const CudaThread&>(t));
 }
@@ -168,8 +169,9 @@ class CudaThreadArray {
   // Parray's #detour: runs f on every thread; asynchronous, launch checked.
   // MaxThreadsPerBlock, when the block is known to be smaller than 1024,
   // lets the compiler give each thread more registers (__launch_bounds__).
-  // MinBlocksPerSM, where given, caps the registers so that many blocks fit
-  // on one SM (the second argument of __launch_bounds__).
+  // MinBlocksPerSM, where given (0: not), caps the registers so that many
+  // blocks fit on one SM (the second argument of __launch_bounds__; 0 leaves
+  // the compiler's choice, as the one-argument form does).
   template <int MaxThreadsPerBlock = 1024, int MinBlocksPerSM = 0, class F>
   void detour(F f, cudaStream_t stream = 0) const {
     if (block_.x * block_.y * block_.z > unsigned(MaxThreadsPerBlock))
