@@ -3,6 +3,9 @@
 #include "gemm/11_parray_fig21.cuh"
 #include "pipelined_common.cuh"
 
+#include <array>
+#include <atomic>
+
 namespace parray::cuda {
 
 int sm_count() {
@@ -41,6 +44,20 @@ void gemm_cp_async(const GemmCall<float>& call) {
   with_operands(call, [&](auto a, auto b, auto c) { by_contiguity<LaunchCpAsync>(plan(a, b, c, call), a, b, c); });
 }
 
+namespace {
+// Blocks of fig 21's unbounded build per SM, asked of the runtime once per
+// device and body type (the occupancy query costs microseconds a call).
+template <class Body>
+int unbounded_blocks_per_sm(const CudaThreadArray& t) {
+  static std::array<std::atomic<int>, 64> fit{};  // 0: not asked yet
+  int dev = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= int(fit.size())) return t.blocks_per_sm<128, 0, Body>();
+  if (fit[dev].load(std::memory_order_relaxed) == 0) fit[dev].store(t.blocks_per_sm<128, 0, Body>());
+  return fit[dev].load(std::memory_order_relaxed);
+}
+}  // namespace
+
 void gemm_parray_fig21(const GemmCall<float>& call) {
   set_problem(call, "cuda-11-parray-fig21");
   if (ceil_div(cur.M, 16) > 65535) throw Error("cuda-11-parray-fig21: M over 65535 * 16");
@@ -65,7 +82,7 @@ void gemm_parray_fig21(const GemmCall<float>& call) {
     // the bound makes the grid one wave (a longer grid runs faster at 7 without spills).
     using Body = decltype(body);
     const std::uint64_t blocks = std::uint64_t(CUDA.grid().x) * CUDA.grid().y, sms = sm_count();
-    const bool past_one_wave = blocks > std::uint64_t(CUDA.blocks_per_sm<128, 0, Body>()) * sms;
+    const bool past_one_wave = blocks > std::uint64_t(unbounded_blocks_per_sm<Body>(CUDA)) * sms;
     if constexpr (!decltype(a)::strided) {  // with_operands: all three nested, or all strided
       body.a_k = ladder::KRuns::along(a.l.cols, cur.K);
       body.b_k = ladder::KRuns::along(b.l.rows, cur.K);
