@@ -17,6 +17,7 @@
 #include "parray/cuda/wgmma_plan.hpp"
 #include "parray/tuning.hpp"
 #include "split_pass.cuh"
+#include "tensor_map.hpp"
 
 namespace parray::cuda {
 
@@ -31,17 +32,6 @@ using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
 // K-tiles (of 32) per partial sum before it joins the FP32 accumulator: the
 // tensor cores' truncation error is that of 3 x 256 terms whatever K.
 constexpr int kPromoteTiles = 8;
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const auto fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    PARRAY_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || !p) throw Error("cuda-14: the driver has no cuTensorMapEncodeTiled");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
 
 // The copies' element type and its tensor-map data type, by format.
 template <class Format>
@@ -68,14 +58,7 @@ struct CopyOf<ladder::Fp16Format> {
 template <class Format>
 CUtensorMap k_major_map(const void* base, index_t rows, index_t K, index_t ld, int box_rows) {
   constexpr int kBytes = Format::kBytes;
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * kBytes};
-  const cuuint32_t box[2] = {128 / kBytes, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CopyOf<Format>::map_type, 2, const_cast<void*>(base), dims, strides, box,
-                                    element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) throw Error("cuda-14: cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
-  return map;
+  return tensor_map_2d(CopyOf<Format>::map_type, base, K, rows, ld * kBytes, 128 / kBytes, box_rows, true);
 }
 
 // Step 14: one block per tile of C.
@@ -216,6 +199,32 @@ std::string wgmma_unsupported_here() {
 }
 
 }  // namespace
+
+namespace {
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const auto fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    PARRAY_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !p) throw Error("cuda-14: the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+}  // namespace
+
+CUtensorMap tensor_map_2d(CUtensorMapDataType type, const void* base, index_t inner, index_t outer,
+                          index_t outer_stride_bytes, int box_inner, int box_outer, bool swizzle_128b) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(outer)}, strides[1] = {cuuint64_t(outer_stride_bytes)};
+  const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)}, element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                    swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
+  return map;
+}
 
 std::string wgmma_unsupported() {
   static const std::string why = wgmma_unsupported_here();  // the GPUs of one host are alike

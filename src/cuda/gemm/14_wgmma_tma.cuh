@@ -45,12 +45,14 @@ enum class MmaInput { tf32, bf16, f16 };
 template <MmaInput In>
 struct WgmmaFormat {
   static constexpr int kBytes = In == MmaInput::tf32 ? 4 : 2;
-  template <int N, class Acc>
+  // TransA, TransB: 1 for an MN-major tile (16-bit formats only).
+  template <int N, int TransA = 0, int TransB = 0, class Acc>
   static __device__ __forceinline__ void mma(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {
 #ifdef PARRAY_HOPPER_MMA
+    static_assert(In != MmaInput::tf32 || (TransA == 0 && TransB == 0), "TF32 wgmma reads K-major tiles only");
     if constexpr (In == MmaInput::tf32) hopper::Wgmma<N>::tf32(d, a, b, scale_d);
-    else if constexpr (In == MmaInput::bf16) hopper::Wgmma<N>::bf16(d, a, b, scale_d);
-    else hopper::Wgmma<N>::f16(d, a, b, scale_d);
+    else if constexpr (In == MmaInput::bf16) hopper::Wgmma<N>::template bf16<TransA, TransB>(d, a, b, scale_d);
+    else hopper::Wgmma<N>::template f16<TransA, TransB>(d, a, b, scale_d);
 #endif
   }
 };
@@ -73,6 +75,26 @@ struct WgmmaTiles {
   static constexpr int kAccum = BN / 2;  // results per consumer thread
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
   static_assert(Products == 1 || Format::kBytes == 4, "the split (3 products) is of TF32 parts");
+  // wgmma's operands for K slice `step` of a k-tile: the descriptors of A's
+  // tile (from the warpgroup's rows, rows_off bytes in) and B's, both K-major.
+  static __device__ __forceinline__ std::uint64_t desc_a(const std::uint8_t* tile, std::uint32_t rows_off, int step) {
+#ifdef PARRAY_HOPPER_MMA
+    return hopper::sw128_desc(tile, rows_off + step * 32);
+#else
+    return 0;
+#endif
+  }
+  static __device__ __forceinline__ std::uint64_t desc_b(const std::uint8_t* tile, int step) {
+#ifdef PARRAY_HOPPER_MMA
+    return hopper::sw128_desc(tile, step * 32);
+#else
+    return 0;
+#endif
+  }
+  template <class Acc>
+  static __device__ __forceinline__ void mma(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {
+    Format::template mma<BN>(d, a, b, scale_d);
+  }
 };
 
 // Tile (tm, tn) of block `id`: groups of 8 tile rows walked column by column,
@@ -179,19 +201,18 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < Cfg::kSteps; ++step) {
-      const std::uint64_t ab = sw128_desc(ring.slot(s, 0, false), rows_off + step * 32);
-      const std::uint64_t bb = sw128_desc(ring.slot(s, 0, true), step * 32);
+      const std::uint64_t ab = Cfg::desc_a(ring.slot(s, 0, false), rows_off, step);
+      const std::uint64_t bb = Cfg::desc_b(ring.slot(s, 0, true), step);
       const int scale = chunk_start && step == 0 ? 0 : 1;
-      using F = typename Cfg::Format;
       if constexpr (Cfg::Products == 3) {
         // Small products first: they are the smaller terms of the sum.
-        const std::uint64_t as = sw128_desc(ring.slot(s, 1, false), rows_off + step * 32);
-        const std::uint64_t bs = sw128_desc(ring.slot(s, 1, true), step * 32);
-        F::template mma<Cfg::BN>(r.part, as, bb, scale);
-        F::template mma<Cfg::BN>(r.part, ab, bs, 1);
-        F::template mma<Cfg::BN>(r.part, ab, bb, 1);
+        const std::uint64_t as = Cfg::desc_a(ring.slot(s, 1, false), rows_off, step);
+        const std::uint64_t bs = Cfg::desc_b(ring.slot(s, 1, true), step);
+        Cfg::mma(r.part, as, bb, scale);
+        Cfg::mma(r.part, ab, bs, 1);
+        Cfg::mma(r.part, ab, bb, 1);
       } else {
-        F::template mma<Cfg::BN>(r.acc, ab, bb, scale);
+        Cfg::mma(r.acc, ab, bb, scale);
       }
     }
     wgmma_commit();
@@ -216,13 +237,12 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
   release(pending);
 }
 
-// Epilogue: C(tile) = alpha acc + beta C, or, with Add (a K split's part),
-// alpha acc added into C atomically. Thread (warp w, lane l) of consumer
-// warpgroup g holds rows 64 (g - 1) + 16 w + l / 4 (+ 8) and columns
-// 8 j + 2 (l % 4) (+ 1) of the tile.
-template <class Cfg, bool Add, class OpC>
-__device__ __forceinline__ void store_tile(const OpC& c, const WgmmaAccumulators<Cfg>& r, int tm, int tn, int M,
-                                           int N, float alpha, float beta) {
+// Calls f(i, j, a) for each of a consumer thread's results: a its index in
+// WgmmaAccumulators::acc, (i, j) its place in C (maybe past M or N). Thread
+// (warp w, lane l) of consumer warpgroup g holds rows 64 (g - 1) + 16 w + l / 4
+// (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of the tile.
+template <class Cfg, class F>
+__device__ __forceinline__ void for_each_result(int tm, int tn, F&& f) {
   const int warpgroup = threadIdx.x / 128, w = (threadIdx.x % 128) / 32, l = threadIdx.x % 32;
   const int row0 = tm * Cfg::BM + (warpgroup - 1) * 64 + 16 * w + l / 4, col0 = tn * Cfg::BN + 2 * (l % 4);
 #pragma unroll
@@ -230,13 +250,20 @@ __device__ __forceinline__ void store_tile(const OpC& c, const WgmmaAccumulators
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int i = row0 + 8 * h, jj = col0 + 8 * j + e;
-        if (i >= M || jj >= N) continue;
-        const float v = alpha * r.acc[4 * j + 2 * h + e];
-        if constexpr (Add) atomicAdd(&c(i, jj), v);
-        else store_c(c(i, jj), v, beta);
-      }
+      for (int e = 0; e < 2; ++e) f(row0 + 8 * h, col0 + 8 * j + e, 4 * j + 2 * h + e);
+}
+
+// Epilogue: C(tile) = alpha acc + beta C, or, with Add (a K split's part),
+// alpha acc added into C atomically.
+template <class Cfg, bool Add, class OpC>
+__device__ __forceinline__ void store_tile(const OpC& c, const WgmmaAccumulators<Cfg>& r, int tm, int tn, int M,
+                                           int N, float alpha, float beta) {
+  for_each_result<Cfg>(tm, tn, [&](int i, int j, int a) {
+    if (i >= M || j >= N) return;
+    const float v = alpha * r.acc[a];
+    if constexpr (Add) atomicAdd(&c(i, j), v);
+    else store_c(c(i, j), v, beta);
+  });
 }
 
 #endif  // PARRAY_HOPPER_MMA

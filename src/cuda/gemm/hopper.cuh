@@ -59,6 +59,34 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, std::uin
       : "memory");
 }
 
+// Box at (inner, outer) of `map` written from src (shared memory) by the copy
+// engine, as one bulk group of this thread (commit with bulk_commit). Parts of
+// the box past the tensor's edges are not written.
+__device__ __forceinline__ void tma_store_2d(const void* map, const void* src, int inner, int outer) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
+               "r"(smem_addr(src)), "r"(inner), "r"(outer)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Waits until at most Pending of this thread's bulk groups have still to read
+// their shared-memory source (the source may then be overwritten).
+template <int Pending>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(Pending) : "memory");
+}
+// Waits until at most Pending of this thread's bulk groups are incomplete.
+template <int Pending>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(Pending) : "memory");
+}
+// Orders this thread's ordinary shared-memory writes before later accesses by
+// the copy engine (the async proxy).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// bar.sync on barrier `id` (1..15; 0 is __syncthreads) for `threads` threads.
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- wgmma ------------------------------------------------------------------
 
 // Shared-memory matrix descriptor of a K-major tile written by TMA with the
@@ -70,6 +98,19 @@ __device__ __forceinline__ std::uint64_t sw128_desc(const void* tile, std::uint3
   const std::uint64_t addr = smem_addr(tile) + byte_offset;
   return ((addr & 0x3FFFF) >> 4) | (std::uint64_t(1) << 16) | (std::uint64_t(1024 >> 4) << 32) |
          (std::uint64_t(1) << 62);
+}
+
+// The same for an MN-major tile (M or N contiguous: a column-major A, a
+// row-major B; 16-bit formats only, read with wgmma's transpose) that TMA wrote
+// as boxes of 64 values of M or N (128 bytes) x the k-tile's rows of K, 128-byte
+// swizzled: K rows 128 bytes apart in 8-row groups 1024 bytes apart (stride
+// byte offset), boxes `box_bytes` apart along M or N (leading byte offset). A
+// K slice starts `byte_offset` in (16 rows of K: 2048 bytes).
+__device__ __forceinline__ std::uint64_t sw128_mn_desc(const void* tile, std::uint32_t byte_offset,
+                                                      std::uint32_t box_bytes) {
+  const std::uint64_t addr = smem_addr(tile) + byte_offset;
+  return ((addr & 0x3FFFF) >> 4) | (std::uint64_t((box_bytes >> 4) & 0x3FFF) << 16) |
+         (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -100,8 +141,9 @@ __device__ __forceinline__ void claim_registers() {
 // FP32 accumulate: TF32 operands k8, BF16 and FP16 ones k16 — in each case
 // 32 bytes of every row of the tiles per instruction. N is the warpgroup's
 // tile width; each thread holds N / 2 results. scale_d = 0 overwrites D
-// instead of adding to it. The 16-bit forms take two more immediates (A and B
-// not transposed: both K-major, as TF32 must be).
+// instead of adding to it. The 16-bit forms take two more immediates, TransA
+// and TransB: 0 for a K-major tile, 1 for an MN-major one (TF32 reads K-major
+// tiles only).
 template <int N>
 struct Wgmma;
 
@@ -112,7 +154,7 @@ struct Wgmma;
                "setp.ne.b32 p, " SCALE ", 0;\n" INSTR " {" REGS "}, " DESC_A ", " \
                DESC_B ", p, 1, 1" TAIL ";\n}\n"                                  \
                : __VA_ARGS__                                                    \
-               : "l"(a), "l"(b), "r"(scale_d))
+               : "l"(a), "l"(b), "r"(scale_d), "n"(TransA), "n"(TransB))
 
 // D's 64 or 128 accumulators as the asm's operands %0 .. and its output list.
 #define PARRAY_WGMMA_REGS_64 \
@@ -148,26 +190,29 @@ struct Wgmma;
 
 // Wgmma<N>: tf32, bf16 and f16, D having ACC floats a thread (N / 2); the
 // descriptors are operands %ACC and %ACC+1, scale_d %ACC+2.
-#define PARRAY_WGMMA_SHAPE(N, ACC, REGS, OUTS, DESC_A, DESC_B, SCALE)                                              \
+#define PARRAY_WGMMA_SHAPE(N, ACC, REGS, OUTS, DESC_A, DESC_B, SCALE, TRANS)                                       \
   template <>                                                                                                      \
   struct Wgmma<N> {                                                                                                \
     using Acc = float[ACC];                                                                                        \
+    template <int TransA = 0, int TransB = 0>                                                                      \
     static __device__ __forceinline__ void tf32(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {           \
       PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32", REGS, SCALE, DESC_A, DESC_B, "", \
                        OUTS);                                                                                      \
     }                                                                                                              \
+    template <int TransA = 0, int TransB = 0>                                                                      \
     static __device__ __forceinline__ void bf16(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {           \
       PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", REGS, SCALE, DESC_A, DESC_B,    \
-                       ", 0, 0", OUTS);                                                                            \
+                       TRANS, OUTS);                                                                               \
     }                                                                                                              \
+    template <int TransA = 0, int TransB = 0>                                                                      \
     static __device__ __forceinline__ void f16(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {            \
       PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", REGS, SCALE, DESC_A, DESC_B,      \
-                       ", 0, 0", OUTS);                                                                            \
+                       TRANS, OUTS);                                                                               \
     }                                                                                                              \
   };
 
-PARRAY_WGMMA_SHAPE(128, 64, PARRAY_WGMMA_REGS_64, PARRAY_WGMMA_OUTS_64, "%64", "%65", "%66")
-PARRAY_WGMMA_SHAPE(256, 128, PARRAY_WGMMA_REGS_128, PARRAY_WGMMA_OUTS_128, "%128", "%129", "%130")
+PARRAY_WGMMA_SHAPE(128, 64, PARRAY_WGMMA_REGS_64, PARRAY_WGMMA_OUTS_64, "%64", "%65", "%66", ", %67, %68")
+PARRAY_WGMMA_SHAPE(256, 128, PARRAY_WGMMA_REGS_128, PARRAY_WGMMA_OUTS_128, "%128", "%129", "%130", ", %131, %132")
 
 #undef PARRAY_WGMMA_SHAPE
 #undef PARRAY_WGMMA_ASM

@@ -1,0 +1,49 @@
+// GEMM on 16-bit data in device memory: C = alpha op(A) op(B) + beta C with A
+// and B in BF16 or FP16, C in the same 16-bit type or in FP32, the products
+// accumulated in FP32 — what cublasGemmEx computes with CUBLAS_COMPUTE_32F on
+// such data. Row-major, as the rest of parray's pointer API: C is M x N (row
+// i at c + i * ldc, ldc >= N); op(A) is M x K, stored M x K (lda >= K) or, with
+// trans_a, K x M (lda >= M); op(B) is K x N, stored K x N (ldb >= N) or, with
+// trans_b, N x K (ldb >= K). beta = 0: C is not read.
+//
+// Implementations (gemm16_impls):
+//   cuda-16  ladder step 16 (src/cuda/gemm/16_wgmma_16bit.cuh): TMA straight
+//            from the operands in either major order, C stored by TMA; Hopper
+//   cublas   cublasGemmEx, the baseline
+// Bad arguments throw parray::Error with the reason; so does an implementation
+// that cannot run on this GPU (gemm16_unsupported says why beforehand).
+// Asynchronous on the default stream, like a kernel launch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parray/core.hpp"
+#include "parray/gemm.hpp"
+
+namespace parray {
+
+enum class Type16 { bf16, fp16 };
+
+inline const char* type16_name(Type16 t) { return t == Type16::bf16 ? "bf16" : "fp16"; }
+
+struct Gemm16Args {
+  Type16 type = Type16::bf16;  // of A and B, and of C unless c_f32
+  bool c_f32 = false;
+  Trans trans_a = Trans::no, trans_b = Trans::no;
+  index_t m = 0, n = 0, k = 0;
+  float alpha = 1.f, beta = 0.f;
+  const void* a = nullptr;
+  index_t lda = 0;
+  const void* b = nullptr;
+  index_t ldb = 0;
+  void* c = nullptr;
+  index_t ldc = 0;
+};
+
+const std::vector<std::string>& gemm16_impls();
+// Why `impl` cannot run on the current GPU, or "" when it can.
+std::string gemm16_unsupported(const std::string& impl);
+void gemm16(const Gemm16Args& args, const std::string& impl = "cuda-16");
+
+}  // namespace parray

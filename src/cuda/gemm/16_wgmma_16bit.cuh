@@ -1,0 +1,224 @@
+// Step 16 — 16-bit operands straight from memory in either major order, and C
+// written through shared memory by TMA stores (Hopper, sm_90a).
+//
+// What it adds over step 15: no pass over the operands. A and B are BF16 or
+// FP16 matrices in device memory and TMA reads their tiles from where they
+// are: a K-major tile (row-major A, column-major B) as step 14 reads its
+// copies, an MN-major one (column-major A, row-major B) as boxes of 64 values
+// of M or N by 64 of K, which wgmma reads through its transpose bit. C (BF16,
+// FP16 or FP32) leaves as whole lines: each consumer warpgroup writes its 64
+// rows, a chunk of columns at a time, into a 128-byte swizzled staging buffer
+// (the swizzle puts the 8 rows of one store instruction in 8 different bank
+// groups), and one thread of the warpgroup hands the chunk to the copy engine.
+// The last chunk's store runs while the warpgroup starts the next tile's
+// k-tiles, so the tensor cores wait on C only for the register-to-shared
+// writes. The persistent grid walks the tiles as step 15 does, without the K
+// split (a 16-bit C has no atomic add here).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "14_wgmma_tma.cuh"
+
+namespace parray::cuda::ladder {
+
+// Tiles of 128 x 256 with k-tiles of 64 values of K (128 bytes per row of a
+// K-major tile), Stages slots, and two staging buffers for C. AMn / BMn: A's
+// or B's tile is MN-major. Out: C's element type.
+template <class Format_, bool AMn, bool BMn, class Out_, int Stages_ = 4>
+struct Wgmma16Tiles {
+  using Format = Format_;
+  using Out = Out_;
+  static constexpr bool kAMn = AMn, kBMn = BMn;
+  static constexpr int kRowBytes = 128;
+  static constexpr int BM = 128, BN = 256, BK = kRowBytes / 2, Stages = Stages_, Products = 1;
+  static constexpr int kThreads = 384;  // producer + 2 consumer warpgroups
+  static constexpr int kBox = 64 * kRowBytes;  // an MN-major box (64 x 64 values), or a staging box of C
+  static constexpr int kTileA = BM * kRowBytes, kTileB = BN * kRowBytes;
+  static constexpr int kSteps = 4;  // wgmma k16 per k-tile
+  static constexpr int kStageBytes = kTileA + kTileB;
+  static constexpr int kBarrierBytes = 1024;  // the ring's barriers, padded to keep the staging aligned
+  static constexpr int kOutCols = kRowBytes / int(sizeof(Out));  // columns of C in a staging box
+  static constexpr int kStaging = 2 * kBox;                      // per consumer warpgroup: 64 rows x 2 boxes
+  static constexpr int kSmemBytes = Stages * kStageBytes + kBarrierBytes + 2 * kStaging + 1024;
+  static constexpr int kAccum = BN / 2;
+  static_assert(Format::kBytes == 2, "16-bit operands");
+  static_assert(2 * Stages * 8 <= kBarrierBytes);
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+
+  // K slice `step` (16 values of K) of the warpgroup's 64 rows of A (rows_off
+  // bytes in: 64 K-major rows or one MN-major box, 8 KB either way) and of B.
+  static __device__ __forceinline__ std::uint64_t desc_a(const std::uint8_t* tile, std::uint32_t rows_off, int step) {
+#ifdef PARRAY_HOPPER_MMA
+    if constexpr (kAMn) return hopper::sw128_mn_desc(tile, rows_off + step * 16 * kRowBytes, kBox);
+    else return hopper::sw128_desc(tile, rows_off + step * 32);
+#else
+    return 0;
+#endif
+  }
+  static __device__ __forceinline__ std::uint64_t desc_b(const std::uint8_t* tile, int step) {
+#ifdef PARRAY_HOPPER_MMA
+    if constexpr (kBMn) return hopper::sw128_mn_desc(tile, step * 16 * kRowBytes, kBox);
+    else return hopper::sw128_desc(tile, step * 32);
+#else
+    return 0;
+#endif
+  }
+  template <class Acc>
+  static __device__ __forceinline__ void mma(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {
+    Format::template mma<BN, kAMn ? 1 : 0, kBMn ? 1 : 0>(d, a, b, scale_d);
+  }
+};
+
+// Everything the kernel reads: the operands' and C's tensor maps, C itself
+// for beta != 0 and for the direct stores when C cannot be a tensor map (its
+// rows not 16-byte aligned).
+template <class Out>
+struct Wgmma16Params {
+  CUtensorMap a, b, c;
+  Out* c_data;
+  long long ldc;
+  int M, N, k_tiles, tiles_m, tiles_n;
+  float alpha, beta;
+  int c_by_tma;
+};
+
+// C's element type from an FP32 value, one and two at a time (round to nearest).
+__device__ __forceinline__ void put_pair(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = {x, y}; }
+__device__ __forceinline__ void put_pair(__nv_bfloat16* p, float x, float y) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+}
+__device__ __forceinline__ void put_pair(__half* p, float x, float y) {
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
+}
+__device__ __forceinline__ float as_float(float x) { return x; }
+__device__ __forceinline__ float as_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float as_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ void put(float* p, float x) { *p = x; }
+__device__ __forceinline__ void put(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void put(__half* p, float x) { *p = __float2half_rn(x); }
+
+#ifdef PARRAY_HOPPER_MMA
+
+// Producer (one thread): k-tiles [0, k_tiles) of tile (tm, tn) into the ring,
+// each operand as one K-major box or as MN-major boxes of 64 columns.
+template <class Cfg, class Out>
+__device__ __forceinline__ void load_16bit_k_tiles(const Wgmma16Params<Out>& p, const WgmmaRing<Cfg>& ring, int tm,
+                                                   int tn, int& it) {
+  using namespace hopper;
+  for (int kt = 0; kt < p.k_tiles; ++kt, ++it) {
+    const int s = it % Cfg::Stages, k0 = kt * Cfg::BK;
+    mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
+    mbar_arrive_expect_bytes(&ring.full[s], Cfg::kStageBytes);
+    std::uint8_t *a = ring.slot(s, 0, false), *b = ring.slot(s, 0, true);
+    if constexpr (Cfg::kAMn) {
+      for (int h = 0; h < Cfg::BM / 64; ++h) tma_load_2d(a + h * Cfg::kBox, &p.a, &ring.full[s], tm * Cfg::BM + 64 * h, k0);
+    } else {
+      tma_load_2d(a, &p.a, &ring.full[s], k0, tm * Cfg::BM);
+    }
+    if constexpr (Cfg::kBMn) {
+      for (int q = 0; q < Cfg::BN / 64; ++q) tma_load_2d(b + q * Cfg::kBox, &p.b, &ring.full[s], tn * Cfg::BN + 64 * q, k0);
+    } else {
+      tma_load_2d(b, &p.b, &ring.full[s], k0, tn * Cfg::BN);
+    }
+  }
+}
+
+// alpha acc + beta C(i, j), C read only for beta != 0 and inside the matrix.
+template <class Out>
+__device__ __forceinline__ float epilogue_value(const Wgmma16Params<Out>& p, float acc, int i, int j) {
+  float v = p.alpha * acc;
+  if (p.beta != 0.f && i < p.M && j < p.N) v += p.beta * as_float(p.c_data[static_cast<long long>(i) * p.ldc + j]);
+  return v;
+}
+
+// Epilogue through the staging buffer: chunks of two staging boxes (128
+// columns of a 16-bit C, 64 of an FP32 one), each written by the warpgroup
+// and stored by its first thread; the staging is reused once the previous
+// chunk's stores have read it. Thread (warp w, lane l) holds rows 16 w + l / 4
+// (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of the warpgroup's 64 x 256.
+template <class Cfg, class Out>
+__device__ __forceinline__ void store_16bit_staged(const Wgmma16Params<Out>& p, const WgmmaAccumulators<Cfg>& r,
+                                                   std::uint8_t* staging, int tm, int tn) {
+  using namespace hopper;
+  const int wg = threadIdx.x / 128 - 1, w = threadIdx.x % 128 / 32, l = threadIdx.x % 32;
+  const bool lead = threadIdx.x % 128 == 0;
+  const int row0 = tm * Cfg::BM + 64 * wg, col0 = tn * Cfg::BN;
+  constexpr int kChunk = 2 * Cfg::kOutCols;
+#pragma unroll
+  for (int c0 = 0; c0 < Cfg::BN; c0 += kChunk) {
+    if (lead) bulk_wait_read<0>();
+    named_barrier(1 + wg, 128);
+#pragma unroll
+    for (int jj = 0; jj < kChunk / 8; ++jj)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = 16 * w + l / 4 + 8 * h, col = 8 * jj + 2 * (l % 4), a = 4 * (c0 / 8 + jj) + 2 * h;
+        const float v0 = epilogue_value(p, r.acc[a], row0 + row, col0 + c0 + col);
+        const float v1 = epilogue_value(p, r.acc[a + 1], row0 + row, col0 + c0 + col + 1);
+        const int byte = col % Cfg::kOutCols * int(sizeof(Out));
+        const int swizzled = ((byte / 16) ^ (row % 8)) * 16 + byte % 16;
+        put_pair(reinterpret_cast<Out*>(staging + col / Cfg::kOutCols * Cfg::kBox + row * Cfg::kRowBytes + swizzled),
+                 v0, v1);
+      }
+    fence_async_shared();
+    named_barrier(1 + wg, 128);
+    if (lead) {
+      tma_store_2d(&p.c, staging, col0 + c0, row0);
+      tma_store_2d(&p.c, staging + Cfg::kBox, col0 + c0 + Cfg::kOutCols, row0);
+      bulk_commit();
+    }
+  }
+}
+
+// Epilogue for a C that TMA cannot write: each element stored by its thread.
+template <class Cfg, class Out>
+__device__ __forceinline__ void store_16bit_direct(const Wgmma16Params<Out>& p, const WgmmaAccumulators<Cfg>& r,
+                                                   int tm, int tn) {
+  for_each_result<Cfg>(tm, tn, [&](int i, int j, int a) {
+    if (i < p.M && j < p.N) put(&p.c_data[static_cast<long long>(i) * p.ldc + j], epilogue_value(p, r.acc[a], i, j));
+  });
+}
+
+#endif  // PARRAY_HOPPER_MMA
+
+template <class Cfg>
+__global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_16bit(
+    const __grid_constant__ Wgmma16Params<typename Cfg::Out> p) {
+#ifdef PARRAY_HOPPER_MMA
+  extern __shared__ std::uint8_t smem_raw[];
+  const WgmmaRing<Cfg> ring(smem_raw);
+  init_ring(ring);
+  const int tiles = p.tiles_m * p.tiles_n;
+  int tm, tn, it = 0;
+  if (threadIdx.x / 128 == 0) {  // producer
+    hopper::release_registers<40>();
+    if (threadIdx.x != 0) return;
+    for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+      grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
+      load_16bit_k_tiles(p, ring, tm, tn, it);
+    }
+    return;
+  }
+  hopper::claim_registers<232>();
+  const int wg = threadIdx.x / 128 - 1;
+  const std::uint32_t rows_off = wg * Cfg::kBox;
+  std::uint8_t* staging = ring.base + Cfg::Stages * Cfg::kStageBytes + Cfg::kBarrierBytes + wg * Cfg::kStaging;
+  WgmmaAccumulators<Cfg> r;
+  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+    grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
+    multiply_k_tiles(ring, r, p.k_tiles, 1, rows_off, it);
+    if (p.c_by_tma) store_16bit_staged(p, r, staging, tm, tn);
+    else store_16bit_direct(p, r, tm, tn);
+  }
+  if (threadIdx.x % 128 == 0) hopper::bulk_wait<0>();  // C's last stores complete before the block ends
+#else
+  __trap();  // built without sm_90a: the launcher refuses before this
+#endif
+}
+
+}  // namespace parray::cuda::ladder

@@ -1,0 +1,237 @@
+// Gemm16Case (include/parray/gemm16_case.hpp): a 16-bit GEMM's operands on the
+// GPU, its FP64 reference (cuda::reference_gemm_f64 over exact FP32 copies of
+// the 16-bit values) and the check of docs/verification.md's "16-bit data".
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "parray/cuda/check.hpp"
+#include "parray/cuda/reference.hpp"
+#include "parray/cuda_runtime.hpp"
+#include "parray/gemm16_case.hpp"
+
+namespace parray {
+
+namespace {
+
+struct DeviceBytes {
+  void* p = nullptr;
+  explicit DeviceBytes(std::size_t bytes) {
+    if (bytes) PARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
+  }
+  ~DeviceBytes() { cudaFree(p); }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  template <class T>
+  T* as() const { return static_cast<T*>(p); }
+};
+
+__device__ float uniform(std::uint64_t seed, long long e) {  // [-1, 1), splitmix64
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(e + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * 0x1p-23f - 1.f;
+}
+
+__device__ void set(float* p, float x) { *p = x; }
+__device__ void set(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ void set(__half* p, float x) { *p = __float2half_rn(x); }
+__device__ float get(float x) { return x; }
+__device__ float get(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ float get(__half x) { return __half2float(x); }
+
+// rows x cols of random values (NaN in the ld - cols padding) in T, and
+// their exact FP32 values and absolute values (same layout).
+template <class T>
+__global__ void fill(T* x, float* exact, float* magnitude, long long rows, long long cols, long long ld,
+                     std::uint64_t seed) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < rows * ld;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const bool inside = e % ld < cols;
+    set(&x[e], inside ? uniform(seed, e) : __int_as_float(0x7fc00000));
+    const float v = get(x[e]);
+    if (exact) exact[e] = v;
+    if (magnitude) magnitude[e] = fabsf(v);
+  }
+}
+
+template <class T>
+void fill_matrix(void* x, float* exact, float* magnitude, index_t rows, index_t cols, index_t ld, std::uint64_t seed) {
+  const long long n = rows * ld;
+  fill<<<unsigned(std::min<long long>((n + 255) / 256, 8192)), 256>>>(static_cast<T*>(x), exact, magnitude, rows,
+                                                                     cols, ld, seed);
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+void fill_any(Type16 type, bool as_f32, void* x, float* exact, float* magnitude, index_t rows, index_t cols, index_t ld,
+              std::uint64_t seed) {
+  if (as_f32) fill_matrix<float>(x, exact, magnitude, rows, cols, ld, seed);
+  else if (type == Type16::bf16) fill_matrix<__nv_bfloat16>(x, exact, magnitude, rows, cols, ld, seed);
+  else fill_matrix<__half>(x, exact, magnitude, rows, cols, ld, seed);
+}
+
+float host_value(const unsigned char* p, Type16 type, bool f32) {
+  if (f32) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  std::uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  if (type == Type16::bf16) {
+    const std::uint32_t w = std::uint32_t(bits) << 16;
+    float v;
+    std::memcpy(&v, &w, 4);
+    return v;
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+// Unit roundoff of C's type: what rounding the result to it may add.
+double output_roundoff(const Gemm16Problem& p) {
+  if (p.c_f32) return 0x1p-24;
+  return p.type == Type16::bf16 ? 0x1p-8 : 0x1p-11;
+}
+
+}  // namespace
+
+struct Gemm16Case::State {
+  Gemm16Problem p;
+  index_t a_rows, a_cols, b_rows, b_cols, lda, ldb, ldc;
+  std::size_t c_elem;
+  DeviceBytes a, b, c, c_init, a32, b32, a_abs, b_abs, c0_32, ref, ref_abs;
+  std::vector<double> host_ref, host_abs;
+  std::vector<float> host_c0;
+
+  explicit State(const Gemm16Problem& q)
+      : p(q),
+        a_rows(q.trans_a == Trans::no ? q.m : q.k),
+        a_cols(q.trans_a == Trans::no ? q.k : q.m),
+        b_rows(q.trans_b == Trans::no ? q.k : q.n),
+        b_cols(q.trans_b == Trans::no ? q.n : q.k),
+        lda(a_cols + q.pad),
+        ldb(b_cols + q.pad),
+        ldc(q.n + q.pad),
+        c_elem(q.c_f32 ? 4 : 2),
+        a(std::size_t(a_rows) * lda * 2),
+        b(std::size_t(b_rows) * ldb * 2),
+        c(std::size_t(q.m) * ldc * c_elem),
+        c_init(std::size_t(q.m) * ldc * c_elem),
+        a32(std::size_t(a_rows) * lda * 4),
+        b32(std::size_t(b_rows) * ldb * 4),
+        a_abs(std::size_t(a_rows) * lda * 4),
+        b_abs(std::size_t(b_rows) * ldb * 4),
+        c0_32(std::size_t(q.m) * ldc * 4),
+        ref(std::size_t(q.m) * q.n * 8),
+        ref_abs(std::size_t(q.m) * q.n * 8) {}
+};
+
+Gemm16Case::Gemm16Case(const Gemm16Problem& q) {
+  if (q.m < 1 || q.n < 1 || q.k < 1 || q.pad < 0) throw Error("gemm16 case: sizes must be positive");
+  s_ = std::make_unique<State>(q);
+  State& s = *s_;
+  fill_any(q.type, false, s.a.p, s.a32.as<float>(), s.a_abs.as<float>(), s.a_rows, s.a_cols, s.lda, q.seed);
+  fill_any(q.type, false, s.b.p, s.b32.as<float>(), s.b_abs.as<float>(), s.b_rows, s.b_cols, s.ldb, q.seed + 1);
+  if (q.beta != 0.f) {
+    fill_any(q.type, q.c_f32, s.c_init.p, s.c0_32.as<float>(), nullptr, q.m, q.n, s.ldc, q.seed + 2);
+  } else {  // all NaN: C must not be read, and every element must be written
+    fill_any(q.type, q.c_f32, s.c_init.p, nullptr, nullptr, q.m, 0, s.ldc, q.seed + 2);
+  }
+  const auto view = [](const DeviceBytes& d, index_t rows, index_t cols, index_t ld, bool transposed) {
+    const MatrixLayout l =
+        transposed ? MatrixLayout::col_major(rows, cols, ld) : MatrixLayout::row_major(rows, cols, ld);
+    return MatrixView<const float>{d.as<const float>(), l, Memory::device};
+  };
+  const bool ta = q.trans_a == Trans::yes, tb = q.trans_b == Trans::yes;
+  const MatrixView<double> out{s.ref.as<double>(), MatrixLayout::row_major(q.m, q.n, q.n), Memory::device};
+  const MatrixView<double> out_abs{s.ref_abs.as<double>(), MatrixLayout::row_major(q.m, q.n, q.n), Memory::device};
+  const MatrixView<const float> c0 = view(s.c0_32, q.m, q.n, s.ldc, false);
+  cuda::reference_gemm_f64<float>(q.alpha, view(s.a32, q.m, q.k, s.lda, ta), view(s.b32, q.k, q.n, s.ldb, tb),
+                                  q.beta, q.beta != 0.f ? c0 : MatrixView<const float>{}, out);
+  cuda::reference_gemm_f64<float>(1.0, view(s.a_abs, q.m, q.k, s.lda, ta), view(s.b_abs, q.k, q.n, s.ldb, tb), 0.0,
+                                  MatrixView<const float>{}, out_abs);
+  s.host_ref.resize(std::size_t(q.m) * q.n);
+  s.host_abs.resize(std::size_t(q.m) * q.n);
+  PARRAY_CUDA_CHECK(cudaMemcpy(s.host_ref.data(), s.ref.p, s.host_ref.size() * 8, cudaMemcpyDeviceToHost));
+  PARRAY_CUDA_CHECK(cudaMemcpy(s.host_abs.data(), s.ref_abs.p, s.host_abs.size() * 8, cudaMemcpyDeviceToHost));
+  if (q.beta != 0.f) {
+    s.host_c0.resize(std::size_t(q.m) * s.ldc);
+    PARRAY_CUDA_CHECK(cudaMemcpy(s.host_c0.data(), s.c0_32.p, s.host_c0.size() * 4, cudaMemcpyDeviceToHost));
+  }
+}
+
+Gemm16Case::~Gemm16Case() = default;
+
+const Gemm16Problem& Gemm16Case::problem() const { return s_->p; }
+
+Gemm16Args Gemm16Case::args() const {
+  const State& s = *s_;
+  Gemm16Args g;
+  g.type = s.p.type, g.c_f32 = s.p.c_f32, g.trans_a = s.p.trans_a, g.trans_b = s.p.trans_b;
+  g.m = s.p.m, g.n = s.p.n, g.k = s.p.k, g.alpha = s.p.alpha, g.beta = s.p.beta;
+  g.a = s.a.p, g.lda = s.lda, g.b = s.b.p, g.ldb = s.ldb, g.c = s.c.p, g.ldc = s.ldc;
+  return g;
+}
+
+void Gemm16Case::run(const std::string& impl) {
+  const State& s = *s_;
+  PARRAY_CUDA_CHECK(cudaMemcpy(s.c.p, s.c_init.p, std::size_t(s.p.m) * s.ldc * s.c_elem, cudaMemcpyDeviceToDevice));
+  gemm16(args(), impl);
+  cuda::synchronize();
+}
+
+Gemm16Check Gemm16Case::check() const {
+  const State& s = *s_;
+  const Gemm16Problem& p = s.p;
+  std::vector<unsigned char> raw(std::size_t(p.m) * s.ldc * s.c_elem);
+  PARRAY_CUDA_CHECK(cudaMemcpy(raw.data(), s.c.p, raw.size(), cudaMemcpyDeviceToHost));
+  // Element bound: the worst case of an FP32 sum of K terms by truncation, (K +
+  // 4) 2^-23, and C's rounding to its type; see docs/verification.md.
+  const double u_out = output_roundoff(p), gamma = 2.0 * double(p.k + 4) * 0x1p-24 + 2.0 * u_out;
+  Gemm16Check r;
+  r.frobenius_tol = 4.0 * 0x1p-24 * (std::sqrt(double(p.k)) + 4.0) + 2.0 * double(p.k) * 0x1p-24 + 2.0 * u_out;
+  double num = 0, den = 0;
+  for (index_t i = 0; i < p.m; ++i)
+    for (index_t j = 0; j < s.ldc; ++j) {
+      const double v = host_value(&raw[(std::size_t(i) * s.ldc + j) * s.c_elem], p.type, p.c_f32);
+      if (j >= p.n) {  // padding: never written
+        if (!std::isnan(v) && r.note.empty()) r.note = "C's padding written at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+        continue;
+      }
+      const std::size_t e = std::size_t(i) * p.n + j;
+      const double ref = s.host_ref[e];
+      if (!std::isfinite(v)) {
+        if (r.note.empty()) r.note = "NaN or Inf at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+        continue;
+      }
+      const double c0 = p.beta != 0.f ? std::fabs(double(s.host_c0[std::size_t(i) * s.ldc + j])) : 0.0;
+      const double bound = gamma * (std::fabs(double(p.alpha)) * s.host_abs[e] + std::fabs(double(p.beta)) * c0);
+      const double err = std::fabs(v - ref);
+      r.worst = std::max(r.worst, bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0));
+      num += err * err;
+      den += ref * ref;
+    }
+  r.frobenius = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  if (r.note.empty() && r.frobenius > r.frobenius_tol) r.note = "relative Frobenius error above its tolerance";
+  if (r.note.empty() && r.worst > 1.0) r.note = "an element outside its error bound";
+  r.passed = r.note.empty();
+  return r;
+}
+
+double Gemm16Case::time_ms(const std::string& impl, int reps) {
+  const Gemm16Args g = args();
+  gemm16(g, impl);  // warm-up
+  std::vector<double> ms;
+  for (int r = 0; r < std::max(reps, 1); ++r) ms.push_back(cuda::event_time_ms([&] { gemm16(g, impl); }));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace parray

@@ -1,0 +1,119 @@
+// parray bench gemm16: GEMM on 16-bit data in device memory (gemm16.hpp),
+// parray's step 16 against cuBLAS in the same run.
+//
+//   parray bench gemm16 [--type bf16|fp16] [--c-type same|f32] [--sizes 4096,8192,1037x1055x1031]
+//                       [--trans-a] [--trans-b] [--alpha A] [--beta B] [--pad P] [--reps R] [--csv FILE]
+//
+// Each size is N (N^3) or MxKxN. Every implementation is checked against the
+// FP64 reference (gemm16_case.hpp) before it is timed (CUDA events, median of
+// --reps after a warm-up); a failed check is reported and not timed.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "parray/config.hpp"
+#if PARRAY_HAVE_CUDA
+#include "parray/cuda_runtime.hpp"
+#include "parray/gemm16_case.hpp"
+#endif
+
+namespace parray {
+namespace {
+
+struct Gemm16BenchArgs {
+  std::string type = "bf16", c_type = "same", sizes = "4096,8192", csv;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f, beta = 0.f;
+  index_t pad = 0;
+  int reps = 20;
+};
+
+// "4096" -> 4096^3; "MxKxN" -> M, K, N.
+std::vector<index_t> parse_size(const std::string& text) {
+  const std::vector<std::string> parts = tools::split_list(text, 'x');
+  if (parts.size() != 1 && parts.size() != 3) throw Error("size '" + text + "' is neither N nor MxKxN");
+  std::vector<index_t> d;
+  for (const std::string& p : parts) d.push_back(tools::whole(p, "size", 1, 1 << 20));
+  if (d.size() == 1) d = {d[0], d[0], d[0]};
+  return d;
+}
+
+int run_gemm16_bench(const Gemm16BenchArgs& a) {
+#if PARRAY_HAVE_CUDA
+  Gemm16Problem base;
+  if (a.type != "bf16" && a.type != "fp16") throw Error("--type '" + a.type + "' (bf16 or fp16)");
+  if (a.c_type != "same" && a.c_type != "f32") throw Error("--c-type '" + a.c_type + "' (same or f32)");
+  base.type = a.type == "bf16" ? Type16::bf16 : Type16::fp16;
+  base.c_f32 = a.c_type == "f32";
+  base.trans_a = a.trans_a ? Trans::yes : Trans::no;
+  base.trans_b = a.trans_b ? Trans::yes : Trans::no;
+  base.alpha = a.alpha, base.beta = a.beta, base.pad = a.pad;
+  std::vector<std::vector<index_t>> shapes;
+  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(parse_size(s));
+  if (shapes.empty()) throw Error("--sizes is empty");
+  std::cerr << cuda::device_description() << "\n";
+  std::string csv = "type,c_type,trans_a,trans_b,m,k,n,impl,ms,tflops,pct_cublas,frobenius,worst,ok,note\n";
+  bool all_passed = true;
+  for (const std::vector<index_t>& d : shapes) {
+    Gemm16Problem p = base;
+    p.m = d[0], p.k = d[1], p.n = d[2];
+    Gemm16Case c(p);
+    double cublas_tflops = 0;
+    // cuBLAS first: its figure is the denominator of the others.
+    for (const std::string& impl : {std::string("cublas"), std::string("cuda-16")}) {
+      std::string note = gemm16_unsupported(impl);
+      Gemm16Check chk;
+      double ms = 0, tflops = 0;
+      if (note.empty()) {
+        c.run(impl);
+        chk = c.check();
+        note = chk.note;
+        if (chk.passed) {
+          ms = c.time_ms(impl, a.reps);
+          tflops = 2.0 * double(p.m) * double(p.n) * double(p.k) / (ms * 1e9);
+        } else {
+          all_passed = false;
+        }
+      }
+      if (impl == "cublas") cublas_tflops = tflops;
+      const double pct = cublas_tflops > 0 && tflops > 0 ? 100.0 * tflops / cublas_tflops : 0;
+      csv += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type, a.c_type,
+                         int(a.trans_a), int(a.trans_b), p.m, p.k, p.n, impl, ms, tflops, pct, chk.frobenius,
+                         chk.worst, chk.passed ? 1 : 0, note);
+    }
+  }
+  std::cout << csv;
+  if (!a.csv.empty()) std::ofstream(a.csv) << csv;
+  return all_passed ? 0 : 1;
+#else
+  (void)a;
+  throw Error("bench gemm16: this build has no CUDA backend");
+#endif
+}
+
+std::vector<tools::CliCommand> add_gemm16_commands(CLI::App&, CLI::App& bench) {
+  auto args = std::make_shared<Gemm16BenchArgs>();
+  CLI::App* c = bench.add_subcommand("gemm16", "GEMM on BF16/FP16 data in device memory: parray's step 16 against cuBLAS");
+  c->add_option("--type", args->type, "A and B's type: bf16 or fp16")->capture_default_str();
+  c->add_option("--c-type", args->c_type, "C's type: same (as A and B) or f32")->capture_default_str();
+  c->add_option("--sizes", args->sizes, "comma-separated N (N^3) or MxKxN")->capture_default_str();
+  c->add_flag("--trans-a", args->trans_a, "A stored K x M (column-major op(A))");
+  c->add_flag("--trans-b", args->trans_b, "B stored N x K (column-major op(B))");
+  c->add_option("--alpha", args->alpha)->capture_default_str();
+  c->add_option("--beta", args->beta)->capture_default_str();
+  c->add_option("--pad", args->pad, "extra elements per stored row of A, B and C")->check(CLI::Range(0, 1 << 16));
+  c->add_option("--reps", args->reps, "timed repeats (median)")->capture_default_str()->check(CLI::Range(1, 1000));
+  c->add_option("--csv", args->csv, "write the table as CSV");
+  return {{c, [args] { return run_gemm16_bench(*args); }}};
+}
+
+const tools::RegisterCommands registered(&add_gemm16_commands);
+
+}  // namespace
+}  // namespace parray
