@@ -21,8 +21,8 @@ struct Shape16 {
 };
 
 // Whole tiles; edges in M, N and K; K not a multiple of 8 and a padding of 3
-// (rows not 16-byte aligned: padded copies of A and B, C stored element by
-// element); thin; more tiles than SMs (the persistent grid takes several).
+// (rows not 16-byte aligned: padded copies of A and B, C written a row at a
+// time); thin; more tiles than SMs (the persistent grid takes several).
 const Shape16 kShapes[] = {{128, 64, 256, 0}, {300, 200, 260, 8}, {33, 17, 70, 3},
                            {1, 300, 257, 0},  {257, 64, 1, 0},    {1100, 72, 4000, 0}};
 

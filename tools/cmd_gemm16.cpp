@@ -58,7 +58,7 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
   for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(parse_size(s));
   if (shapes.empty()) throw Error("--sizes is empty");
   std::cerr << cuda::device_description() << "\n";
-  std::string csv = "type,c_type,trans_a,trans_b,m,k,n,impl,ms,tflops,pct_cublas,frobenius,worst,ok,note\n";
+  std::string csv = "type,c_type,trans_a,trans_b,m,k,n,pad,impl,ms,tflops,pct_cublas,frobenius,worst,ok,note\n";
   bool all_passed = true;
   for (const std::vector<index_t>& d : shapes) {
     Gemm16Problem p = base;
@@ -83,8 +83,8 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
       }
       if (impl == "cublas") cublas_tflops = tflops;
       const double pct = cublas_tflops > 0 && tflops > 0 ? 100.0 * tflops / cublas_tflops : 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type, a.c_type,
-                         int(a.trans_a), int(a.trans_b), p.m, p.k, p.n, impl, ms, tflops, pct, chk.frobenius,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type, a.c_type,
+                         int(a.trans_a), int(a.trans_b), p.m, p.k, p.n, p.pad, impl, ms, tflops, pct, chk.frobenius,
                          chk.worst, chk.passed ? 1 : 0, note);
     }
   }

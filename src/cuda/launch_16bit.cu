@@ -2,7 +2,8 @@
 // cuBLAS baseline, and the launcher of ladder step 16
 // (gemm/16_wgmma_16bit.cuh): tensor maps straight over the operands (a
 // padded copy only where a row is not 16-byte aligned, which TMA needs), C
-// stored by TMA where its rows are aligned and element by element elsewhere.
+// staged in shared memory and stored by TMA where its rows are aligned, a row
+// at a time elsewhere.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -112,7 +113,7 @@ void launch16(const Gemm16Args& g) {
   p.c_by_tma = reinterpret_cast<std::uintptr_t>(g.c) % 16 == 0 && g.ldc * sizeof(Out) % 16 == 0;
   if (p.c_by_tma) {
     const CUtensorMapDataType tc = g.c_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : t;
-    p.c = cuda::tensor_map_2d(tc, g.c, N, M, g.ldc * index_t(sizeof(Out)), Cfg::kOutCols, 64, true);
+    p.c = cuda::tensor_map_2d(tc, g.c, N, M, g.ldc * index_t(sizeof(Out)), cuda::ladder::StagedC::kCols<Out>, 64, true);
   }
   p.c_data = static_cast<Out*>(g.c);
   p.ldc = g.ldc;

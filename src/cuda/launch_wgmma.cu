@@ -95,7 +95,8 @@ struct Persistent {
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
                      const OpC& c) {
     const auto kernel = ladder::gemm_wgmma_persistent<Cfg, OpC>;
-    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    constexpr int kSmem = ladder::kPersistentSmem<Cfg>;
+    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     const int sms = sm_count();
     const WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM, Cfg::BN, Cfg::BK, sms, step_us<Cfg>());
     if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
@@ -104,8 +105,17 @@ struct Persistent {
                                                                                                           beta);
       PARRAY_CUDA_CHECK_LAUNCH();
     }
+    // A row-major C leaves staged: by TMA where its rows are 16-byte aligned.
+    using ladder::CStores;
+    const bool rows = c.cs == 1 || N == 1;
+    const bool aligned = c.cs == 1 && c.rs % 4 == 0 && reinterpret_cast<std::uintptr_t>(c.p) % 16 == 0;
+    const CStores stores = !rows ? CStores::per_thread : aligned ? CStores::staged_tma : CStores::staged_rows;
+    const CUtensorMap c_map = stores == CStores::staged_tma
+                                  ? tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c.p, N, M, c.rs * 4,
+                                                  ladder::StagedC::kCols<float>, 64, true)
+                                  : CUtensorMap{};
     const unsigned grid = unsigned(std::min<long long>(work.units(), sms));
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, alpha, beta, c, kPromoteTiles, work);
+    kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
 };

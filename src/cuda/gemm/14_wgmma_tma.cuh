@@ -113,7 +113,9 @@ struct WgmmaMaps {
 };
 
 // The ring of shared-memory slots and its barriers, carved from the dynamic
-// shared memory (aligned by hand to 1024 bytes: the swizzle atoms).
+// shared memory (aligned by hand to 1024 bytes: the swizzle atoms). A slot is
+// `full` when its copies have landed, `empty` when the consumers are done
+// with it.
 template <class Cfg>
 struct WgmmaRing {
   std::uint8_t* base;

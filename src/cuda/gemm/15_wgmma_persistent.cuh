@@ -11,10 +11,15 @@
 // is made of. When the tiles are fewer than the SMs would take, K is split
 // (WgmmaWork, chosen on the host by plan_wgmma_work): each part adds alpha
 // times its partial product into C with atomics, after a pass that scales C
-// by beta (writes zeros for beta = 0, without reading C).
+// by beta (writes zeros for beta = 0, without reading C). An unsplit tile
+// of a row-major C leaves through shared memory (wgmma_staged_c.cuh, the
+// epilogue of step 16) as whole lines: by TMA stores that run while the next
+// tile starts where C's rows are 16-byte aligned, a row per warp store
+// otherwise; a column-major C is stored by each thread.
 #pragma once
 
 #include "14_wgmma_tma.cuh"
+#include "wgmma_staged_c.cuh"
 #include "parray/cuda/wgmma_plan.hpp"
 
 namespace parray::cuda::ladder {
@@ -29,10 +34,21 @@ __device__ __forceinline__ void work_unit(const WgmmaWork& w, int u, int& tm, in
   kt1 = min(w.k_tiles, kt0 + w.k_per);
 }
 
+// The block's dynamic shared memory: the ring, its barriers and C's staging.
+template <class Cfg>
+constexpr int kPersistentSmem = StagedC::smem_bytes(Cfg::Stages * Cfg::kStageBytes);
+
+// How an unsplit tile leaves: each thread's results stored where they belong,
+// or staged in shared memory and written by TMA (c_map: boxes of 64 rows x
+// 32 columns) or a row at a time (a row-major C whose rows are not aligned).
+enum class CStores { per_thread, staged_rows, staged_tma };
+
 template <class Cfg, class OpC>
 __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const __grid_constant__ WgmmaMaps maps,
-                                                                          int M, int N, float alpha, float beta,
-                                                                          OpC c, int promote_every, WgmmaWork work) {
+                                                                          const __grid_constant__ CUtensorMap c_map,
+                                                                          CStores c_stores, int M, int N, float alpha,
+                                                                          float beta, OpC c, int promote_every,
+                                                                          WgmmaWork work) {
 #ifdef PARRAY_HOPPER_MMA
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
@@ -50,13 +66,24 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   }
   hopper::claim_registers<232>();
   const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
+  std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, threadIdx.x / 128 - 1);
+  const auto value = [&](float acc, int i, int j) {
+    return beta == 0.f || i >= M || j >= N ? alpha * acc : alpha * acc + beta * c(i, j);
+  };
   WgmmaAccumulators<Cfg> r;
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     work_unit(work, u, tm, tn, kt0, kt1);
     multiply_k_tiles(ring, r, kt1 - kt0, promote_every, rows_off, it);
-    if (work.splits > 1) store_tile<Cfg, true>(c, r, tm, tn, M, N, alpha, beta);
-    else store_tile<Cfg, false>(c, r, tm, tn, M, N, alpha, beta);
+    if (work.splits > 1) {
+      store_tile<Cfg, true>(c, r, tm, tn, M, N, alpha, beta);
+    } else if (c_stores == CStores::per_thread) {
+      store_tile<Cfg, false>(c, r, tm, tn, M, N, alpha, beta);
+    } else {
+      const StagedTarget<float> t{c_stores == CStores::staged_tma ? &c_map : nullptr, &c(0, 0), c.rs, M, N};
+      store_staged<Cfg, float>(t, r, staging, tm, tn, value);
+    }
   }
+  if (threadIdx.x % 128 == 0) hopper::bulk_wait<0>();  // C's last stores complete before the block ends
 #else
   __trap();  // built without sm_90a: the launcher refuses before this
 #endif

@@ -6,10 +6,11 @@
 // are: a K-major tile (row-major A, column-major B) as step 14 reads its
 // copies, an MN-major one (column-major A, row-major B) as boxes of 64 values
 // of M or N by 64 of K, which wgmma reads through its transpose bit. C (BF16,
-// FP16 or FP32) leaves as whole lines: each consumer warpgroup writes its 64
-// rows, a chunk of columns at a time, into a 128-byte swizzled staging buffer
-// (the swizzle puts the 8 rows of one store instruction in 8 different bank
-// groups), and one thread of the warpgroup hands the chunk to the copy engine.
+// FP16 or FP32) leaves as whole lines (wgmma_staged_c.cuh): each consumer
+// warpgroup writes its 64 rows, a chunk of columns at a time, into a 128-byte
+// swizzled staging buffer (the swizzle puts the 8 rows of one store
+// instruction in 8 different bank groups), and one thread of the warpgroup
+// hands the chunk to the copy engine.
 // The last chunk's store runs while the warpgroup starts the next tile's
 // k-tiles, so the tensor cores wait on C only for the register-to-shared
 // writes. The persistent grid walks the tiles as step 15 does, without the K
@@ -17,12 +18,11 @@
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <cstdint>
 
 #include "14_wgmma_tma.cuh"
+#include "wgmma_staged_c.cuh"
 
 namespace parray::cuda::ladder {
 
@@ -41,13 +41,10 @@ struct Wgmma16Tiles {
   static constexpr int kTileA = BM * kRowBytes, kTileB = BN * kRowBytes;
   static constexpr int kSteps = 4;  // wgmma k16 per k-tile
   static constexpr int kStageBytes = kTileA + kTileB;
-  static constexpr int kBarrierBytes = 1024;  // the ring's barriers, padded to keep the staging aligned
-  static constexpr int kOutCols = kRowBytes / int(sizeof(Out));  // columns of C in a staging box
-  static constexpr int kStaging = 2 * kBox;                      // per consumer warpgroup: 64 rows x 2 boxes
-  static constexpr int kSmemBytes = Stages * kStageBytes + kBarrierBytes + 2 * kStaging + 1024;
+  static constexpr int kSmemBytes = StagedC::smem_bytes(Stages * kStageBytes);
   static constexpr int kAccum = BN / 2;
   static_assert(Format::kBytes == 2, "16-bit operands");
-  static_assert(2 * Stages * 8 <= kBarrierBytes);
+  static_assert(2 * Stages * 8 <= StagedC::kBarrierBytes);
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 
   // K slice `step` (16 values of K) of the warpgroup's 64 rows of A (rows_off
@@ -75,8 +72,8 @@ struct Wgmma16Tiles {
 };
 
 // Everything the kernel reads: the operands' and C's tensor maps, C itself
-// for beta != 0 and for the direct stores when C cannot be a tensor map (its
-// rows not 16-byte aligned).
+// for beta != 0 and for the stores a row at a time when C cannot be a tensor
+// map (its rows not 16-byte aligned).
 template <class Out>
 struct Wgmma16Params {
   CUtensorMap a, b, c;
@@ -86,21 +83,6 @@ struct Wgmma16Params {
   float alpha, beta;
   int c_by_tma;
 };
-
-// C's element type from an FP32 value, one and two at a time (round to nearest).
-__device__ __forceinline__ void put_pair(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = {x, y}; }
-__device__ __forceinline__ void put_pair(__nv_bfloat16* p, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-}
-__device__ __forceinline__ void put_pair(__half* p, float x, float y) {
-  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
-}
-__device__ __forceinline__ float as_float(float x) { return x; }
-__device__ __forceinline__ float as_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float as_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ void put(float* p, float x) { *p = x; }
-__device__ __forceinline__ void put(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void put(__half* p, float x) { *p = __float2half_rn(x); }
 
 #ifdef PARRAY_HOPPER_MMA
 
@@ -136,52 +118,13 @@ __device__ __forceinline__ float epilogue_value(const Wgmma16Params<Out>& p, flo
   return v;
 }
 
-// Epilogue through the staging buffer: chunks of two staging boxes (128
-// columns of a 16-bit C, 64 of an FP32 one), each written by the warpgroup
-// and stored by its first thread; the staging is reused once the previous
-// chunk's stores have read it. Thread (warp w, lane l) holds rows 16 w + l / 4
-// (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of the warpgroup's 64 x 256.
+// Epilogue through the staging buffer (wgmma_staged_c.cuh): by TMA, or a
+// row at a time where C's rows are not 16-byte aligned.
 template <class Cfg, class Out>
 __device__ __forceinline__ void store_16bit_staged(const Wgmma16Params<Out>& p, const WgmmaAccumulators<Cfg>& r,
                                                    std::uint8_t* staging, int tm, int tn) {
-  using namespace hopper;
-  const int wg = threadIdx.x / 128 - 1, w = threadIdx.x % 128 / 32, l = threadIdx.x % 32;
-  const bool lead = threadIdx.x % 128 == 0;
-  const int row0 = tm * Cfg::BM + 64 * wg, col0 = tn * Cfg::BN;
-  constexpr int kChunk = 2 * Cfg::kOutCols;
-#pragma unroll
-  for (int c0 = 0; c0 < Cfg::BN; c0 += kChunk) {
-    if (lead) bulk_wait_read<0>();
-    named_barrier(1 + wg, 128);
-#pragma unroll
-    for (int jj = 0; jj < kChunk / 8; ++jj)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = 16 * w + l / 4 + 8 * h, col = 8 * jj + 2 * (l % 4), a = 4 * (c0 / 8 + jj) + 2 * h;
-        const float v0 = epilogue_value(p, r.acc[a], row0 + row, col0 + c0 + col);
-        const float v1 = epilogue_value(p, r.acc[a + 1], row0 + row, col0 + c0 + col + 1);
-        const int byte = col % Cfg::kOutCols * int(sizeof(Out));
-        const int swizzled = ((byte / 16) ^ (row % 8)) * 16 + byte % 16;
-        put_pair(reinterpret_cast<Out*>(staging + col / Cfg::kOutCols * Cfg::kBox + row * Cfg::kRowBytes + swizzled),
-                 v0, v1);
-      }
-    fence_async_shared();
-    named_barrier(1 + wg, 128);
-    if (lead) {
-      tma_store_2d(&p.c, staging, col0 + c0, row0);
-      tma_store_2d(&p.c, staging + Cfg::kBox, col0 + c0 + Cfg::kOutCols, row0);
-      bulk_commit();
-    }
-  }
-}
-
-// Epilogue for a C that TMA cannot write: each element stored by its thread.
-template <class Cfg, class Out>
-__device__ __forceinline__ void store_16bit_direct(const Wgmma16Params<Out>& p, const WgmmaAccumulators<Cfg>& r,
-                                                   int tm, int tn) {
-  for_each_result<Cfg>(tm, tn, [&](int i, int j, int a) {
-    if (i < p.M && j < p.N) put(&p.c_data[static_cast<long long>(i) * p.ldc + j], epilogue_value(p, r.acc[a], i, j));
-  });
+  const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, p.c_data, p.ldc, p.M, p.N};
+  store_staged<Cfg, Out>(t, r, staging, tm, tn, [&](float acc, int i, int j) { return epilogue_value(p, acc, i, j); });
 }
 
 #endif  // PARRAY_HOPPER_MMA
@@ -207,13 +150,12 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_16bit(
   hopper::claim_registers<232>();
   const int wg = threadIdx.x / 128 - 1;
   const std::uint32_t rows_off = wg * Cfg::kBox;
-  std::uint8_t* staging = ring.base + Cfg::Stages * Cfg::kStageBytes + Cfg::kBarrierBytes + wg * Cfg::kStaging;
+  std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, wg);
   WgmmaAccumulators<Cfg> r;
   for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
     grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
     multiply_k_tiles(ring, r, p.k_tiles, 1, rows_off, it);
-    if (p.c_by_tma) store_16bit_staged(p, r, staging, tm, tn);
-    else store_16bit_direct(p, r, tm, tn);
+    store_16bit_staged(p, r, staging, tm, tn);
   }
   if (threadIdx.x % 128 == 0) hopper::bulk_wait<0>();  // C's last stores complete before the block ends
 #else
