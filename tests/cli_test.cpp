@@ -28,6 +28,11 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --rounds 0", "--rounds 0 is out of range");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --pin-cpu x", "--pin-cpu (auto, off or a CPU) 'x' is not a whole number");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --pin-cpu 4095", "CPU 4095 is not one this process may run on");
+  expect_cli_bad_input("bench gemm16 --type int8", "unknown --type 'int8'");
+  expect_cli_bad_input("bench gemm16 --c-type f64", "unknown --c-type 'f64'");
+  expect_cli_bad_input("bench gemm16 --sizes 64x64", "is neither N nor MxKxN");
+  expect_cli_bad_input("bench gemm16 --sizes 0", "out of range");
+  expect_cli_bad_input("bench gemm16 --reps 0", "--reps");
   expect_cli_bad_input("frobnicate", "subcommand");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");

@@ -45,18 +45,18 @@ std::vector<index_t> parse_size(const std::string& text) {
 }
 
 int run_gemm16_bench(const Gemm16BenchArgs& a) {
+  if (a.type != "bf16" && a.type != "fp16") throw Error("unknown --type '" + a.type + "' (bf16 or fp16)");
+  if (a.c_type != "same" && a.c_type != "f32") throw Error("unknown --c-type '" + a.c_type + "' (same or f32)");
+  std::vector<std::vector<index_t>> shapes;
+  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(parse_size(s));
+  if (shapes.empty()) throw Error("--sizes is empty");
 #if PARRAY_HAVE_CUDA
   Gemm16Problem base;
-  if (a.type != "bf16" && a.type != "fp16") throw Error("--type '" + a.type + "' (bf16 or fp16)");
-  if (a.c_type != "same" && a.c_type != "f32") throw Error("--c-type '" + a.c_type + "' (same or f32)");
   base.type = a.type == "bf16" ? Type16::bf16 : Type16::fp16;
   base.c_f32 = a.c_type == "f32";
   base.trans_a = a.trans_a ? Trans::yes : Trans::no;
   base.trans_b = a.trans_b ? Trans::yes : Trans::no;
   base.alpha = a.alpha, base.beta = a.beta, base.pad = a.pad;
-  std::vector<std::vector<index_t>> shapes;
-  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(parse_size(s));
-  if (shapes.empty()) throw Error("--sizes is empty");
   std::cerr << cuda::device_description() << "\n";
   std::string csv = "type,c_type,trans_a,trans_b,m,k,n,pad,impl,ms,tflops,pct_cublas,frobenius,worst,ok,note\n";
   bool all_passed = true;

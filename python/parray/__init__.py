@@ -17,7 +17,7 @@ from ._parray import (Layout, View, impls, missing, read_bvecs, read_fvecs, read
                       write_fvecs, write_ivecs)
 
 __version__ = "0.1.0"
-__all__ = ["gemm", "matmul", "knn", "FlatIndex", "Layout", "View", "view", "impls", "missing", "read_fvecs",
+__all__ = ["gemm", "matmul", "matmul16", "knn", "FlatIndex", "Layout", "View", "view", "impls", "missing", "read_fvecs",
            "read_ivecs", "read_bvecs", "write_fvecs", "write_ivecs", "write_bvecs", "built_with_cuda"]
 
 built_with_cuda = _parray.built_with_cuda
@@ -62,6 +62,29 @@ def matmul(a, b, out=None, precision=None, impl=None):
     if a_ndim == 1 and b_ndim == 1:
         return result[0, 0]
     return result[0] if a_ndim == 1 else result[:, 0] if b_ndim == 1 else result
+
+
+def matmul16(a, b, out=None, alpha=1.0, beta=0.0, out_dtype=None, impl="cuda-16"):
+    """out = alpha * a @ b + beta * out for bfloat16 or float16 CUDA matrices (PyTorch; CuPy for float16), returned.
+
+    a (M x K) and b (K x N) are of one 16-bit dtype on one GPU, each row-major or column-major (a transposed
+    tensor is used where it lies); out (M x N) is row-major, of their dtype or float32, and is allocated in a's
+    library when None (out_dtype: "float32" for an FP32 result; beta must then be 0). The products accumulate in
+    FP32 on the tensor cores (parray::gemm16, ladder step 16; impl="cublas" runs cublasGemmEx instead).
+    """
+    for name, x in (("a", a), ("b", b), ("out", out)):
+        if x is not None and (_is_host(x) or _placement(x)[0] != _DLPACK_CUDA):
+            raise TypeError(f"{name}: a {type(x).__name__} in {_placement_text(x)}; matmul16 takes CUDA tensors")
+    if _ndim(a, "a") != 2 or _ndim(b, "b") != 2:
+        raise ValueError(f"{'a' if len(a.shape) != 2 else 'b'}: a matrix has 2 dimensions")
+    _check_same_placement("a", a, [("b", b), ("out", out)])
+    if out is None:
+        if beta != 0:
+            raise ValueError("beta: is not 0 but no out was given to scale")
+        out = _empty(a, (int(a.shape[0]), int(b.shape[1])), out_dtype)
+    (ca, cb, cout), stream = _capsules([("a", a), ("b", b), ("out", out)], _DLPACK_CUDA)
+    _parray.gemm16_dlpack(ca, cb, cout, alpha, beta, impl, stream)
+    return out
 
 
 def _matmul_ndim(x, name):

@@ -10,6 +10,7 @@ namespace parray::python {
 namespace py = pybind11;
 
 void bind_gemm(py::module_& m);      // gemm_host, gemm_dlpack, implementations
+void bind_gemm16(py::module_& m);    // gemm16_dlpack
 void bind_layout(py::module_& m);    // Layout, View
 void bind_knn(py::module_& m);       // knn_host, knn_dlpack, vector files
 void bind_registry(py::module_& m);  // impls()

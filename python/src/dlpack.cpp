@@ -5,12 +5,13 @@ namespace parray::python {
 namespace {
 
 std::string dtype_text(const dlpack::DataType& t) {
-  const char* kind = t.code == dlpack::kFloat  ? "float"
-                     : t.code == dlpack::kInt  ? "int"
-                     : t.code == dlpack::kUInt ? "uint"
-                                               : "code ";
+  const char* kind = t.code == dlpack::kFloat    ? "float"
+                     : t.code == dlpack::kBfloat ? "bfloat"
+                     : t.code == dlpack::kInt    ? "int"
+                     : t.code == dlpack::kUInt   ? "uint"
+                                                 : "code ";
   std::string s(kind);
-  if (t.code > dlpack::kFloat) s.append(std::to_string(t.code)).append(" of ");
+  if (t.code > dlpack::kFloat && t.code != dlpack::kBfloat) s.append(std::to_string(t.code)).append(" of ");
   s.append(std::to_string(t.bits));
   if (t.lanes != 1) s.append("x").append(std::to_string(t.lanes));
   return s;
@@ -58,6 +59,25 @@ Operand DlpackArray::matrix() const {
   if (reinterpret_cast<std::uintptr_t>(op.data) % op.item_size() != 0)
     value_error(name_, "its data is not aligned to its element size");
   return op;
+}
+
+dlpack::DataType DlpackArray::matrix16(Operand& op, bool allow_f32) const {
+  const dlpack::Tensor& t = *tensor_;
+  const bool half = t.dtype.bits == 16 && (t.dtype.code == dlpack::kFloat || t.dtype.code == dlpack::kBfloat);
+  const bool f32 = allow_f32 && t.dtype.bits == 32 && t.dtype.code == dlpack::kFloat;
+  if (t.dtype.lanes != 1 || !(half || f32))
+    type_error(name_, std::string("dtype ")
+                          .append(dtype_text(t.dtype))
+                          .append(allow_f32 ? " is not bfloat16, float16 or float32" : " is not bfloat16 or float16"));
+  if (t.ndim != 2)
+    value_error(name_, std::string("has ").append(std::to_string(t.ndim)).append(" dimensions, a matrix has 2"));
+  op = strided_operand(name_, nullptr, Dtype::f32, t.shape[0], t.shape[1], t.strides ? t.strides[0] : t.shape[1],
+                       t.strides ? t.strides[1] : 1);
+  op.item_bytes = t.dtype.bits / 8;
+  locate(op);
+  if (reinterpret_cast<std::uintptr_t>(op.data) % op.item_size() != 0)
+    value_error(name_, "its data is not aligned to its element size");
+  return t.dtype;
 }
 
 void* DlpackArray::compact(TypeCode code, int bits, index_t rows, index_t cols, const Operand& like) const {

@@ -22,7 +22,7 @@ namespace parray::python {
 namespace dlpack {
 
 enum DeviceType : std::int32_t { kCpu = 1, kCuda = 2, kCudaHost = 3 };
-enum TypeCode : std::uint8_t { kInt = 0, kUInt = 1, kFloat = 2 };
+enum TypeCode : std::uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4 };
 
 struct Device {
   std::int32_t device_type;
@@ -60,6 +60,10 @@ class DlpackArray {
 
   // As a matrix: 2-D, float32 or float64, host or CUDA memory.
   Operand matrix() const;
+  // As a matrix of 16-bit floats (bfloat16 or float16) or, with allow_f32,
+  // float32: bits and code of its type, and its data, shape and strides (in
+  // elements) in `op` (whose dtype field is not used).
+  dlpack::DataType matrix16(Operand& op, bool allow_f32) const;
   // Its data, checked to be a compact row-major rows x cols array of the
   // given element type (k-NN's inputs and outputs), in the same memory as
   // `like`.

@@ -26,11 +26,12 @@ struct Operand {
   MatrixLayout layout{};  // strides in elements, possibly negative or zero
   Memory memory = Memory::paged;
   int device_id = -1;  // CUDA device ordinal; -1 in host memory
+  int item_bytes = 0;  // an element's size where dtype does not say it (16-bit data); 0: dtype's
 
   index_t rows() const { return layout.rows.size; }
   index_t cols() const { return layout.cols.size; }
   bool has_negative_stride() const;
-  std::size_t item_size() const { return dtype == Dtype::f32 ? 4 : 8; }
+  std::size_t item_size() const { return item_bytes ? std::size_t(item_bytes) : dtype == Dtype::f32 ? 4 : 8; }
   // Whether the bytes the two operands' elements span intersect (a bound:
   // interleaved but disjoint elements count as overlapping).
   bool overlaps(const Operand& other) const;

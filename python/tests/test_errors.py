@@ -29,6 +29,8 @@ def matrix(rows, cols, dtype=np.float32):
     (lambda: parray.matmul(np.ones((2, 2, 2)), np.ones((2, 2)), out=np.empty((2, 2))), ValueError,
      "out: shape (2, 2) is not (2, 2, 2)"),
     (lambda: parray.matmul(np.float64(1.0), np.ones((2, 2))), ValueError, "a: a 0-dimensional array"),
+    (lambda: parray.matmul16(matrix(2, 3, np.float16), matrix(3, 2, np.float16)), TypeError,
+     "a: a ndarray in host memory; matmul16 takes CUDA tensors"),
 ])
 def test_gemm_argument_errors(call, error, starts):
     with pytest.raises(error) as info:

@@ -98,6 +98,47 @@ def test_every_gpu_implementation_of_the_registry(rng):
 
 @needs_cuda_build
 @needs_torch
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("out_dtype", [None, "float32"])
+def test_torch_matmul16_both_orders_of_each_operand(rng, dtype, out_dtype):
+    def matrix(rows, cols, transposed):  # a transposed one: the transpose of a contiguous cols x rows tensor
+        x = torch.from_numpy(rng.random((cols, rows) if transposed else (rows, cols)).astype(np.float32) * 2 - 1)
+        x = x.cuda().to(getattr(torch, dtype))
+        return x.t() if transposed else x
+
+    m, k, n = 300, 200, 260
+    for ta in (False, True):
+        for tb in (False, True):
+            a, b = matrix(m, k, ta), matrix(k, n, tb)
+            for impl in ("cuda-16", "cublas"):
+                try:
+                    c = parray.matmul16(a, b, out_dtype=out_dtype, impl=impl)
+                except ValueError as e:  # step 16 needs a Hopper GPU
+                    assert impl == "cuda-16" and "Hopper" in str(e), str(e)
+                    continue
+                assert c.dtype == getattr(torch, out_dtype or dtype) and tuple(c.shape) == (m, n)
+                x, y = host(a.double()), host(b.double())
+                bound = np.abs(x) @ np.abs(y)
+                # C rounded to its type (2^-8 for bfloat16, 2^-11 for float16, 2^-24 for float32), FP32 sums of K.
+                unit = 2.0 ** -24 if out_dtype else 2.0 ** -8 if dtype == "bfloat16" else 2.0 ** -11
+                err = np.abs(host(c.double()) - x @ y)
+                assert np.all(err <= (2 * unit + 2 * (k + 4) * 2.0 ** -24) * bound), (impl, ta, tb, err.max())
+
+
+@needs_cuda_build
+@needs_torch
+def test_torch_matmul16_argument_errors(rng):
+    a = torch.ones((4, 3), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="^b: dtype float16 differs from a's bfloat16"):
+        parray.matmul16(a, torch.ones((3, 2), device="cuda", dtype=torch.float16))
+    with pytest.raises(ValueError, match="^b: has 4 rows, a has 3 columns"):
+        parray.matmul16(a, torch.ones((4, 2), device="cuda", dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="^a: neither its rows nor its columns are contiguous"):
+        parray.matmul16(torch.ones((8, 6), device="cuda", dtype=torch.bfloat16)[::2, ::2], a[:3, :2])
+
+
+@needs_cuda_build
+@needs_torch
 def test_torch_work_is_ordered_on_the_callers_stream(rng):
     n = 512
     source = torch.from_numpy(rng.random((n, n)).astype(np.float32) + 0.5).cuda()
