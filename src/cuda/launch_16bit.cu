@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "cublas_handle.hpp"
 #include "gemm/16_wgmma_16bit.cuh"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
@@ -59,23 +60,16 @@ void scale_only(const Gemm16Args& g) {
 
 // ---- cuBLAS ------------------------------------------------------------------
 
-cublasHandle_t handle16() {
-  static cublasHandle_t h = [] {
-    cublasHandle_t x;
-    if (cublasCreate(&x) != CUBLAS_STATUS_SUCCESS) throw Error("cublas: cublasCreate failed");
-    return x;
-  }();
-  return h;
-}
-
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
 // gets B first, each operand with its own transpose flag.
 void gemm16_cublas(const Gemm16Args& g) {
   const cudaDataType t = g.type == Type16::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   const cudaDataType tc = g.c_f32 ? CUDA_R_32F : t;
   const auto op = [](Trans x) { return x == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T; };
+  const cublasHandle_t h = cuda::cublas_handle_for_current_device();
+  if (cublasSetStream(h, nullptr) != CUBLAS_STATUS_SUCCESS) throw Error("cublas: cublasSetStream failed");
   const cublasStatus_t s =
-      cublasGemmEx(handle16(), op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t,
+      cublasGemmEx(h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t,
                    int(g.ldb), g.a, t, int(g.lda), &g.beta, g.c, tc, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: cublasGemmEx: ") + cublasGetStatusString(s));
 }

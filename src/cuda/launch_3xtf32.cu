@@ -10,21 +10,14 @@
 #include <mutex>
 #include <string>
 
+#include "cublas_handle.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/tuning.hpp"
 #include "split_pass.cuh"
 
 namespace parray::cuda {
 
-namespace {
-
-void cublas_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cuda-13-3xtf32: ") + what + ": " + cublasGetStatusString(s));
-}
-
-// Per GPU: a cuBLAS handle.
-cublasHandle_t handle_for_current_device() {
+cublasHandle_t cublas_handle_for_current_device() {
   static std::mutex mu;
   static auto* handles = new std::map<int, cublasHandle_t>;  // never destroyed: CUDA may be torn down first
   int d = 0;
@@ -32,8 +25,16 @@ cublasHandle_t handle_for_current_device() {
   std::lock_guard<std::mutex> lock(mu);
   if (const auto it = handles->find(d); it != handles->end()) return it->second;
   cublasHandle_t h = nullptr;
-  cublas_check(cublasCreate(&h), "cublasCreate");
+  if (const cublasStatus_t st = cublasCreate(&h); st != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cublas: cublasCreate: ") + cublasGetStatusString(st));
   return (*handles)[d] = h;
+}
+
+namespace {
+
+void cublas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuda-13-3xtf32: ") + what + ": " + cublasGetStatusString(s));
 }
 
 // gpu.3xtf32_small=0: the small parts dropped (one TF32 product), for the
@@ -55,7 +56,7 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
   if (M == 0 || N == 0 || K == 0) throw Error("cuda-13-3xtf32: empty product (the dispatcher handles those)");
   if (3 * K + 3 > 0x7fffffff) throw Error("cuda-13-3xtf32: 3 K must be below 2^31");
-  const cublasHandle_t handle = handle_for_current_device();
+  const cublasHandle_t handle = cublas_handle_for_current_device();
   const int kc = int(std::min<index_t>(kChunkK, K));
   // Rows of the split copies 16-byte aligned (an odd 3K made cuBLAS take
   // slower kernels: 1037 x 1055 x 1031 ran at a third of cuBLAS FP32).
