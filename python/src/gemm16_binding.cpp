@@ -55,17 +55,9 @@ void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, dou
     type_error("out", std::string("dtype ") + type_name(tc) + " is neither a's " + type_name(ta) + " nor float32");
   for (const Operand* x : {&oa, &ob, &oc})
     if (x->memory != Memory::device) value_error(x->name, "is in " + x->where() + "; matmul16 takes CUDA tensors");
-  for (const Operand* x : {&ob, &oc})
-    if (x->device_id != oa.device_id) value_error(x->name, "is in " + x->where() + ", a in " + oa.where());
-  if (ob.rows() != oa.cols())
-    value_error("b", "has " + std::to_string(ob.rows()) + " rows, a has " + std::to_string(oa.cols()) + " columns");
-  if (oc.rows() != oa.rows() || oc.cols() != ob.cols())
-    value_error("out", "shape (" + std::to_string(oc.rows()) + ", " + std::to_string(oc.cols()) + ") is not (" +
-                           std::to_string(oa.rows()) + ", " + std::to_string(ob.cols()) + ")");
+  check_product(oa, ob, oc, false);  // their dtypes are checked above, in 16-bit terms
   const Storage16 sa = storage_of(oa), sb = storage_of(ob), sc = storage_of(oc);
   if (sc.transposed && oc.rows() > 1 && oc.cols() > 1) value_error("out", "must be row-major (C-contiguous rows)");
-  for (const Operand* x : {&oa, &ob})
-    if (oc.overlaps(*x)) value_error("out", "overlaps " + x->name + " in memory");
 #if PARRAY_PYTHON_CUDA
   Gemm16Args g;
   g.type = ta.code == dlpack::kBfloat ? Type16::bf16 : Type16::fp16;

@@ -21,40 +21,6 @@ namespace parray::python {
 
 namespace {
 
-const char* dtype_text(Dtype d) { return d == Dtype::f32 ? "float32" : "float64"; }
-bool same_place(const Operand& x, const Operand& y) {
-  return (x.memory == Memory::device) == (y.memory == Memory::device) && x.device_id == y.device_id;
-}
-
-void check_operands(const Operand& a, const Operand& b, const Operand& c) {
-  for (const Operand* x : {&b, &c}) {
-    if (x->dtype != a.dtype)
-      type_error(
-          x->name,
-          std::string("dtype ").append(dtype_text(x->dtype)).append(" differs from a's ").append(dtype_text(a.dtype)));
-    if (!same_place(*x, a))
-      value_error(x->name, std::string("is in ").append(x->where()).append(", a in ").append(a.where()));
-  }
-  if (b.rows() != a.cols())
-    value_error(b.name, std::string("has ")
-                            .append(std::to_string(b.rows()))
-                            .append(" rows, a has ")
-                            .append(std::to_string(a.cols()))
-                            .append(" columns"));
-  if (c.rows() != a.rows() || c.cols() != b.cols())
-    value_error(c.name, std::string("shape (")
-                            .append(std::to_string(c.rows()))
-                            .append(", ")
-                            .append(std::to_string(c.cols()))
-                            .append(") is not (")
-                            .append(std::to_string(a.rows()))
-                            .append(", ")
-                            .append(std::to_string(b.cols()))
-                            .append(")"));
-  for (const Operand* x : {&a, &b})
-    if (c.overlaps(*x)) value_error(c.name, std::string("overlaps ").append(x->name).append(" in memory"));
-}
-
 GemmOptions options_of(const std::optional<std::string>& impl, const std::optional<std::string>& precision, int threads,
                        Memory memory) {
   GemmOptions o;
@@ -123,7 +89,7 @@ py::object gemm_host(py::handle a, py::handle b, py::object out, double alpha, d
     out = NewArray(oa.rows(), hb.operand().cols(), dtype_text(oa.dtype)).object();
   }
   const HostArgument hc(out, "out", true);
-  check_operands(oa, hb.operand(), hc.operand());
+  check_product(oa, hb.operand(), hc.operand(), true);
   {
     py::gil_scoped_release release;
     run_gemm(oa, hb.operand(), hc.operand(), alpha, beta, options);
@@ -137,7 +103,7 @@ void gemm_dlpack(py::handle a, py::handle b, py::handle out, double alpha, doubl
   const Operand oa = DlpackArray(a, "a").matrix(), ob = DlpackArray(b, "b").matrix(),
                 oc = DlpackArray(out, "out").matrix();
   const GemmOptions options = options_of(impl, precision, threads, oa.memory);
-  check_operands(oa, ob, oc);
+  check_product(oa, ob, oc, true);
   py::gil_scoped_release release;
   if (oa.memory != Memory::device) return run_gemm(oa, ob, oc, alpha, beta, options);
 #if PARRAY_PYTHON_CUDA
@@ -165,7 +131,7 @@ double time_library_calls(py::handle a, py::handle b, py::handle out, const std:
     ob = hb.emplace(b, "b", false).operand();
     oc = hc.emplace(out, "out", true).operand();
   }
-  check_operands(oa, ob, oc);
+  check_product(oa, ob, oc, true);
   const GemmOptions options = options_of(impl, std::nullopt, 0, oa.memory);
   py::gil_scoped_release release;
   const auto start = std::chrono::steady_clock::now();

@@ -117,4 +117,43 @@ Operand HostBuffer::matrix() const {
                          view_.strides[1] / item);
 }
 
+const char* dtype_text(Dtype d) { return d == Dtype::f32 ? "float32" : "float64"; }
+
+namespace {
+
+bool same_place(const Operand& x, const Operand& y) {
+  return (x.memory == Memory::device) == (y.memory == Memory::device) && x.device_id == y.device_id;
+}
+
+}  // namespace
+
+void check_product(const Operand& a, const Operand& b, const Operand& c, bool same_dtype) {
+  for (const Operand* x : {&b, &c}) {
+    if (same_dtype && x->dtype != a.dtype)
+      type_error(
+          x->name,
+          std::string("dtype ").append(dtype_text(x->dtype)).append(" differs from a's ").append(dtype_text(a.dtype)));
+    if (!same_place(*x, a))
+      value_error(x->name, std::string("is in ").append(x->where()).append(", a in ").append(a.where()));
+  }
+  if (b.rows() != a.cols())
+    value_error(b.name, std::string("has ")
+                            .append(std::to_string(b.rows()))
+                            .append(" rows, a has ")
+                            .append(std::to_string(a.cols()))
+                            .append(" columns"));
+  if (c.rows() != a.rows() || c.cols() != b.cols())
+    value_error(c.name, std::string("shape (")
+                            .append(std::to_string(c.rows()))
+                            .append(", ")
+                            .append(std::to_string(c.cols()))
+                            .append(") is not (")
+                            .append(std::to_string(a.rows()))
+                            .append(", ")
+                            .append(std::to_string(b.cols()))
+                            .append(")"));
+  for (const Operand* x : {&a, &b})
+    if (c.overlaps(*x)) value_error(c.name, std::string("overlaps ").append(x->name).append(" in memory"));
+}
+
 }  // namespace parray::python

@@ -87,6 +87,14 @@ class NewArray {
 bool exports_buffer(py::handle obj);
 
 // TypeError / ValueError with the argument's name first: "out: ...".
+// NumPy's name of a dtype: "float32", "float64".
+const char* dtype_text(Dtype d);
+
+// The operands of out = a b: (with same_dtype) b's and out's dtype a's, all
+// three in one place, b's rows a's columns, out a's rows by b's columns, out
+// overlapping neither a nor b; TypeError or ValueError naming the argument.
+void check_product(const Operand& a, const Operand& b, const Operand& c, bool same_dtype);
+
 [[noreturn]] void type_error(const std::string& name, const std::string& what);
 [[noreturn]] void value_error(const std::string& name, const std::string& what);
 
