@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -206,6 +207,39 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32, testing::Values("cuda-13-3xtf32", "
                              if (ch == '-') ch = '_';
                            return name;
                          });
+
+// Step 15's operand in registers (gpu.wgmma_a_registers): A read where it
+// lies, row- or column-major, and split by the consumers; or, where A has few
+// rows and B is the larger, C^T = B^T A^T with B^T in registers. Each shape
+// and layout runs with the register operand forced on and off.
+TEST(GpuWgmmaRegisterA, EitherOperandInRegistersAgreesWithFp64Reference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const std::vector<Shape> shapes = {
+      {200, 1000, 600}, {600, 1000, 200}, {130, 68, 1032}, {1100, 4000, 8}, {64, 36, 257}};
+  const std::vector<std::array<const char*, 3>> layouts = {
+      {"row", "row", "row"}, {"col", "col", "col"}, {"row", "col", "row"}, {"col", "row", "col"}};
+  for (const char* name : {"cuda-15-tf32", "cuda-15-3xtf32"}) {
+    const GemmImpl& impl = registry().find(name);
+    if (std::string why = why_not_anywhere(impl); !why.empty()) GTEST_SKIP() << name << ": " << why;
+    for (const Shape& s : shapes)
+      for (const auto& l : layouts) {
+        GemmProblem p;
+        p.m = s.m, p.k = s.k, p.n = s.n;
+        p.layout_a = l[0], p.layout_b = l[1], p.layout_c = l[2];
+        p.alpha = -1.5, p.beta = 0.5;
+        p.seed = static_cast<std::uint64_t>(s.m * 7 + s.n);
+        if (impl.rounds_inputs) p.precision = *impl.rounds_inputs;
+        GemmCase gcase(p);
+        for (const char* mode : {"1", "0"}) {
+          set_tuning("gpu.wgmma_a_registers", mode);
+          const CheckResult r = gcase.run_and_check(impl, 1);
+          EXPECT_TRUE(r.ok) << name << " " << s.m << "x" << s.k << "x" << s.n << " " << l[0] << "/" << l[1] << "/"
+                            << l[2] << " registers=" << mode << ": " << r.reason << " (rel_err " << r.rel_err << ")";
+        }
+        set_tuning("gpu.wgmma_a_registers", "auto");
+      }
+  }
+}
 
 // The device #copy: row-major into figure 18's blocks and back is the identity.
 #include "parray/cuda/memory.hpp"

@@ -266,6 +266,9 @@ const Key kKeys[] = {
     key<kGpu, &GpuTuning::tf32x3_small, Named<FlagNames>>(
         "gpu.3xtf32_small", "PARRAY_3XTF32_SMALL",
         "0: cuda-13-3xtf32 drops its small parts (one TF32 product; fails the FP32 check)"),
+    key<kGpu, &GpuTuning::wgmma_a_registers, IntegerOrAuto<int, 0, 1, -1>>(
+        "gpu.wgmma_a_registers", "PARRAY_WGMMA_A_REGISTERS",
+        "cuda-15 reads a row-major A where it lies, split in registers: auto (N <= 4096), 0 never, 1 always"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),

@@ -32,6 +32,14 @@ using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
 // K-tiles (of 32) per partial sum before it joins the FP32 accumulator: the
 // tensor cores' truncation error is that of 3 x 256 terms whatever K.
 constexpr int kPromoteTiles = 8;
+// By default (gpu.wgmma_a_registers) step 15 reads A where it lies for TF32
+// whatever N, and for FP32 accuracy up to this N: the kernel with A in
+// registers runs ~9 % longer there (three products per A value split), which
+// outweighs the pass over A beyond it (H200, 4096^3: 2.23x against 2.29x
+// cuBLAS SGEMM through the pass; 2048^3: 1.98x against 1.91x).
+constexpr index_t kRegisterAMaxN = 2048;
+// B is read where it lies (computing C^T = B^T A^T) up to this M.
+constexpr index_t kSwapMaxM = 512;
 
 // The copies' element type and its tensor-map data type, by format.
 template <class Format>
@@ -64,9 +72,10 @@ CUtensorMap k_major_map(const void* base, index_t rows, index_t K, index_t ld, i
 // Step 14: one block per tile of C.
 struct OneTilePerBlock {
   static constexpr bool kStridedC = false;
+  static constexpr bool kAInRegisters = false;
   template <class Cfg, class OpC>
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
-                     const OpC& c) {
+                     const OpC& c, ladder::AOperand, bool) {
     const auto kernel = ladder::gemm_wgmma_tma<Cfg, OpC>;
     // On every call: the attribute belongs to the current device's context (the
     // multi-GPU GEMMs call from several devices).
@@ -91,10 +100,24 @@ struct Persistent {
     const double per_sm = Cfg::Format::kBytes == 4 ? 3.7e6 : 7.4e6;  // FLOP per us
     return 2.0 * Cfg::BM * Cfg::BN * Cfg::BK * Cfg::Products / per_sm;
   }
+  static constexpr bool kAInRegisters = true;  // A can be wgmma's register operand
   template <class Cfg, class OpC>
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
-                     const OpC& c) {
-    const auto kernel = ladder::gemm_wgmma_persistent<Cfg, OpC>;
+                     const OpC& c, ladder::AOperand a_from, bool keep_small) {
+    using ladder::AOperand;
+    if constexpr (Cfg::Format::kBytes == 4) {
+      if (a_from == AOperand::rows)
+        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, OpC, AOperand::rows>, s, maps, M, N, K, alpha, beta, c,
+                        keep_small);
+      if (a_from == AOperand::columns)
+        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, OpC, AOperand::columns>, s, maps, M, N, K, alpha, beta,
+                        c, keep_small);
+    }
+    run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, OpC>, s, maps, M, N, K, alpha, beta, c, keep_small);
+  }
+  template <class Cfg, class Kernel, class OpC>
+  static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
+                  float beta, const OpC& c, bool keep_small) {
     constexpr int kSmem = ladder::kPersistentSmem<Cfg>;
     PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     const int sms = sm_count();
@@ -115,7 +138,8 @@ struct Persistent {
                                                   ladder::StagedC::kCols<float>, 64, true)
                                   : CUtensorMap{};
     const unsigned grid = unsigned(std::min<long long>(work.units(), sms));
-    kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work);
+    kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work,
+                                              keep_small ? 1 : 0);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
 };
@@ -133,6 +157,38 @@ struct RowMajorCopy {
         view{buf.p, MatrixLayout::row_major(rows, cols, std::max<index_t>(cols, 1)), Memory::device} {}
 };
 
+// How step 15 can read A where it lies: row- or column-major, lines 16-byte
+// aligned as TMA requires (else through the split pass's copy).
+ladder::AOperand a_unsplit(const MatrixView<const float>& a) {
+  const MatrixLayout& l = a.layout;
+  if (reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 != 0) return ladder::AOperand::copy;
+  if (l.is_row_major() && l.rows.stride[0] > 0 && l.rows.stride[0] % 4 == 0) return ladder::AOperand::rows;
+  if (l.is_col_major() && l.cols.stride[0] > 0 && l.cols.stride[0] % 4 == 0) return ladder::AOperand::columns;
+  return ladder::AOperand::copy;
+}
+
+// Whether step 15 takes A in registers (gpu.wgmma_a_registers; auto: where
+// the pass over A would cost more than the register operand costs the kernel).
+bool a_in_registers(index_t N, bool fp32_accurate) {
+  const int mode = gpu_tuning().wgmma_a_registers;
+  return mode == 1 || (mode < 0 && (!fp32_accurate || N <= kRegisterAMaxN));
+}
+
+// Whether step 15 computes C^T = B^T A^T instead, B^T the operand in
+// registers: where B is the larger operand, A has few rows (C^T, column-major
+// where C is row-major, is then stored by each thread) and B lies as TMA reads.
+bool swap_for_registers(const GemmCall<float>& call, bool fp32_accurate) {
+  const index_t M = call.c.rows(), N = call.c.cols();
+  return N > M && M <= kSwapMaxM && a_in_registers(M, fp32_accurate) &&
+         a_unsplit(call.b.t()) != ladder::AOperand::copy;
+}
+
+// Tensor map of a column-major M x K operand (columns ld elements apart) read
+// as boxes of 32 rows x 32 k, 128-byte swizzled: a k-tile of 128 rows is 4.
+CUtensorMap m_major_map(const void* base, index_t M, index_t K, index_t ld) {
+  return tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, base, M, K, ld * 4, 32, 32, true);
+}
+
 // Whether to copy first: a nested layout, the default stream (the device
 // #copy runs there) and room for the copy.
 bool copy_first(cudaStream_t s, const MatrixLayout& l) {
@@ -146,6 +202,12 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   const index_t M = call.c.rows(), N = call.c.cols(), K = call.a.cols();
   if (M == 0 || N == 0 || K == 0) throw Error(std::string(impl) + ": empty product (the dispatcher handles those)");
   using Format = typename Cfg::Format;
+  if constexpr (Schedule::kAInRegisters && Format::kBytes == 4) {
+    if (swap_for_registers(call, Cfg::Products == 3)) {
+      const GemmCall<float> t{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
+      return gemm_wgmma_on_stream<Cfg, Schedule>(s, t, impl);
+    }
+  }
   // The 16-bit formats take nested layouts only through row-major copies: their
   // kernels and passes are built for strided operands alone (half the
   // instantiations to compile; the copies cost a few percent). Step 15 builds
@@ -172,11 +234,15 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   const index_t ld = (K + kAlign - 1) / kAlign * kAlign;
   const auto words = [&](index_t rows) { return std::size_t(rows) * ld * Format::kBytes / sizeof(float); };
   constexpr bool kSmall = Cfg::Products == 3;
-  PoolBuffer a_big(words(M), s), b_big(words(N), s);
-  PoolBuffer a_small(kSmall ? words(M) : 0, s), b_small(kSmall ? words(N) : 0, s);
+  const ladder::AOperand a_from = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall)
+                                     ? a_unsplit(a)
+                                     : ladder::AOperand::copy;
+  const bool a_direct = a_from != ladder::AOperand::copy;
+  PoolBuffer a_big(a_direct ? 0 : words(M), s), b_big(words(N), s);
+  PoolBuffer a_small(kSmall && !a_direct ? words(M) : 0, s), b_small(kSmall ? words(N) : 0, s);
+  const bool keep = gpu_tuning().tf32x3_small;
   if constexpr (Format::kBytes == 4) {
-    const bool keep = gpu_tuning().tf32x3_small;
-    split_operand(s, a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
+    if (!a_direct) split_operand(s, a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
     split_operand(s, b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
   } else {
     using Half = typename CopyOf<Format>::type;
@@ -186,14 +252,21 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
                   impl);
   }
   ladder::WgmmaMaps maps;
-  maps.a_big = k_major_map<Format>(a_big.p, M, K, ld, Cfg::BM);
+  if (a_from == ladder::AOperand::rows)
+    maps.a_big = k_major_map<Format>(&a(0, 0), M, K, a.layout.rows.stride[0], Cfg::BM);
+  else if (a_from == ladder::AOperand::columns)
+    maps.a_big = m_major_map(&a(0, 0), M, K, a.layout.cols.stride[0]);
+  else
+    maps.a_big = k_major_map<Format>(a_big.p, M, K, ld, Cfg::BM);
   maps.b_big = k_major_map<Format>(b_big.p, N, K, ld, Cfg::BN);
-  maps.a_small = kSmall ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
+  maps.a_small = kSmall && !a_direct ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
   maps.b_small = kSmall ? k_major_map<Format>(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
   if (kStridedOnly || Schedule::kStridedC || c.layout.is_strided())
-    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c));
+    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c),
+                                   a_from, keep);
   else if constexpr (!kStridedOnly && !Schedule::kStridedC)
-    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c));
+    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c),
+                                   a_from, keep);
   if (c_rows) cuda::copy<float>(c, call.c);
 }
 

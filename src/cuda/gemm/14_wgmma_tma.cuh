@@ -7,7 +7,7 @@
 //     tiles (128 x 32 and BN x 32, K-major, 128-byte swizzled) into a ring of
 //     Stages shared-memory slots; each slot has a "full" mbarrier that the copy
 //     engine completes by byte count and an "empty" one the consumers release.
-//     It keeps 40 registers (setmaxnreg) and gives the rest to
+//     It keeps 24 registers (setmaxnreg) and gives the rest to
 //   - warpgroups 1 and 2, the consumers: each owns 64 rows of the tile and
 //     issues wgmma m64nBNk8 on the slot's tiles straight from shared memory,
 //     keeping one k-tile of wgmma in flight while it waits for the next slot.
@@ -33,6 +33,7 @@
 
 #include <cstdint>
 
+#include "13_split_tf32.cuh"  // to_tf32
 #include "hopper.cuh"
 #include "parray/cuda/operand.cuh"
 
@@ -112,6 +113,12 @@ struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
 };
 
+// Where A's tiles come from: the split pass's copies (read by wgmma from
+// shared memory), or A itself, unsplit, row-major (K-major tiles) or
+// column-major (tiles of 4 boxes of 32 rows x 32 k, M-major), split in
+// registers by the consumers (step 15; a_big then maps A).
+enum class AOperand { copy, rows, columns };
+
 // The ring of shared-memory slots and its barriers, carved from the dynamic
 // shared memory (aligned by hand to 1024 bytes: the swizzle atoms). A slot is
 // `full` when its copies have landed, `empty` when the consumers are done
@@ -154,17 +161,24 @@ __device__ __forceinline__ void init_ring(const WgmmaRing<Cfg>& ring) {
 // loaded so far, whose count picks the slot and the barriers' phase.
 template <class Cfg>
 __device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaRing<Cfg>& ring, int tm, int tn,
-                                             int kt0, int kt1, int& it) {
+                                             int kt0, int kt1, int& it, AOperand a = AOperand::copy) {
   using namespace hopper;
+  const int bytes = Cfg::kStageBytes - (Cfg::Products == 3 && a != AOperand::copy ? Cfg::kTileA : 0);
   for (int kt = kt0; kt < kt1; ++kt, ++it) {
     const int s = it % Cfg::Stages;
     mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
-    mbar_arrive_expect_bytes(&ring.full[s], Cfg::kStageBytes);
+    mbar_arrive_expect_bytes(&ring.full[s], bytes);
     const int k0 = kt * Cfg::BK;
-    tma_load_2d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0, tm * Cfg::BM);
+    if (a == AOperand::columns) {
+      for (int box = 0; box < Cfg::BM / 32; ++box)
+        tma_load_2d(ring.slot(s, 0, false) + box * 32 * Cfg::kRowBytes, &maps.a_big, &ring.full[s],
+                    tm * Cfg::BM + 32 * box, k0);
+    } else {
+      tma_load_2d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0, tm * Cfg::BM);
+    }
     tma_load_2d(ring.slot(s, 0, true), &maps.b_big, &ring.full[s], k0, tn * Cfg::BN);
     if constexpr (Cfg::Products == 3) {
-      tma_load_2d(ring.slot(s, 1, false), &maps.a_small, &ring.full[s], k0, tm * Cfg::BM);
+      if (a == AOperand::copy) tma_load_2d(ring.slot(s, 1, false), &maps.a_small, &ring.full[s], k0, tm * Cfg::BM);
       tma_load_2d(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], k0, tn * Cfg::BN);
     }
   }
@@ -176,6 +190,46 @@ template <class Cfg>
 struct WgmmaAccumulators {
   float acc[Cfg::kAccum], part[Cfg::Products == 3 ? Cfg::kAccum : 1];
 };
+
+// A consumer warp gives slot s back to the producer (s < 0: none).
+template <class Cfg>
+__device__ __forceinline__ void release_slot(const WgmmaRing<Cfg>& ring, int s) {
+  if (s >= 0 && threadIdx.x % 32 == 0) hopper::mbar_arrive(&ring.empty[s]);
+}
+
+// Consumers, once k-tile k's wgmma (of n, from slot s) are issued: commit
+// them; with FP32 accuracy at the end of a chunk of promote_every k-tiles (or
+// of the n) wait for them and add the partial sums into acc, else leave them
+// in flight and wait for the k-tile before. Slots whose wgmma have completed
+// go back to the producer; `pending` is the one that may still be read.
+template <class Cfg>
+__device__ __forceinline__ void commit_k_tile(const WgmmaRing<Cfg>& ring, WgmmaAccumulators<Cfg>& r, int k, int n,
+                                              int promote_every, int s, int& pending) {
+  using namespace hopper;
+  wgmma_commit();
+  if constexpr (Cfg::Products == 1) fence_registers(r.acc);
+  if (Cfg::Products == 3 && ((k + 1) % promote_every == 0 || k + 1 == n)) {
+    wgmma_wait<0>();
+    fence_registers(r.part);
+#pragma unroll
+    for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] += r.part[i];
+    release_slot(ring, pending);
+    release_slot(ring, s);
+    pending = -1;
+  } else {
+    wgmma_wait<1>();
+    release_slot(ring, pending);
+    pending = s;
+  }
+}
+
+// Consumers, after the last k-tile: its wgmma complete, its slot released.
+template <class Cfg>
+__device__ __forceinline__ void finish_k_tiles(const WgmmaRing<Cfg>& ring, WgmmaAccumulators<Cfg>& r, int pending) {
+  hopper::wgmma_wait<0>();
+  hopper::fence_registers(r.acc);
+  release_slot(ring, pending);
+}
 
 // Consumers: acc = the product over the next n k-tiles of the ring (n >= 1),
 // each slot released once its wgmma has finished. rows_off: the warpgroup's
@@ -191,9 +245,6 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
 #pragma unroll
     for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
   }
-  auto release = [&](int s) {
-    if (s >= 0 && threadIdx.x % 32 == 0) mbar_arrive(&ring.empty[s]);
-  };
   int pending = -1;  // the slot whose wgmma may still be running
   for (int k = 0; k < n; ++k, ++it) {
     const int s = it % Cfg::Stages;
@@ -217,26 +268,94 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
         Cfg::mma(r.acc, ab, bb, scale);
       }
     }
-    wgmma_commit();
-    if constexpr (Cfg::Products == 1) fence_registers(r.acc);
-    const bool promote = Cfg::Products == 3 && ((k + 1) % promote_every == 0 || k + 1 == n);
-    if (promote) {
-      wgmma_wait<0>();
-      fence_registers(r.part);
-#pragma unroll
-      for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] += r.part[i];
-      release(pending);
-      release(s);
-      pending = -1;
-    } else {
-      wgmma_wait<1>();
-      release(pending);
-      pending = s;
-    }
+    commit_k_tile(ring, r, k, n, promote_every, s, pending);
   }
-  wgmma_wait<0>();
-  fence_registers(r.acc);
-  release(pending);
+  finish_k_tiles(ring, r, pending);
+}
+
+// A's values of one k-tile in a consumer thread's registers, wgmma's A
+// operand: the TF32 big parts and, for FP32 accuracy, the small ones. Thread
+// (warp w, lane l) holds rows 16 w + l / 4 (+ 8) and columns 8 step + l % 4
+// (+ 4) of its warpgroup's 64 x 32 slice of the k-tile.
+template <class Cfg>
+struct RegisterA {
+  std::uint32_t big[Cfg::kSteps][4], small[Cfg::Products == 3 ? Cfg::kSteps : 1][4];
+};
+
+// Reads a thread's A values from the 128-byte swizzled lines TMA wrote
+// (16-byte chunk c of line r lies at c ^ (r % 8)) and splits them as the
+// split pass does. K-major tiles (a line per row): a warp's 32 reads fall in
+// 32 banks; M-major (a line per k of a 32-row box): in 16.
+template <class Cfg, AOperand From>
+__device__ __forceinline__ void load_register_a(RegisterA<Cfg>& a, const std::uint8_t* rows, bool keep_small) {
+  static_assert(From != AOperand::copy, "A from registers is A as TMA copied it");
+  const int w = threadIdx.x % 128 / 32, l = threadIdx.x % 32;
+#pragma unroll
+  for (int step = 0; step < Cfg::kSteps; ++step)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int row = 16 * w + l / 4 + 8 * (q & 1), col = 8 * step + l % 4 + 4 * (q >> 1);
+      const int at = From == AOperand::rows
+                         ? row * Cfg::kRowBytes + ((col / 4) ^ (row % 8)) * 16 + col % 4 * 4
+                         : row / 32 * 32 * Cfg::kRowBytes + col * Cfg::kRowBytes + ((row % 32 / 4) ^ (col % 8)) * 16 +
+                               row % 4 * 4;
+      const float x = *reinterpret_cast<const float*>(rows + at);
+      const float big = to_tf32(x);
+      a.big[step][q] = __float_as_uint(big);
+      if constexpr (Cfg::Products == 3)
+        a.small[step][q] = __float_as_uint(keep_small && isfinite(big) ? to_tf32(x - big) : 0.f);
+    }
+}
+
+// Consumers with A in registers (A copied by TMA straight from the operand,
+// unrounded): as multiply_k_tiles, the split made here. Two register
+// sets in turn: k-tile k + 1's values are loaded once k-tile k's wgmma are
+// issued and k - 1's have completed (the set they read); loading them before
+// that wait makes ptxas serialise the wgmma (C7513), and a third set does not
+// fit beside FP32 accuracy's two accumulators.
+template <class Cfg, AOperand From>
+__device__ __forceinline__ void multiply_k_tiles_a_in_registers(const WgmmaRing<Cfg>& ring,
+                                                                WgmmaAccumulators<Cfg>& r, int n, int promote_every,
+                                                                std::uint32_t rows_off, bool keep_small, int& it) {
+  using namespace hopper;
+  if constexpr (Cfg::Products == 3) {
+#pragma unroll
+    for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
+  }
+  auto load = [&](RegisterA<Cfg>& a, int k) {  // k-tile k (ring position it + k)
+    const int s = (it + k) % Cfg::Stages;
+    mbar_wait(&ring.full[s], ((it + k) / Cfg::Stages) & 1);
+    load_register_a<Cfg, From>(a, ring.slot(s, 0, false) + rows_off, keep_small);
+  };
+  int pending = -1;  // the slot whose wgmma may still be running
+  auto k_tile = [&](const RegisterA<Cfg>& a, RegisterA<Cfg>& next, int k) {
+    const int s = (it + k) % Cfg::Stages;
+    const bool chunk_start = Cfg::Products == 3 ? k % promote_every == 0 : k == 0;
+    if constexpr (Cfg::Products == 1) fence_registers(r.acc);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < Cfg::kSteps; ++step) {
+      const std::uint64_t bb = Cfg::desc_b(ring.slot(s, 0, true), step);
+      const int scale = chunk_start && step == 0 ? 0 : 1;
+      if constexpr (Cfg::Products == 3) {
+        WgmmaRegA<Cfg::BN>::tf32(r.part, a.small[step], bb, scale);
+        WgmmaRegA<Cfg::BN>::tf32(r.part, a.big[step], Cfg::desc_b(ring.slot(s, 1, true), step), 1);
+        WgmmaRegA<Cfg::BN>::tf32(r.part, a.big[step], bb, 1);
+      } else {
+        WgmmaRegA<Cfg::BN>::tf32(r.acc, a.big[step], bb, scale);
+      }
+    }
+    commit_k_tile(ring, r, k, n, promote_every, s, pending);
+    if (k + 1 < n) load(next, k + 1);
+  };
+  RegisterA<Cfg> set0, set1;
+  load(set0, 0);
+  for (int k = 0; k < n; k += 2) {
+    k_tile(set0, set1, k);
+    if (k + 1 < n) k_tile(set1, set0, k + 1);
+  }
+  it += n;
+  finish_k_tiles(ring, r, pending);
 }
 
 // Calls f(i, j, a) for each of a consumer thread's results: a its index in
@@ -282,12 +401,12 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_
   int tm, tn, it = 0;
   grouped_tile(blockIdx.x, (M + Cfg::BM - 1) / Cfg::BM, (N + Cfg::BN - 1) / Cfg::BN, tm, tn);
   if (threadIdx.x / 128 == 0) {  // producer
-    hopper::release_registers<40>();
+    hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x == 0) load_k_tiles(maps, ring, tm, tn, 0, k_tiles, it);
     return;
   }
   // Consumers: warpgroup 1 rows 0-63 of the tile, warpgroup 2 rows 64-127.
-  hopper::claim_registers<232>();
+  hopper::claim_registers<hopper::kConsumerRegisters>();
   const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
   WgmmaAccumulators<Cfg> r;
   multiply_k_tiles(ring, r, k_tiles, promote_every, rows_off, it);

@@ -15,7 +15,11 @@
 // of a row-major C leaves through shared memory (wgmma_staged_c.cuh, the
 // epilogue of step 16) as whole lines: by TMA stores that run while the next
 // tile starts where C's rows are 16-byte aligned, a row per warp store
-// otherwise; a column-major C is stored by each thread.
+// otherwise; a column-major C is stored by each thread. A row- or
+// column-major A can stay where it lies (From): TMA copies its tiles
+// unrounded and the consumers split them into TF32 parts as they load them
+// into registers, wgmma's A operand (multiply_k_tiles_a_in_registers); only
+// B goes through the pass.
 #pragma once
 
 #include "14_wgmma_tma.cuh"
@@ -43,12 +47,14 @@ constexpr int kPersistentSmem = StagedC::smem_bytes(Cfg::Stages * Cfg::kStageByt
 // 32 columns) or a row at a time (a row-major C whose rows are not aligned).
 enum class CStores { per_thread, staged_rows, staged_tma };
 
-template <class Cfg, class OpC>
+// From: where A's tiles come from, a kernel each (in one kernel the register
+// variants' code cost the copy variant's epilogue spills).
+template <class Cfg, class OpC, AOperand From = AOperand::copy>
 __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const __grid_constant__ WgmmaMaps maps,
                                                                           const __grid_constant__ CUtensorMap c_map,
                                                                           CStores c_stores, int M, int N, float alpha,
                                                                           float beta, OpC c, int promote_every,
-                                                                          WgmmaWork work) {
+                                                                          WgmmaWork work, int keep_small) {
 #ifdef PARRAY_HOPPER_MMA
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
@@ -56,15 +62,15 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   const int units = static_cast<int>(work.units());
   int tm, tn, kt0, kt1, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
-    hopper::release_registers<40>();
+    hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       work_unit(work, u, tm, tn, kt0, kt1);
-      load_k_tiles(maps, ring, tm, tn, kt0, kt1, it);
+      load_k_tiles(maps, ring, tm, tn, kt0, kt1, it, From);
     }
     return;
   }
-  hopper::claim_registers<232>();
+  hopper::claim_registers<hopper::kConsumerRegisters>();
   const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
   std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, threadIdx.x / 128 - 1);
   const auto value = [&](float acc, int i, int j) {
@@ -73,7 +79,10 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   WgmmaAccumulators<Cfg> r;
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     work_unit(work, u, tm, tn, kt0, kt1);
-    multiply_k_tiles(ring, r, kt1 - kt0, promote_every, rows_off, it);
+    if constexpr (From == AOperand::copy)
+      multiply_k_tiles(ring, r, kt1 - kt0, promote_every, rows_off, it);
+    else
+      multiply_k_tiles_a_in_registers<Cfg, From>(ring, r, kt1 - kt0, promote_every, rows_off, keep_small != 0, it);
     if (work.splits > 1) {
       store_tile<Cfg, true>(c, r, tm, tn, M, N, alpha, beta);
     } else if (c_stores == CStores::per_thread) {

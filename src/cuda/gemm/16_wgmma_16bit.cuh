@@ -139,7 +139,7 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_16bit(
   const int tiles = p.tiles_m * p.tiles_n;
   int tm, tn, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
-    hopper::release_registers<40>();
+    hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
       grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
@@ -147,7 +147,7 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_16bit(
     }
     return;
   }
-  hopper::claim_registers<232>();
+  hopper::claim_registers<hopper::kConsumerRegisters>();
   const int wg = threadIdx.x / 128 - 1;
   const std::uint32_t rows_off = wg * Cfg::kBox;
   std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, wg);

@@ -127,6 +127,12 @@ __device__ __forceinline__ void fence_registers(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The registers of a block of one producer and two consumer warpgroups
+// (384 threads, 168 each at launch): the producer keeps the least setmaxnreg
+// allows so that the consumers can take 240 (128 x 24 + 256 x 240 = 64 K);
+// at 232 FP32 accuracy's accumulators and split A spilled 220 bytes.
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
+
 // setmaxnreg: a warpgroup gives registers back (producer) or takes them (consumers).
 template <int Regs>
 __device__ __forceinline__ void release_registers() {
@@ -213,6 +219,28 @@ struct Wgmma;
 
 PARRAY_WGMMA_SHAPE(128, 64, PARRAY_WGMMA_REGS_64, PARRAY_WGMMA_OUTS_64, "%64", "%65", "%66", ", %67, %68")
 PARRAY_WGMMA_SHAPE(256, 128, PARRAY_WGMMA_REGS_128, PARRAY_WGMMA_OUTS_128, "%128", "%129", "%130", ", %131, %132")
+
+// TF32 with A from registers: a[0..3] the thread's four TF32 values of the
+// warpgroup's 64 x 8 A slice (warp w rows 16 w + lane / 4 (+ 8), columns
+// lane % 4 (+ 4)), B from shared memory (descriptor).
+template <int N>
+struct WgmmaRegA;
+#define PARRAY_WGMMA_REG_A(N, REGS, OUTS, A0, A1, A2, A3, DESC_B, SCALE)                                      \
+  template <>                                                                                                 \
+  struct WgmmaRegA<N> {                                                                                       \
+    static __device__ __forceinline__ void tf32(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t b, \
+                                                int scale_d) {                                                \
+      asm volatile("{\n.reg .pred p;\n"                                                                        \
+                   "setp.ne.b32 p, " SCALE ", 0;\n"                                                           \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "}, {" A0 ", " A1 ", " A2    \
+                   ", " A3 "}, " DESC_B ", p, 1, 1;\n}\n"                                                      \
+                   : OUTS                                                                                     \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));                      \
+    }                                                                                                         \
+  };
+PARRAY_WGMMA_REG_A(128, PARRAY_WGMMA_REGS_64, PARRAY_WGMMA_OUTS_64, "%64", "%65", "%66", "%67", "%68", "%69")
+PARRAY_WGMMA_REG_A(256, PARRAY_WGMMA_REGS_128, PARRAY_WGMMA_OUTS_128, "%128", "%129", "%130", "%131", "%132", "%133")
+#undef PARRAY_WGMMA_REG_A
 
 #undef PARRAY_WGMMA_SHAPE
 #undef PARRAY_WGMMA_ASM
