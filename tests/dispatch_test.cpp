@@ -83,11 +83,13 @@ TEST(SpeedTable, BuiltInTablesHaveTheCandidates) {
     EXPECT_EQ(t.fastest(Dtype::f32, 4096, 64, 4096, three), "cuda-12-best") << gpu;
     EXPECT_EQ(t.fastest(Dtype::f32, 8191, 8193, 17, three), "cuda-13-3xtf32") << gpu;
   }
-  // The H200 with step 15 too: its K split for the thin C (N = 64: 4 parts of
-  // K on 32 tiles), its C staged in shared memory for the thin K, and one of
-  // the two wgmma kernels where they run within a few percent of each other.
+  // The H200 with step 15 too: the thin C and the thin A (N or M = 64: the
+  // 4096 x 4096 operand split in registers, K split into 4 parts), its C
+  // staged in shared memory for the thin K, and one of the two wgmma kernels
+  // where they run within a few percent of each other.
   const std::vector<std::string> four = {"cuda-12-best", "cuda-13-3xtf32", "cuda-14-3xtf32", "cuda-15-3xtf32"};
   EXPECT_EQ(h200.fastest(Dtype::f32, 4096, 64, 4096, four), "cuda-15-3xtf32");
+  EXPECT_EQ(h200.fastest(Dtype::f32, 64, 4096, 4096, four), "cuda-15-3xtf32");
   EXPECT_EQ(h200.fastest(Dtype::f32, 8191, 8193, 17, four), "cuda-15-3xtf32");
   for (index_t n : {2048, 4096, 8192}) {
     const std::string pick = h200.fastest(Dtype::f32, n, n, n, four);
