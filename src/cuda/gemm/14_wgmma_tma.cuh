@@ -285,7 +285,8 @@ struct RegisterA {
 // Reads a thread's A values from the 128-byte swizzled lines TMA wrote
 // (16-byte chunk c of line r lies at c ^ (r % 8)) and splits them as the
 // split pass does. K-major tiles (a line per row): a warp's 32 reads fall in
-// 32 banks; M-major (a line per k of a 32-row box): in 16.
+// 32 banks; M-major (a line per k of a 32-row box): in 16. `rows` is the
+// warpgroup's 64 rows, 64 x 128 bytes in (and from) the slot in either form.
 template <class Cfg, AOperand From>
 __device__ __forceinline__ void load_register_a(RegisterA<Cfg>& a, const std::uint8_t* rows, bool keep_small) {
   static_assert(From != AOperand::copy, "A from registers is A as TMA copied it");
