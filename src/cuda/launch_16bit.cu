@@ -42,19 +42,10 @@ void check_args(const Gemm16Args& g) {
 // ---- C = beta C (K = 0 or alpha = 0), C not read for beta = 0 ---------------
 
 template <class Out>
-__global__ void scale16(Out* c, long long ldc, int M, int N, float beta) {
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < static_cast<long long>(M) * N;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    Out& x = c[e / N * ldc + e % N];
-    cuda::ladder::put(&x, beta == 0.f ? 0.f : beta * cuda::ladder::as_float(x));
-  }
-}
-
-template <class Out>
 void scale_only(const Gemm16Args& g) {
   const long long n = g.m * g.n;
-  scale16<<<unsigned(std::min<long long>((n + 255) / 256, 4096)), 256>>>(static_cast<Out*>(g.c), g.ldc, int(g.m),
-                                                                        int(g.n), g.beta);
+  const cuda::StridedOperand<Out> c{static_cast<Out*>(g.c), g.ldc, 1};
+  cuda::ladder::scale_c<<<unsigned(std::min<long long>((n + 255) / 256, 4096)), 256>>>(c, int(g.m), int(g.n), g.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 

@@ -46,6 +46,12 @@ __device__ __forceinline__ float to_tf32(float x) {
   return __uint_as_float(r);
 }
 
+// The small part of x beside its big part to_tf32(x): none for inf or NaN
+// (inf - inf would make one NaN where C is inf), nor where keep_small is off.
+__device__ __forceinline__ float tf32_small(float x, float big, bool keep_small) {
+  return keep_small && isfinite(big) ? to_tf32(x - big) : 0.f;
+}
+
 // Where element k of a row of the split copy goes. K is cut into chunks of
 // kc (the last one shorter); chunk c of length len occupies [3 c kc, 3 c kc
 // + 3 len) of the row as [first | second | third], so that the GEMM over one
@@ -57,8 +63,7 @@ template <bool IsB>
 __device__ __forceinline__ void split_store(float* out_row, index_t k, index_t K, index_t kc, float x,
                                             bool keep_small) {
   const float big = to_tf32(x);
-  // inf or NaN: no small part (inf - inf would make one NaN where C is inf).
-  const float small = keep_small && isfinite(big) ? to_tf32(x - big) : 0.f;
+  const float small = tf32_small(x, big, keep_small);
   const index_t c = k / kc, first = c * kc, len = min(kc, K - first);
   float* chunk = out_row + 3 * first + (k - first);
   chunk[0] = big;
@@ -88,7 +93,7 @@ struct PairedSplit {
   __device__ __forceinline__ void put(index_t x, index_t k, float v) const {
     const float b = to_tf32(v);
     big[x * ld + k] = b;
-    if (small) small[x * ld + k] = keep_small && isfinite(b) ? to_tf32(v - b) : 0.f;
+    if (small) small[x * ld + k] = tf32_small(v, b, keep_small);
   }
 };
 

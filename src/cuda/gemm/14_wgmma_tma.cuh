@@ -33,7 +33,7 @@
 
 #include <cstdint>
 
-#include "13_split_tf32.cuh"  // to_tf32
+#include "13_split_tf32.cuh"  // to_tf32, tf32_small
 #include "hopper.cuh"
 #include "parray/cuda/operand.cuh"
 
@@ -304,7 +304,7 @@ __device__ __forceinline__ void load_register_a(RegisterA<Cfg>& a, const std::ui
       const float big = to_tf32(x);
       a.big[step][q] = __float_as_uint(big);
       if constexpr (Cfg::Products == 3)
-        a.small[step][q] = __float_as_uint(keep_small && isfinite(big) ? to_tf32(x - big) : 0.f);
+        a.small[step][q] = __float_as_uint(tf32_small(x, big, keep_small));
     }
 }
 

@@ -98,15 +98,4 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
 #endif
 }
 
-// C = beta C before a K split's parts add into it; C is not read when
-// beta = 0 (NaN there must not propagate).
-template <class OpC>
-__global__ void scale_c(OpC c, int M, int N, float beta) {
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-       e < static_cast<long long>(M) * N; e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    float& x = c(static_cast<int>(e / N), static_cast<int>(e % N));
-    x = beta == 0.f ? 0.f : beta * x;
-  }
-}
-
 }  // namespace parray::cuda::ladder

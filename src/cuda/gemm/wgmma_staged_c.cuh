@@ -53,6 +53,18 @@ __device__ __forceinline__ void put(float* p, float x) { *p = x; }
 __device__ __forceinline__ void put(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 __device__ __forceinline__ void put(__half* p, float x) { *p = __float2half_rn(x); }
 
+// C = beta C in C's element type, C not read when beta = 0 (NaN there must
+// not propagate): before a K split's parts add into C (step 15), and the
+// whole product where K = 0 or alpha = 0 (step 16's entry).
+template <class OpC>
+__global__ void scale_c(OpC c, int M, int N, float beta) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+       e < static_cast<long long>(M) * N; e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    auto& x = c(static_cast<int>(e / N), static_cast<int>(e % N));
+    put(&x, beta == 0.f ? 0.f : beta * as_float(x));
+  }
+}
+
 #ifdef PARRAY_HOPPER_MMA
 
 // Where a staged C goes: C's tensor map (boxes of 64 rows x StagedC::kCols<Out>)
