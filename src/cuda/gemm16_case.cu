@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gemm/element16.cuh"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/reference.hpp"
 #include "parray/cuda_runtime.hpp"
@@ -38,13 +39,6 @@ __device__ float uniform(std::uint64_t seed, long long e) {  // [-1, 1), splitmi
   return static_cast<float>(z >> 40) * 0x1p-23f - 1.f;
 }
 
-__device__ void set(float* p, float x) { *p = x; }
-__device__ void set(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
-__device__ void set(__half* p, float x) { *p = __float2half_rn(x); }
-__device__ float get(float x) { return x; }
-__device__ float get(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ float get(__half x) { return __half2float(x); }
-
 // rows x cols of random values (NaN in the ld - cols padding) in T, and
 // their exact FP32 values and absolute values (same layout).
 template <class T>
@@ -53,8 +47,8 @@ __global__ void fill(T* x, float* exact, float* magnitude, long long rows, long 
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < rows * ld;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
     const bool inside = e % ld < cols;
-    set(&x[e], inside ? uniform(seed, e) : __int_as_float(0x7fc00000));
-    const float v = get(x[e]);
+    cuda::ladder::put(&x[e], inside ? uniform(seed, e) : __int_as_float(0x7fc00000));
+    const float v = cuda::ladder::as_float(x[e]);
     if (exact) exact[e] = v;
     if (magnitude) magnitude[e] = fabsf(v);
   }

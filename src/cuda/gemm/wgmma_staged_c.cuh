@@ -14,12 +14,11 @@
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <cstdint>
 
 #include "14_wgmma_tma.cuh"
+#include "element16.cuh"
 
 namespace parray::cuda::ladder {
 
@@ -37,21 +36,6 @@ struct StagedC {
   template <class Out>
   static constexpr int kCols = kRowBytes / int(sizeof(Out));
 };
-
-// C's element type from an FP32 value, one and two at a time (round to nearest).
-__device__ __forceinline__ void put_pair(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = {x, y}; }
-__device__ __forceinline__ void put_pair(__nv_bfloat16* p, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-}
-__device__ __forceinline__ void put_pair(__half* p, float x, float y) {
-  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
-}
-__device__ __forceinline__ float as_float(float x) { return x; }
-__device__ __forceinline__ float as_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float as_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ void put(float* p, float x) { *p = x; }
-__device__ __forceinline__ void put(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void put(__half* p, float x) { *p = __float2half_rn(x); }
 
 // C = beta C in C's element type, C not read when beta = 0 (NaN there must
 // not propagate): before a K split's parts add into C (step 15), and the
