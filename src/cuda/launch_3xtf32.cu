@@ -24,10 +24,14 @@ cublasHandle_t cublas_handle_for_current_device() {
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
   std::lock_guard<std::mutex> lock(mu);
   if (const auto it = handles->find(d); it != handles->end()) return it->second;
+  const auto check = [](cublasStatus_t st, const char* what) {
+    if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusString(st));
+  };
   cublasHandle_t h = nullptr;
-  if (const cublasStatus_t st = cublasCreate(&h); st != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cublas: cublasCreate: ") + cublasGetStatusString(st));
-  return (*handles)[d] = h;
+  check(cublasCreate(&h), "cublasCreate");
+  // FP32 on CUDA cores unless a call names a faster compute type: no TF32.
+  check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  return (*handles)[d] = h;  // kept only once it is fully set up
 }
 
 namespace {

@@ -4,9 +4,8 @@
 #include <cublas_v2.h>
 
 #include <limits>
-#include <map>
-#include <mutex>
 
+#include "../cublas_handle.hpp"
 #include "../multilevel/launch.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "common.hpp"
@@ -31,24 +30,9 @@ void cublas_check(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cublasGetStatusString(st));
 }
 
-// One cuBLAS handle per GPU, kept (creating one costs milliseconds). A GPU is
-// driven by one host thread at a time (the team's lock), so its handle is too.
-cublasHandle_t cublas_for_current_device() {
-  static std::mutex mu;
-  static auto* handles = new std::map<int, cublasHandle_t>;  // never destroyed: CUDA may be torn down first
-  int d = 0;
-  PARRAY_CUDA_CHECK(cudaGetDevice(&d));
-  std::lock_guard<std::mutex> lock(mu);
-  if (const auto it = handles->find(d); it != handles->end()) return it->second;
-  cublasHandle_t h = nullptr;
-  cublas_check(cublasCreate(&h), "cublasCreate");
-  // FP32 on CUDA cores, as step 12 and cublasXt's default: no TF32.
-  cublas_check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  return (*handles)[d] = h;  // kept only once it is fully set up
-}
 void cublas_row_major(cudaStream_t s, int m, int n, int k, float alpha, const float* a, index_t lda, const float* b,
                       index_t ldb, float beta, float* c, index_t ldc) {
-  cublasHandle_t h = cublas_for_current_device();
+  cublasHandle_t h = cuda::cublas_handle_for_current_device();
   cublas_check(cublasSetStream(h, s), "cublasSetStream");
   // Row-major C = A B is column-major C^T = B^T A^T.
   cublas_check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)),
