@@ -208,6 +208,29 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32, testing::Values("cuda-13-3xtf32", "
                            return name;
                          });
 
+using Layouts3 = std::array<const char*, 3>;
+
+// impl on shape s and layouts l (A, B, C) against the FP64 reference, with
+// step 15's register operand forced on and then off (gpu.wgmma_a_registers).
+void expect_agrees_with_registers_on_and_off(const GemmImpl& impl, const Shape& s, const Layouts3& l, double alpha,
+                                             double beta, std::uint64_t seed) {
+  GemmProblem p;
+  p.m = s.m, p.k = s.k, p.n = s.n;
+  p.layout_a = l[0], p.layout_b = l[1], p.layout_c = l[2];
+  p.alpha = alpha, p.beta = beta;
+  p.seed = seed;
+  if (impl.rounds_inputs) p.precision = *impl.rounds_inputs;
+  GemmCase gcase(p);
+  for (const char* mode : {"1", "0"}) {
+    set_tuning("gpu.wgmma_a_registers", mode);
+    const CheckResult r = gcase.run_and_check(impl, 1);
+    EXPECT_TRUE(r.ok) << impl.name << " " << s.m << "x" << s.k << "x" << s.n << " " << l[0] << "/" << l[1] << "/"
+                      << l[2] << " beta " << beta << " registers=" << mode << ": " << r.reason << " (rel_err "
+                      << r.rel_err << ")";
+  }
+  set_tuning("gpu.wgmma_a_registers", "auto");
+}
+
 // Step 15's operand in registers (gpu.wgmma_a_registers): A read where it
 // lies, row- or column-major, and split by the consumers; or, where A has few
 // rows and B is the larger, C^T = B^T A^T with B^T in registers. Each shape
@@ -216,28 +239,61 @@ TEST(GpuWgmmaRegisterA, EitherOperandInRegistersAgreesWithFp64Reference) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
   const std::vector<Shape> shapes = {
       {200, 1000, 600}, {600, 1000, 200}, {130, 68, 1032}, {1100, 4000, 8}, {64, 36, 257}};
-  const std::vector<std::array<const char*, 3>> layouts = {
+  const std::vector<Layouts3> layouts = {
       {"row", "row", "row"}, {"col", "col", "col"}, {"row", "col", "row"}, {"col", "row", "col"}};
   for (const char* name : {"cuda-15-tf32", "cuda-15-3xtf32"}) {
     const GemmImpl& impl = registry().find(name);
     if (std::string why = why_not_anywhere(impl); !why.empty()) GTEST_SKIP() << name << ": " << why;
     for (const Shape& s : shapes)
-      for (const auto& l : layouts) {
-        GemmProblem p;
-        p.m = s.m, p.k = s.k, p.n = s.n;
-        p.layout_a = l[0], p.layout_b = l[1], p.layout_c = l[2];
-        p.alpha = -1.5, p.beta = 0.5;
-        p.seed = static_cast<std::uint64_t>(s.m * 7 + s.n);
-        if (impl.rounds_inputs) p.precision = *impl.rounds_inputs;
-        GemmCase gcase(p);
-        for (const char* mode : {"1", "0"}) {
-          set_tuning("gpu.wgmma_a_registers", mode);
-          const CheckResult r = gcase.run_and_check(impl, 1);
-          EXPECT_TRUE(r.ok) << name << " " << s.m << "x" << s.k << "x" << s.n << " " << l[0] << "/" << l[1] << "/"
-                            << l[2] << " registers=" << mode << ": " << r.reason << " (rel_err " << r.rel_err << ")";
-        }
-        set_tuning("gpu.wgmma_a_registers", "auto");
-      }
+      for (const auto& l : layouts)
+        expect_agrees_with_registers_on_and_off(impl, s, l, -1.5, 0.5, static_cast<std::uint64_t>(s.m * 7 + s.n));
+  }
+}
+
+// Step 15 on the paper's blocked layouts (figs 17 / 17x4 / 18) where their
+// blocks hold whole tiles: A read where it lies by TMA through a rank-4 map
+// of its blocks (registers forced on) or split block by block (off), B split
+// block by block, C written into its blocks, by TMA or, where K is split
+// (256 x 2048 x 512: 4 tiles), with atomics after a beta pass. Blocks that cut
+// tiles take the copies (the grid's fig17 / fig18 cases).
+TEST(GpuWgmmaBlocks, TileHoldingBlocksReadInPlaceAgreeWithFp64Reference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const std::vector<Shape> shapes = {{512, 256, 1024}, {256, 2048, 512}, {384, 96, 512}};
+  const std::vector<Layouts3> layouts = {{"fig17", "fig17", "fig17"},
+                                         {"fig18", "fig18", "fig18"},
+                                         {"fig17x4", "fig18", "fig17x4"},
+                                         {"fig18", "col", "fig17"}};
+  for (const char* name : {"cuda-15-tf32", "cuda-15-3xtf32", "cuda-15-bf16"}) {
+    const GemmImpl& impl = registry().find(name);
+    if (std::string why = why_not_anywhere(impl); !why.empty()) GTEST_SKIP() << name << ": " << why;
+    for (const Shape& s : shapes)
+      for (const auto& l : layouts)
+        for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-1.5, 0.5}})
+          expect_agrees_with_registers_on_and_off(impl, s, l, alpha, beta, static_cast<std::uint64_t>(s.m * 11 + s.k));
+  }
+}
+
+// A pipeline broken on purpose (gpu.wgmma_read_early: step 14's TF32 kernel
+// issues each slot's wgmma before waiting for its copies, so they read what
+// the slot held before) gives products that the check rejects; with the wait
+// in place the same products pass.
+TEST(GpuWgmmaPipeline, ReadingASlotBeforeItsCopiesLandFailsTheCheck) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& impl = registry().find("cuda-14-tf32");
+  if (std::string why = why_not_anywhere(impl); !why.empty()) GTEST_SKIP() << impl.name << ": " << why;
+  for (const Shape& s : std::vector<Shape>{{640, 1024, 520}, {128, 4096, 256}}) {
+    GemmProblem p;
+    p.m = s.m, p.k = s.k, p.n = s.n;
+    if (impl.rounds_inputs) p.precision = *impl.rounds_inputs;
+    GemmCase gcase(p);
+    set_tuning("gpu.wgmma_read_early", "1");
+    const CheckResult broken = gcase.run_and_check(impl, 1);
+    set_tuning("gpu.wgmma_read_early", "0");
+    const CheckResult sound = gcase.run_and_check(impl, 1);
+    EXPECT_FALSE(broken.ok) << s.m << "x" << s.k << "x" << s.n << ": the broken pipeline passed (rel_err "
+                            << broken.rel_err << ")";
+    EXPECT_TRUE(sound.ok) << s.m << "x" << s.k << "x" << s.n << ": " << sound.reason << " (rel_err "
+                          << sound.rel_err << ")";
   }
 }
 

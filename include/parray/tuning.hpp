@@ -59,11 +59,17 @@ struct GpuTuning {
   // gpu.3xtf32_small, PARRAY_3XTF32_SMALL: cuda-13-3xtf32's small parts (false:
   // one TF32 product, which fails the FP32 check; for showing that it does).
   bool tf32x3_small = true;
-  // gpu.wgmma_a_registers, PARRAY_WGMMA_A_REGISTERS: step 15 reads a row-major
-  // A where it lies and splits it in registers, wgmma's register operand:
-  // 1 wherever A allows, 0 never (A through the split pass's copy, as B),
-  // -1 (auto) where N <= 4096.
+  // gpu.wgmma_a_registers, PARRAY_WGMMA_A_REGISTERS: step 15 reads A where
+  // it lies (row- or column-major, or blocks holding whole tiles) and splits
+  // it in registers, wgmma's register operand: 1 wherever A allows, 0 never
+  // (A through the split pass's copy, as B), -1 (auto) for TF32 always and
+  // for FP32 accuracy where N <= 2048.
   int wgmma_a_registers = -1;
+  // gpu.wgmma_read_early, PARRAY_WGMMA_READ_EARLY: step 14's TF32 kernel
+  // (cuda-14-tf32) issues a slot's wgmma before waiting for its copies: a
+  // pipeline broken on purpose, wrong results; for showing that the checks
+  // catch it.
+  bool wgmma_read_early = false;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
   std::string knn_gemm;
   // gpu.speed_table, PARRAY_GPU_SPEED_TABLE: the CSV of `parray tune` (a bench

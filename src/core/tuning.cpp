@@ -268,7 +268,11 @@ const Key kKeys[] = {
         "0: cuda-13-3xtf32 drops its small parts (one TF32 product; fails the FP32 check)"),
     key<kGpu, &GpuTuning::wgmma_a_registers, IntegerOrAuto<int, 0, 1, -1>>(
         "gpu.wgmma_a_registers", "PARRAY_WGMMA_A_REGISTERS",
-        "cuda-15 reads a row-major A where it lies, split in registers: auto (N <= 4096), 0 never, 1 always"),
+        "cuda-15 reads A where it lies, split in registers: auto (TF32; FP32 accuracy where N <= 2048), 0 never, "
+        "1 always"),
+    key<kGpu, &GpuTuning::wgmma_read_early, Named<FlagNames>>(
+        "gpu.wgmma_read_early", "PARRAY_WGMMA_READ_EARLY",
+        "1: cuda-14-tf32 reads a slot before its copies land (a broken pipeline; fails the checks)"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),

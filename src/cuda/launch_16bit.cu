@@ -98,7 +98,8 @@ void launch16(const Gemm16Args& g) {
   p.c_by_tma = reinterpret_cast<std::uintptr_t>(g.c) % 16 == 0 && g.ldc * sizeof(Out) % 16 == 0;
   if (p.c_by_tma) {
     const CUtensorMapDataType tc = g.c_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : t;
-    p.c = cuda::tensor_map_2d(tc, g.c, N, M, g.ldc * index_t(sizeof(Out)), cuda::ladder::StagedC::kCols<Out>, 64, true);
+    const cuda::BlockedMatrix c{g.c, M, N, 1, 1, g.ldc * index_t(sizeof(Out)), 0, 0};  // one block
+    p.c = cuda::tensor_map_blocked(tc, c, cuda::ladder::StagedC::kCols<Out>, 64, true);
   }
   p.c_data = static_cast<Out*>(g.c);
   p.ldc = g.ldc;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "gemm/15_wgmma_persistent.cuh"
 #include "parray/cuda/gemm_launchers.hpp"
@@ -17,6 +18,7 @@
 #include "parray/cuda/wgmma_plan.hpp"
 #include "parray/tuning.hpp"
 #include "split_pass.cuh"
+#include "strided_blocks.hpp"
 #include "tensor_map.hpp"
 
 namespace parray::cuda {
@@ -69,14 +71,39 @@ CUtensorMap k_major_map(const void* base, index_t rows, index_t K, index_t ld, i
   return tensor_map_2d(CopyOf<Format>::map_type, base, K, rows, ld * kBytes, 128 / kBytes, box_rows, true);
 }
 
+// b (M x N) as the copy engine addresses it, where it can: rows contiguous,
+// row and block strides positive multiples of 16 bytes, and 16-byte aligned.
+template <class T>
+std::optional<BlockedMatrix> tma_blocks(const BlockedOperand<T>& b, index_t M, index_t N) {
+  constexpr index_t kAlign = 16 / sizeof(T);
+  const auto fits = [&](index_t stride) { return stride > 0 && stride % kAlign == 0; };
+  const index_t down = ceil_div(M, b.block_rows), across = ceil_div(N, b.block_cols);
+  if (b.cs != 1 || !fits(b.rs) || (down > 1 && !fits(b.block_rs)) || (across > 1 && !fits(b.block_cs)) ||
+      reinterpret_cast<std::uintptr_t>(b.p) % 16 != 0)
+    return std::nullopt;
+  constexpr index_t kBytes = sizeof(T);
+  return BlockedMatrix{b.p, b.block_rows, b.block_cols, down, across, b.rs * kBytes, b.block_rs * kBytes,
+                       b.block_cs * kBytes};
+}
+
 // Step 14: one block per tile of C.
 struct OneTilePerBlock {
-  static constexpr bool kStridedC = false;
+  static constexpr bool kBlockedC = false;
   static constexpr bool kAInRegisters = false;
   template <class Cfg, class OpC>
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
                      const OpC& c, ladder::AOperand, bool) {
-    const auto kernel = ladder::gemm_wgmma_tma<Cfg, OpC>;
+    // gpu.wgmma_read_early: the TF32 kernel with its pipeline broken on
+    // purpose (for the tests), one more instantiation.
+    constexpr bool kCanBreak = std::is_same_v<Cfg, Tf32Tiles> && std::is_same_v<OpC, StridedOperand<float>>;
+    if constexpr (kCanBreak)
+      if (gpu_tuning().wgmma_read_early)
+        return run<Cfg>(ladder::gemm_wgmma_tma<Cfg, OpC, true>, s, maps, M, N, K, alpha, beta, c);
+    run<Cfg>(ladder::gemm_wgmma_tma<Cfg, OpC>, s, maps, M, N, K, alpha, beta, c);
+  }
+  template <class Cfg, class Kernel, class OpC>
+  static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
+                  float beta, const OpC& c) {
     // On every call: the attribute belongs to the current device's context (the
     // multi-GPU GEMMs call from several devices).
     PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
@@ -88,10 +115,11 @@ struct OneTilePerBlock {
 };
 
 // Step 15: a persistent grid of one block per SM over plan_wgmma_work's
-// units. Its kernels are built for a strided C alone (a nested C goes through
-// a row-major copy, as step 14's 16-bit formats do).
+// units. Its kernels take C as a grid of strided blocks (tile_blocks: a
+// strided C, or figs 17 / 18 whose blocks hold whole tiles); any other C goes
+// through a row-major copy.
 struct Persistent {
-  static constexpr bool kStridedC = true;
+  static constexpr bool kBlockedC = true;
   // A full-wave k-tile step of one block: the tile's multiply-adds at a
   // Hopper SM's dense tensor rate (H100: ~3.7 TFLOP/s per SM in TF32, twice
   // that in BF16/FP16).
@@ -101,21 +129,22 @@ struct Persistent {
     return 2.0 * Cfg::BM * Cfg::BN * Cfg::BK * Cfg::Products / per_sm;
   }
   static constexpr bool kAInRegisters = true;  // A can be wgmma's register operand
-  template <class Cfg, class OpC>
+  using OpC = BlockedOperand<float>;
+  template <class Cfg>
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
                      const OpC& c, ladder::AOperand a_from, bool keep_small) {
     using ladder::AOperand;
     if constexpr (Cfg::Format::kBytes == 4) {
       if (a_from == AOperand::rows)
-        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, OpC, AOperand::rows>, s, maps, M, N, K, alpha, beta, c,
+        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::rows>, s, maps, M, N, K, alpha, beta, c,
                         keep_small);
       if (a_from == AOperand::columns)
-        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, OpC, AOperand::columns>, s, maps, M, N, K, alpha, beta,
-                        c, keep_small);
+        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::columns>, s, maps, M, N, K, alpha, beta, c,
+                        keep_small);
     }
-    run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, OpC>, s, maps, M, N, K, alpha, beta, c, keep_small);
+    run<Cfg>(ladder::gemm_wgmma_persistent<Cfg>, s, maps, M, N, K, alpha, beta, c, keep_small);
   }
-  template <class Cfg, class Kernel, class OpC>
+  template <class Cfg, class Kernel>
   static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
                   float beta, const OpC& c, bool keep_small) {
     constexpr int kSmem = ladder::kPersistentSmem<Cfg>;
@@ -128,14 +157,14 @@ struct Persistent {
                                                                                                           beta);
       PARRAY_CUDA_CHECK_LAUNCH();
     }
-    // A row-major C leaves staged: by TMA where its rows are 16-byte aligned.
+    // C's blocks, row-major, leave staged: by TMA where their rows are 16-byte aligned.
     using ladder::CStores;
     const bool rows = c.cs == 1 || N == 1;
-    const bool aligned = c.cs == 1 && c.rs % 4 == 0 && reinterpret_cast<std::uintptr_t>(c.p) % 16 == 0;
-    const CStores stores = !rows ? CStores::per_thread : aligned ? CStores::staged_tma : CStores::staged_rows;
+    const std::optional<BlockedMatrix> tma = tma_blocks(c, M, N);
+    const CStores stores = !rows ? CStores::per_thread : tma ? CStores::staged_tma : CStores::staged_rows;
     const CUtensorMap c_map = stores == CStores::staged_tma
-                                  ? tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c.p, N, M, c.rs * 4,
-                                                  ladder::StagedC::kCols<float>, 64, true)
+                                  ? tensor_map_blocked(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, *tma,
+                                                       ladder::StagedC::kCols<float>, 64, true)
                                   : CUtensorMap{};
     const unsigned grid = unsigned(std::min<long long>(work.units(), sms));
     kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work,
@@ -157,12 +186,20 @@ struct RowMajorCopy {
         view{buf.p, MatrixLayout::row_major(rows, cols, std::max<index_t>(cols, 1)), Memory::device} {}
 };
 
-// How step 15 can read A where it lies: row- or column-major, lines 16-byte
-// aligned as TMA requires (else through the split pass's copy).
+// How step 15 can read A where it lies: row-major or a grid of row-major
+// blocks holding whole k-tiles and tiles of rows (rows_and_k_tiles), or
+// column-major; lines 16-byte aligned as TMA requires (else through the
+// split pass's copy).
+template <class Cfg>
+std::optional<BlockedOperand<const float>> rows_and_k_tiles(const MatrixView<const float>& a) {
+  return tile_blocks(a, Cfg::BM, Cfg::BK);
+}
+template <class Cfg>
 ladder::AOperand a_unsplit(const MatrixView<const float>& a) {
   const MatrixLayout& l = a.layout;
+  if (const auto blocks = rows_and_k_tiles<Cfg>(a); blocks && tma_blocks(*blocks, a.rows(), a.cols()))
+    return ladder::AOperand::rows;
   if (reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 != 0) return ladder::AOperand::copy;
-  if (l.is_row_major() && l.rows.stride[0] > 0 && l.rows.stride[0] % 4 == 0) return ladder::AOperand::rows;
   if (l.is_col_major() && l.cols.stride[0] > 0 && l.cols.stride[0] % 4 == 0) return ladder::AOperand::columns;
   return ladder::AOperand::copy;
 }
@@ -177,10 +214,11 @@ bool a_in_registers(index_t N, bool fp32_accurate) {
 // Whether step 15 computes C^T = B^T A^T instead, B^T the operand in
 // registers: where B is the larger operand, A has few rows (C^T, column-major
 // where C is row-major, is then stored by each thread) and B lies as TMA reads.
+template <class Cfg>
 bool swap_for_registers(const GemmCall<float>& call, bool fp32_accurate) {
   const index_t M = call.c.rows(), N = call.c.cols();
   return N > M && M <= kSwapMaxM && a_in_registers(M, fp32_accurate) &&
-         a_unsplit(call.b.t()) != ladder::AOperand::copy;
+         a_unsplit<Cfg>(call.b.t()) != ladder::AOperand::copy;
 }
 
 // Tensor map of a column-major M x K operand (columns ld elements apart) read
@@ -196,6 +234,44 @@ bool copy_first(cudaStream_t s, const MatrixLayout& l) {
          workspace_fits(std::size_t(l.rows.size) * std::size_t(l.cols.size) * sizeof(float));
 }
 
+// A nested layout of a few large strided blocks (figs 17 / 17x4 / 18), which
+// the split pass reads block by block at the strided pass's speed.
+constexpr std::size_t kMaxSplitBlocks = 64;
+constexpr index_t kMinSplitBlock = 32;
+bool few_strided_blocks(const MatrixView<const float>& v) {
+  if (v.layout.is_strided()) return false;
+  const auto rows = block_segments(v.rows(), v.layout.rows, v.layout.rows);
+  const auto cols = block_segments(v.cols(), v.layout.cols, v.layout.cols);
+  if ((rows.size() - 1) * (cols.size() - 1) > kMaxSplitBlocks) return false;
+  for (const auto* cuts : {&rows, &cols})
+    for (std::size_t i = 0; i + 2 < cuts->size(); ++i)  // the last block may be short
+      if ((*cuts)[i + 1] - (*cuts)[i] < kMinSplitBlock) return false;
+  return true;
+}
+
+// v (A as M x K, or B as K x N) split into its copy: out_at(x, k) is the
+// copy's destination from row x, column k of the copy on. A nested v of few
+// strided blocks goes block by block, each through the strided pass; other
+// nested layouts through the layout (never for the 16-bit formats, which
+// copy those first).
+template <bool kStridedOnly, class OutAt>
+void split_into(cudaStream_t s, const MatrixView<const float>& v, bool is_b, OutAt&& out_at, const char* impl) {
+  if (v.layout.is_strided()) return split_through(s, strided_operand(v), v, is_b, out_at(0, 0), impl);
+  if (few_strided_blocks(v)) {
+    const auto rows = block_segments(v.rows(), v.layout.rows, v.layout.rows);
+    const auto cols = block_segments(v.cols(), v.layout.cols, v.layout.cols);
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+      for (std::size_t j = 0; j + 1 < cols.size(); ++j) {
+        const index_t r0 = rows[i], c0 = cols[j];
+        const MatrixView<const float> block = strided_block(v, r0, rows[i + 1] - r0, c0, cols[j + 1] - c0);
+        split_through(s, strided_operand(block), block, is_b, is_b ? out_at(c0, r0) : out_at(r0, c0), impl);
+      }
+    return;
+  }
+  if constexpr (kStridedOnly) throw Error(std::string(impl) + ": a nested operand was not copied before the split");
+  else split_through(s, layout_operand(v), v, is_b, out_at(0, 0), impl);
+}
+
 template <class Cfg, class Schedule = OneTilePerBlock>
 void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const char* impl) {
   check_int_sizes(call, impl);
@@ -203,30 +279,38 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   if (M == 0 || N == 0 || K == 0) throw Error(std::string(impl) + ": empty product (the dispatcher handles those)");
   using Format = typename Cfg::Format;
   if constexpr (Schedule::kAInRegisters && Format::kBytes == 4) {
-    if (swap_for_registers(call, Cfg::Products == 3)) {
+    if (swap_for_registers<Cfg>(call, Cfg::Products == 3)) {
       const GemmCall<float> t{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
       return gemm_wgmma_on_stream<Cfg, Schedule>(s, t, impl);
     }
   }
-  // The 16-bit formats take nested layouts only through row-major copies: their
-  // kernels and passes are built for strided operands alone (half the
-  // instantiations to compile; the copies cost a few percent). Step 15 builds
-  // its kernels for a strided C alone.
+  // A nested operand is read in place where it is a few strided blocks (A and
+  // B by the split pass block by block, or A by TMA; C by step 15's epilogue
+  // where its blocks hold whole tiles), else through a row-major copy: the
+  // 16-bit formats' passes and step 14's 16-bit epilogue are built for
+  // strided operands alone (half the instantiations to compile), and the
+  // per-element layout addressing made fig 17 run at 63 % and fig 18 at 54 %
+  // of row-major (H100, 4096^3) where the copies cost a few percent.
   constexpr bool kStridedOnly = Format::kBytes == 2;
-  const auto copies = [&](const MatrixLayout& l) { return kStridedOnly ? !l.is_strided() : copy_first(s, l); };
-  const auto copies_c = [&](const MatrixLayout& l) { return Schedule::kStridedC ? !l.is_strided() : copies(l); };
+  const auto copies = [&](const MatrixView<const float>& v) {
+    return !v.layout.is_strided() && !few_strided_blocks(v) && (kStridedOnly || copy_first(s, v.layout));
+  };
+  const auto copies_c = [&](const MatrixView<float>& v) {
+    if constexpr (Schedule::kBlockedC) return !tile_blocks(v, Cfg::BM, Cfg::BN);
+    return !v.layout.is_strided() && (kStridedOnly || copy_first(s, v.layout));
+  };
   std::optional<RowMajorCopy> a_rows, b_rows, c_rows;
   MatrixView<const float> a = call.a, b = call.b;
   MatrixView<float> c = call.c;
-  if (copies(a.layout)) {
+  if (copies(a)) {
     cuda::copy<float>(a, a_rows.emplace(M, K).view);
     a = a_rows->view;
   }
-  if (copies(b.layout)) {
+  if (copies(b)) {
     cuda::copy<float>(b, b_rows.emplace(K, N).view);
     b = b_rows->view;
   }
-  if (copies_c(c.layout)) {
+  if (copies_c(c)) {
     c = c_rows.emplace(M, N).view;
     if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
   }
@@ -235,36 +319,57 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   const auto words = [&](index_t rows) { return std::size_t(rows) * ld * Format::kBytes / sizeof(float); };
   constexpr bool kSmall = Cfg::Products == 3;
   const ladder::AOperand a_from = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall)
-                                     ? a_unsplit(a)
+                                     ? a_unsplit<Cfg>(a)
                                      : ladder::AOperand::copy;
   const bool a_direct = a_from != ladder::AOperand::copy;
   PoolBuffer a_big(a_direct ? 0 : words(M), s), b_big(words(N), s);
   PoolBuffer a_small(kSmall && !a_direct ? words(M) : 0, s), b_small(kSmall ? words(N) : 0, s);
   const bool keep = gpu_tuning().tf32x3_small;
   if constexpr (Format::kBytes == 4) {
-    if (!a_direct) split_operand(s, a, false, ladder::PairedSplit{a_big.p, a_small.p, ld, keep}, impl);
-    split_operand(s, b, true, ladder::PairedSplit{b_big.p, b_small.p, ld, keep}, impl);
+    const auto paired = [&](PoolBuffer& big, PoolBuffer& small) {
+      return [&](index_t x, index_t k) {
+        const index_t at = x * ld + k;
+        return ladder::PairedSplit{big.p + at, small.p ? small.p + at : nullptr, ld, keep};
+      };
+    };
+    if (!a_direct) split_into<false>(s, a, false, paired(a_big, a_small), impl);
+    split_into<false>(s, b, true, paired(b_big, b_small), impl);
   } else {
     using Half = typename CopyOf<Format>::type;
-    split_through(s, strided_operand(a), a, false, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(a_big.p), ld},
-                  impl);
-    split_through(s, strided_operand(b), b, true, ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(b_big.p), ld},
-                  impl);
+    const auto rounded = [&](PoolBuffer& copy) {
+      return [&](index_t x, index_t k) {
+        return ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(copy.p) + x * ld + k, ld};
+      };
+    };
+    split_into<true>(s, a, false, rounded(a_big), impl);
+    split_into<true>(s, b, true, rounded(b_big), impl);
   }
-  ladder::WgmmaMaps maps;
-  if (a_from == ladder::AOperand::rows)
-    maps.a_big = k_major_map<Format>(&a(0, 0), M, K, a.layout.rows.stride[0], Cfg::BM);
-  else if (a_from == ladder::AOperand::columns)
+  ladder::WgmmaMaps maps{};
+  if (a_from == ladder::AOperand::rows) {
+    const BlockedOperand<const float> blocks = *rows_and_k_tiles<Cfg>(a);
+    if (blocks.block_rows == M && blocks.block_cols == K) {  // row-major
+      maps.a_big = k_major_map<Format>(blocks.p, M, K, blocks.rs, Cfg::BM);
+    } else {
+      maps.a_big = tensor_map_blocked(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, *tma_blocks(blocks, M, K), Cfg::BK, Cfg::BM,
+                                      true);
+      maps.a_block_rows = int(blocks.block_rows);
+      maps.a_block_k = int(blocks.block_cols);
+    }
+  } else if (a_from == ladder::AOperand::columns) {
     maps.a_big = m_major_map(&a(0, 0), M, K, a.layout.cols.stride[0]);
-  else
+  } else {
     maps.a_big = k_major_map<Format>(a_big.p, M, K, ld, Cfg::BM);
+  }
   maps.b_big = k_major_map<Format>(b_big.p, N, K, ld, Cfg::BN);
   maps.a_small = kSmall && !a_direct ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
   maps.b_small = kSmall ? k_major_map<Format>(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
-  if (kStridedOnly || Schedule::kStridedC || c.layout.is_strided())
+  if constexpr (Schedule::kBlockedC)
+    Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta,
+                                   *tile_blocks(c, Cfg::BM, Cfg::BN), a_from, keep);
+  else if (kStridedOnly || c.layout.is_strided())
     Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, strided_operand(c),
                                    a_from, keep);
-  else if constexpr (!kStridedOnly && !Schedule::kStridedC)
+  else if constexpr (!kStridedOnly)
     Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c),
                                    a_from, keep);
   if (c_rows) cuda::copy<float>(c, call.c);
@@ -294,19 +399,38 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   }();
   return fn;
 }
-}  // namespace
 
-CUtensorMap tensor_map_2d(CUtensorMapDataType type, const void* base, index_t inner, index_t outer,
-                          index_t outer_stride_bytes, int box_inner, int box_outer, bool swizzle_128b) {
+CUtensorMap encode_map(CUtensorMapDataType type, const void* base, cuuint32_t rank, const cuuint64_t* dims,
+                       const cuuint64_t* strides, const cuuint32_t* box, bool swizzle_128b) {
   CUtensorMap map{};
-  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(outer)}, strides[1] = {cuuint64_t(outer_stride_bytes)};
-  const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)}, element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  const CUresult r = encode_tiled()(&map, type, rank, const_cast<void*>(base), dims, strides, box, element_strides,
                                     CU_TENSOR_MAP_INTERLEAVE_NONE,
                                     swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw Error("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
   return map;
+}
+}  // namespace
+
+CUtensorMap tensor_map_2d(CUtensorMapDataType type, const void* base, index_t inner, index_t outer,
+                          index_t outer_stride_bytes, int box_inner, int box_outer, bool swizzle_128b) {
+  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(outer)}, strides[1] = {cuuint64_t(outer_stride_bytes)};
+  const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)};
+  return encode_map(type, base, 2, dims, strides, box, swizzle_128b);
+}
+
+CUtensorMap tensor_map_blocked(CUtensorMapDataType type, const BlockedMatrix& m, int box_cols, int box_rows,
+                               bool swizzle_128b) {
+  // A block stride that is never used (one block that way) takes the row
+  // stride: any multiple of 16 will do.
+  const auto used = [&](index_t blocks, index_t stride) { return cuuint64_t(blocks > 1 ? stride : m.row_stride); };
+  const cuuint64_t dims[4] = {cuuint64_t(m.block_cols), cuuint64_t(m.block_rows), cuuint64_t(m.blocks_across),
+                              cuuint64_t(m.blocks_down)};
+  const cuuint64_t strides[3] = {cuuint64_t(m.row_stride), used(m.blocks_across, m.block_col_stride),
+                                 used(m.blocks_down, m.block_row_stride)};
+  const cuuint32_t box[4] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1, 1};
+  return encode_map(type, m.base, 4, dims, strides, box, swizzle_128b);
 }
 
 std::string wgmma_unsupported() {

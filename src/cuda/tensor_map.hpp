@@ -1,4 +1,4 @@
-// Tensor maps (the copy engine's description of a 2-D array in global memory)
+// Tensor maps (the copy engine's description of an array in global memory)
 // for the Hopper kernels, steps 14 and up.
 #pragma once
 
@@ -14,5 +14,21 @@ namespace parray::cuda {
 // 128 bytes). Reads past the edges give zeros; writes there are dropped.
 CUtensorMap tensor_map_2d(CUtensorMapDataType type, const void* base, index_t inner, index_t outer,
                           index_t outer_stride_bytes, int box_inner, int box_outer, bool swizzle_128b);
+
+// A matrix stored as blocks_down x blocks_across strided blocks of
+// block_rows x block_cols elements, a row's elements contiguous inside a
+// block (figs 17 / 17x4 / 18; a row-major matrix is one block). Strides in
+// bytes, multiples of 16; a block stride is unused where there is one block.
+struct BlockedMatrix {
+  const void* base;
+  index_t block_rows, block_cols, blocks_down, blocks_across;
+  index_t row_stride, block_row_stride, block_col_stride;
+};
+
+// Its rank-4 map, indexed (column in block, row in block, block column,
+// block row), boxes of box_rows x box_cols inside one block; the edges as
+// tensor_map_2d's.
+CUtensorMap tensor_map_blocked(CUtensorMapDataType type, const BlockedMatrix& m, int box_cols, int box_rows,
+                               bool swizzle_128b);
 
 }  // namespace parray::cuda

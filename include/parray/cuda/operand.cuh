@@ -9,7 +9,9 @@
 // decides the address); strided layouts get the cheap multiply-add addressing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "parray/core.hpp"
@@ -93,6 +95,25 @@ struct LayoutOperand {
   PARRAY_HD T& operator()(index_t i, index_t j) const { return p[offset(i, j)]; }
 };
 
+// A matrix stored as a grid of strided blocks of block_rows x block_cols
+// (figs 17 / 17x4 / 18: each axis's inner digit a whole block), block (bi,
+// bj) at bi * block_rs + bj * block_cs; a strided matrix is one block. A
+// kernel whose tiles never cross a block takes the tile's block once and
+// addresses it as a strided operand, at the strided layouts' cost.
+template <class T>
+struct BlockedOperand {
+  T* p;
+  index_t rs, cs;              // inside a block
+  index_t block_rs, block_cs;  // from a block to the next down / across
+  index_t block_rows, block_cols;
+  PARRAY_HD StridedOperand<T> block(index_t bi, index_t bj) const {
+    return {p + bi * block_rs + bj * block_cs, rs, cs};
+  }
+  PARRAY_HD T& operator()(index_t i, index_t j) const {
+    return block(i / block_rows, j / block_cols)(i % block_rows, j % block_cols);
+  }
+};
+
 // C = v + beta * C, with C not read when beta == 0 (BLAS: NaN there must not
 // propagate). v is alpha * (A B)(i, j).
 template <class T>
@@ -107,6 +128,27 @@ StridedOperand<T> strided_operand(const MatrixView<T>& v) {
 template <class T>
 LayoutOperand<T> layout_operand(const MatrixView<T>& v) {
   return {v.data, v.layout};
+}
+
+// v as a grid of strided blocks whose extents are multiples of tile_rows x
+// tile_cols wherever an axis has several (a tile then lies in one block); none
+// where v's layout is not such a grid (more than two levels on an axis, or a
+// last block cut short).
+template <class T>
+std::optional<BlockedOperand<T>> tile_blocks(const MatrixView<T>& v, index_t tile_rows, index_t tile_cols) {
+  struct Blocks {
+    index_t extent, stride, block_stride;
+  };
+  const auto blocks = [](const Axis& a, index_t tile) -> std::optional<Blocks> {
+    if (a.levels == 1 || (a.levels == 2 && a.size <= a.extent[1]))
+      return Blocks{std::max<index_t>(a.size, 1), a.stride[a.levels - 1], 0};
+    if (a.levels == 2 && a.size % a.extent[1] == 0 && a.extent[1] % tile == 0)
+      return Blocks{a.extent[1], a.stride[1], a.stride[0]};
+    return std::nullopt;
+  };
+  const auto r = blocks(v.layout.rows, tile_rows), c = blocks(v.layout.cols, tile_cols);
+  if (!r || !c) return std::nullopt;
+  return BlockedOperand<T>{v.data, r->stride, c->stride, r->block_stride, c->block_stride, r->extent, c->extent};
 }
 
 // Calls f(a, b, c) with strided operands when all three layouts are strided,

@@ -109,13 +109,19 @@ __device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, i
 }
 
 // The four operand maps: big and small parts of A (M x K) and B (N x K).
+// A read where it lies with its rows in K-major tiles (AOperand::rows) and
+// stored in several blocks (figs 17 / 18) is a grid of blocks of
+// a_block_rows x a_block_k, multiples of the tile's (tensor_map_blocked);
+// a_block_rows = 0: one block, a rank-2 map (the rank-4 map and its
+// coordinates cost the row-major TF32 GEMM 2 % at 4096^3 on the H200).
 struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
+  int a_block_rows, a_block_k;
 };
 
 // Where A's tiles come from: the split pass's copies (read by wgmma from
-// shared memory), or A itself, unsplit, row-major (K-major tiles) or
-// column-major (tiles of 4 boxes of 32 rows x 32 k, M-major), split in
+// shared memory), or A itself, unsplit, row-major or blocked (K-major tiles)
+// or column-major (tiles of 4 boxes of 32 rows x 32 k, M-major), split in
 // registers by the consumers (step 15; a_big then maps A).
 enum class AOperand { copy, rows, columns };
 
@@ -173,6 +179,10 @@ __device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaR
       for (int box = 0; box < Cfg::BM / 32; ++box)
         tma_load_2d(ring.slot(s, 0, false) + box * 32 * Cfg::kRowBytes, &maps.a_big, &ring.full[s],
                     tm * Cfg::BM + 32 * box, k0);
+    } else if (a == AOperand::rows && maps.a_block_rows > 0) {
+      const int m0 = tm * Cfg::BM;
+      tma_load_4d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0 % maps.a_block_k, m0 % maps.a_block_rows,
+                  k0 / maps.a_block_k, m0 / maps.a_block_rows);
     } else {
       tma_load_2d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0, tm * Cfg::BM);
     }
@@ -233,8 +243,10 @@ __device__ __forceinline__ void finish_k_tiles(const WgmmaRing<Cfg>& ring, Wgmma
 
 // Consumers: acc = the product over the next n k-tiles of the ring (n >= 1),
 // each slot released once its wgmma has finished. rows_off: the warpgroup's
-// 64 rows in the A tile, in bytes.
-template <class Cfg>
+// 64 rows in the A tile, in bytes. ReadEarly breaks the pipeline on purpose
+// (gpu.wgmma_read_early, for the tests): each slot's wgmma are issued before
+// its copies are waited for, and read what the slot held before.
+template <class Cfg, bool ReadEarly = false>
 __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, WgmmaAccumulators<Cfg>& r, int n,
                                                  int promote_every, std::uint32_t rows_off, int& it) {
   using namespace hopper;
@@ -248,7 +260,7 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
   int pending = -1;  // the slot whose wgmma may still be running
   for (int k = 0; k < n; ++k, ++it) {
     const int s = it % Cfg::Stages;
-    mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);
+    if constexpr (!ReadEarly) mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);
     const bool chunk_start = Cfg::Products == 3 ? k % promote_every == 0 : k == 0;
     if constexpr (Cfg::Products == 1) fence_registers(r.acc);
     wgmma_fence();
@@ -268,6 +280,7 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
         Cfg::mma(r.acc, ab, bb, scale);
       }
     }
+    if constexpr (ReadEarly) mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);  // each phase still waited for, in order
     commit_k_tile(ring, r, k, n, promote_every, s, pending);
   }
   finish_k_tiles(ring, r, pending);
@@ -390,7 +403,7 @@ __device__ __forceinline__ void store_tile(const OpC& c, const WgmmaAccumulators
 
 #endif  // PARRAY_HOPPER_MMA
 
-template <class Cfg, class OpC>
+template <class Cfg, class OpC, bool ReadEarly = false>
 __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_constant__ WgmmaMaps maps, int M, int N,
                                                                    int K, float alpha, float beta, OpC c,
                                                                    int promote_every) {
@@ -410,7 +423,7 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_tma(const __grid_
   hopper::claim_registers<hopper::kConsumerRegisters>();
   const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
   WgmmaAccumulators<Cfg> r;
-  multiply_k_tiles(ring, r, k_tiles, promote_every, rows_off, it);
+  multiply_k_tiles<Cfg, ReadEarly>(ring, r, k_tiles, promote_every, rows_off, it);
   store_tile<Cfg, false>(c, r, tm, tn, M, N, alpha, beta);
 #else
   __trap();  // built without sm_90a: the launcher refuses before this

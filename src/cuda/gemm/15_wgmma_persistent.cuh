@@ -20,6 +20,13 @@
 // unrounded and the consumers split them into TF32 parts as they load them
 // into registers, wgmma's A operand (multiply_k_tiles_a_in_registers); only
 // B goes through the pass.
+//
+// The paper's blocked layouts without a copy: C is a grid of strided blocks
+// (BlockedOperand; a strided C is one block). Where the blocks hold whole
+// tiles (figs 17 / 17x4 / 18 at sizes the tiles divide) each unit writes its
+// tile into the block that holds it (TileInBlock), the staged boxes through a
+// rank-4 tensor map of the blocks; A stored so is read by TMA through such a
+// map too (WgmmaMaps), and B by the split pass block by block.
 #pragma once
 
 #include "14_wgmma_tma.cuh"
@@ -47,14 +54,36 @@ constexpr int kPersistentSmem = StagedC::smem_bytes(Cfg::Stages * Cfg::kStageByt
 // 32 columns) or a row at a time (a row-major C whose rows are not aligned).
 enum class CStores { per_thread, staged_rows, staged_tma };
 
+// Tile (tm, tn) of C as the block of C that holds it sees it (C a grid of
+// blocks whose extents are multiples of the tile's, or one block): the block
+// as a strided operand, its place (bi, bj), its size and the tile's place in
+// it. 32-bit arithmetic (M, N < 2^31): a 64-bit division is a subroutine
+// call in the consumers' code.
+template <class Cfg>
+struct TileInBlock {
+  StridedOperand<float> c;
+  int bi, bj, M, N, tm, tn;
+  __device__ __forceinline__ TileInBlock(const BlockedOperand<float>& all, int tm_, int tn_, int M_, int N_) {
+    const unsigned rows = unsigned(all.block_rows), cols = unsigned(all.block_cols);
+    bi = int(unsigned(tm_) * Cfg::BM / rows);
+    bj = int(unsigned(tn_) * Cfg::BN / cols);
+    c = all.block(bi, bj);
+    M = min(int(rows), M_ - bi * int(rows));
+    N = min(int(cols), N_ - bj * int(cols));
+    tm = tm_ - bi * int(rows / Cfg::BM);
+    tn = tn_ - bj * int(cols / Cfg::BN);
+  }
+};
+
 // From: where A's tiles come from, a kernel each (in one kernel the register
 // variants' code cost the copy variant's epilogue spills).
-template <class Cfg, class OpC, AOperand From = AOperand::copy>
+template <class Cfg, AOperand From = AOperand::copy>
 __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const __grid_constant__ WgmmaMaps maps,
                                                                           const __grid_constant__ CUtensorMap c_map,
                                                                           CStores c_stores, int M, int N, float alpha,
-                                                                          float beta, OpC c, int promote_every,
-                                                                          WgmmaWork work, int keep_small) {
+                                                                          float beta, BlockedOperand<float> c,
+                                                                          int promote_every, WgmmaWork work,
+                                                                          int keep_small) {
 #ifdef PARRAY_HOPPER_MMA
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
@@ -73,9 +102,6 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   hopper::claim_registers<hopper::kConsumerRegisters>();
   const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
   std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, threadIdx.x / 128 - 1);
-  const auto value = [&](float acc, int i, int j) {
-    return beta == 0.f || i >= M || j >= N ? alpha * acc : alpha * acc + beta * c(i, j);
-  };
   WgmmaAccumulators<Cfg> r;
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     work_unit(work, u, tm, tn, kt0, kt1);
@@ -83,13 +109,18 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
       multiply_k_tiles(ring, r, kt1 - kt0, promote_every, rows_off, it);
     else
       multiply_k_tiles_a_in_registers<Cfg, From>(ring, r, kt1 - kt0, promote_every, rows_off, keep_small != 0, it);
+    const TileInBlock<Cfg> t(c, tm, tn, M, N);
     if (work.splits > 1) {
-      store_tile<Cfg, true>(c, r, tm, tn, M, N, alpha, beta);
+      store_tile<Cfg, true>(t.c, r, t.tm, t.tn, t.M, t.N, alpha, beta);
     } else if (c_stores == CStores::per_thread) {
-      store_tile<Cfg, false>(c, r, tm, tn, M, N, alpha, beta);
+      store_tile<Cfg, false>(t.c, r, t.tm, t.tn, t.M, t.N, alpha, beta);
     } else {
-      const StagedTarget<float> t{c_stores == CStores::staged_tma ? &c_map : nullptr, &c(0, 0), c.rs, M, N};
-      store_staged<Cfg, float>(t, r, staging, tm, tn, value);
+      const auto value = [&](float acc, int i, int j) {
+        return beta == 0.f || i >= t.M || j >= t.N ? alpha * acc : alpha * acc + beta * t.c(i, j);
+      };
+      const StagedTarget<float> to{c_stores == CStores::staged_tma ? &c_map : nullptr, &t.c(0, 0), t.c.rs, t.M, t.N,
+                                   t.bi, t.bj};
+      store_staged<Cfg, float>(to, r, staging, t.tm, t.tn, value);
     }
   }
   if (threadIdx.x % 128 == 0) hopper::bulk_wait<0>();  // C's last stores complete before the block ends

@@ -123,7 +123,7 @@ __device__ __forceinline__ float epilogue_value(const Wgmma16Params<Out>& p, flo
 template <class Cfg, class Out>
 __device__ __forceinline__ void store_16bit_staged(const Wgmma16Params<Out>& p, const WgmmaAccumulators<Cfg>& r,
                                                    std::uint8_t* staging, int tm, int tn) {
-  const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, p.c_data, p.ldc, p.M, p.N};
+  const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, p.c_data, p.ldc, p.M, p.N, 0, 0};
   store_staged<Cfg, Out>(t, r, staging, tm, tn, [&](float acc, int i, int j) { return epilogue_value(p, acc, i, j); });
 }
 

@@ -59,12 +59,29 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, std::uin
       : "memory");
 }
 
+// The same for a rank-4 map (tensor_map_blocked: a matrix of blocks), the
+// box at (column, row) of block (block_row, block_col).
+__device__ __forceinline__ void tma_load_4d(void* dst, const void* map, std::uint64_t* bar, int col, int row,
+                                            int block_col, int block_row) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, "
+      "%6}], [%2];" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(col), "r"(row), "r"(block_col), "r"(block_row)
+      : "memory");
+}
+
 // Box at (inner, outer) of `map` written from src (shared memory) by the copy
 // engine, as one bulk group of this thread (commit with bulk_commit). Parts of
 // the box past the tensor's edges are not written.
 __device__ __forceinline__ void tma_store_2d(const void* map, const void* src, int inner, int outer) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
                "r"(smem_addr(src)), "r"(inner), "r"(outer)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_4d(const void* map, const void* src, int col, int row, int block_col,
+                                             int block_row) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(map),
+               "r"(smem_addr(src)), "r"(col), "r"(row), "r"(block_col), "r"(block_row)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }

@@ -51,16 +51,19 @@ __global__ void scale_c(OpC c, int M, int N, float beta) {
 
 #ifdef PARRAY_HOPPER_MMA
 
-// Where a staged C goes: C's tensor map (boxes of 64 rows x StagedC::kCols<Out>)
-// when its rows are 16-byte aligned, else C itself, written a row at a time
-// by each warp (whole lines of 128 bytes per store instruction, where each
-// thread's pairs of columns would touch 8 lines at once).
+// Where a staged C goes: C's tensor map (tensor_map_blocked: C as a grid of
+// blocks, boxes of 64 rows x StagedC::kCols<Out> in block (block_i,
+// block_j)) when its rows are 16-byte aligned, else the block itself (data,
+// M x N, rows ld apart), written a row at a time by each warp (whole lines of
+// 128 bytes per store instruction, where each thread's pairs of columns
+// would touch 8 lines at once). Rows and columns count from the block's corner.
 template <class Out>
 struct StagedTarget {
   const CUtensorMap* map;  // null: rows
   Out* data;
   long long ld;
   int M, N;
+  int block_i, block_j;
 };
 
 // Warp w of the warpgroup writes rows 16 w .. 16 w + 15 of a staged chunk of
@@ -114,8 +117,8 @@ __device__ __forceinline__ void store_staged(const StagedTarget<Out>& t, const W
       fence_async_shared();
       named_barrier(1 + wg, 128);
       if (lead) {
-        tma_store_2d(t.map, staging, col0 + c0, row0);
-        tma_store_2d(t.map, staging + StagedC::kBox, col0 + c0 + kCols, row0);
+        tma_store_4d(t.map, staging, col0 + c0, row0, t.block_j, t.block_i);
+        tma_store_4d(t.map, staging + StagedC::kBox, col0 + c0 + kCols, row0, t.block_j, t.block_i);
         bulk_commit();
       }
     } else {
