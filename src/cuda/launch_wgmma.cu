@@ -272,6 +272,81 @@ void split_into(cudaStream_t s, const MatrixView<const float>& v, bool is_b, Out
   else split_through(s, layout_operand(v), v, is_b, out_at(0, 0), impl);
 }
 
+// The split pass's K-contiguous copies (rows ld elements apart, 16-byte
+// aligned as TMA requires): of A unless step 15 reads it where it lies, and
+// of B; big and small TF32 parts for FP32 accuracy, one part for TF32, one
+// rounded copy for BF16 / FP16.
+template <class Cfg>
+struct SplitCopies {
+  static constexpr int kBytes = Cfg::Format::kBytes;
+  static constexpr bool kSmall = Cfg::Products == 3;
+  bool a_direct;
+  index_t ld;
+  PoolBuffer a_big, b_big, a_small, b_small;
+  SplitCopies(cudaStream_t s, index_t M, index_t N, index_t K, bool a_in_place)
+      : a_direct(a_in_place),
+        ld((K + 16 / kBytes - 1) / (16 / kBytes) * (16 / kBytes)),
+        a_big(a_direct ? 0 : words(M), s),
+        b_big(words(N), s),
+        a_small(kSmall && !a_direct ? words(M) : 0, s),
+        b_small(kSmall ? words(N) : 0, s) {}
+  std::size_t words(index_t rows) const { return std::size_t(rows) * ld * kBytes / sizeof(float); }
+};
+
+// A (unless read in place) and B split into their copies.
+template <class Cfg>
+void split_operands(cudaStream_t s, const MatrixView<const float>& a, const MatrixView<const float>& b,
+                    SplitCopies<Cfg>& copies, bool keep_small, const char* impl) {
+  const index_t ld = copies.ld;
+  if constexpr (Cfg::Format::kBytes == 4) {
+    const auto paired = [&](PoolBuffer& big, PoolBuffer& small) {
+      return [&](index_t x, index_t k) {
+        const index_t at = x * ld + k;
+        return ladder::PairedSplit{big.p + at, small.p ? small.p + at : nullptr, ld, keep_small};
+      };
+    };
+    if (!copies.a_direct) split_into<false>(s, a, false, paired(copies.a_big, copies.a_small), impl);
+    split_into<false>(s, b, true, paired(copies.b_big, copies.b_small), impl);
+  } else {
+    using Half = typename CopyOf<typename Cfg::Format>::type;
+    const auto rounded = [&](PoolBuffer& copy) {
+      return [&](index_t x, index_t k) {
+        return ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(copy.p) + x * ld + k, ld};
+      };
+    };
+    split_into<true>(s, a, false, rounded(copies.a_big), impl);
+    split_into<true>(s, b, true, rounded(copies.b_big), impl);
+  }
+}
+
+// The kernels' tensor maps: A where it lies (a_from) or its copies, B's copies.
+template <class Cfg>
+ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperand a_from,
+                               const SplitCopies<Cfg>& copies, index_t M, index_t N, index_t K) {
+  using Format = typename Cfg::Format;
+  const index_t ld = copies.ld;
+  ladder::WgmmaMaps maps{};
+  if (a_from == ladder::AOperand::rows) {
+    const BlockedOperand<const float> blocks = *rows_and_k_tiles<Cfg>(a);
+    if (blocks.block_rows == M && blocks.block_cols == K) {  // row-major
+      maps.a_big = k_major_map<Format>(blocks.p, M, K, blocks.rs, Cfg::BM);
+    } else {
+      maps.a_big = tensor_map_blocked(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, *tma_blocks(blocks, M, K), Cfg::BK, Cfg::BM,
+                                      true);
+      maps.a_block_rows = int(blocks.block_rows);
+      maps.a_block_k = int(blocks.block_cols);
+    }
+  } else if (a_from == ladder::AOperand::columns) {
+    maps.a_big = m_major_map(&a(0, 0), M, K, a.layout.cols.stride[0]);
+  } else {
+    maps.a_big = k_major_map<Format>(copies.a_big.p, M, K, ld, Cfg::BM);
+  }
+  maps.b_big = k_major_map<Format>(copies.b_big.p, N, K, ld, Cfg::BN);
+  maps.a_small = copies.a_small.p ? k_major_map<Format>(copies.a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
+  maps.b_small = copies.b_small.p ? k_major_map<Format>(copies.b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
+  return maps;
+}
+
 template <class Cfg, class Schedule = OneTilePerBlock>
 void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const char* impl) {
   check_int_sizes(call, impl);
@@ -292,77 +367,36 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   // per-element layout addressing made fig 17 run at 63 % and fig 18 at 54 %
   // of row-major (H100, 4096^3) where the copies cost a few percent.
   constexpr bool kStridedOnly = Format::kBytes == 2;
-  const auto copies = [&](const MatrixView<const float>& v) {
+  const auto copied_first = [&](const MatrixView<const float>& v) {
     return !v.layout.is_strided() && !few_strided_blocks(v) && (kStridedOnly || copy_first(s, v.layout));
   };
-  const auto copies_c = [&](const MatrixView<float>& v) {
+  const auto c_copied_first = [&](const MatrixView<float>& v) {
     if constexpr (Schedule::kBlockedC) return !tile_blocks(v, Cfg::BM, Cfg::BN);
     return !v.layout.is_strided() && (kStridedOnly || copy_first(s, v.layout));
   };
   std::optional<RowMajorCopy> a_rows, b_rows, c_rows;
   MatrixView<const float> a = call.a, b = call.b;
   MatrixView<float> c = call.c;
-  if (copies(a)) {
+  if (copied_first(a)) {
     cuda::copy<float>(a, a_rows.emplace(M, K).view);
     a = a_rows->view;
   }
-  if (copies(b)) {
+  if (copied_first(b)) {
     cuda::copy<float>(b, b_rows.emplace(K, N).view);
     b = b_rows->view;
   }
-  if (copies_c(c)) {
+  if (c_copied_first(c)) {
     c = c_rows.emplace(M, N).view;
     if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
   }
-  constexpr index_t kAlign = 16 / Format::kBytes;  // rows 16-byte aligned, as TMA requires
-  const index_t ld = (K + kAlign - 1) / kAlign * kAlign;
-  const auto words = [&](index_t rows) { return std::size_t(rows) * ld * Format::kBytes / sizeof(float); };
   constexpr bool kSmall = Cfg::Products == 3;
   const ladder::AOperand a_from = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall)
                                      ? a_unsplit<Cfg>(a)
                                      : ladder::AOperand::copy;
-  const bool a_direct = a_from != ladder::AOperand::copy;
-  PoolBuffer a_big(a_direct ? 0 : words(M), s), b_big(words(N), s);
-  PoolBuffer a_small(kSmall && !a_direct ? words(M) : 0, s), b_small(kSmall ? words(N) : 0, s);
   const bool keep = gpu_tuning().tf32x3_small;
-  if constexpr (Format::kBytes == 4) {
-    const auto paired = [&](PoolBuffer& big, PoolBuffer& small) {
-      return [&](index_t x, index_t k) {
-        const index_t at = x * ld + k;
-        return ladder::PairedSplit{big.p + at, small.p ? small.p + at : nullptr, ld, keep};
-      };
-    };
-    if (!a_direct) split_into<false>(s, a, false, paired(a_big, a_small), impl);
-    split_into<false>(s, b, true, paired(b_big, b_small), impl);
-  } else {
-    using Half = typename CopyOf<Format>::type;
-    const auto rounded = [&](PoolBuffer& copy) {
-      return [&](index_t x, index_t k) {
-        return ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(copy.p) + x * ld + k, ld};
-      };
-    };
-    split_into<true>(s, a, false, rounded(a_big), impl);
-    split_into<true>(s, b, true, rounded(b_big), impl);
-  }
-  ladder::WgmmaMaps maps{};
-  if (a_from == ladder::AOperand::rows) {
-    const BlockedOperand<const float> blocks = *rows_and_k_tiles<Cfg>(a);
-    if (blocks.block_rows == M && blocks.block_cols == K) {  // row-major
-      maps.a_big = k_major_map<Format>(blocks.p, M, K, blocks.rs, Cfg::BM);
-    } else {
-      maps.a_big = tensor_map_blocked(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, *tma_blocks(blocks, M, K), Cfg::BK, Cfg::BM,
-                                      true);
-      maps.a_block_rows = int(blocks.block_rows);
-      maps.a_block_k = int(blocks.block_cols);
-    }
-  } else if (a_from == ladder::AOperand::columns) {
-    maps.a_big = m_major_map(&a(0, 0), M, K, a.layout.cols.stride[0]);
-  } else {
-    maps.a_big = k_major_map<Format>(a_big.p, M, K, ld, Cfg::BM);
-  }
-  maps.b_big = k_major_map<Format>(b_big.p, N, K, ld, Cfg::BN);
-  maps.a_small = kSmall && !a_direct ? k_major_map<Format>(a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
-  maps.b_small = kSmall ? k_major_map<Format>(b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
+  SplitCopies<Cfg> split(s, M, N, K, a_from != ladder::AOperand::copy);
+  split_operands(s, a, b, split, keep, impl);
+  const ladder::WgmmaMaps maps = operand_maps(a, a_from, split, M, N, K);
   if constexpr (Schedule::kBlockedC)
     Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta,
                                    *tile_blocks(c, Cfg::BM, Cfg::BN), a_from, keep);
