@@ -239,14 +239,7 @@ bool copy_first(cudaStream_t s, const MatrixLayout& l) {
 constexpr std::size_t kMaxSplitBlocks = 64;
 constexpr index_t kMinSplitBlock = 32;
 bool few_strided_blocks(const MatrixView<const float>& v) {
-  if (v.layout.is_strided()) return false;
-  const auto rows = block_segments(v.rows(), v.layout.rows, v.layout.rows);
-  const auto cols = block_segments(v.cols(), v.layout.cols, v.layout.cols);
-  if ((rows.size() - 1) * (cols.size() - 1) > kMaxSplitBlocks) return false;
-  for (const auto* cuts : {&rows, &cols})
-    for (std::size_t i = 0; i + 2 < cuts->size(); ++i)  // the last block may be short
-      if ((*cuts)[i + 1] - (*cuts)[i] < kMinSplitBlock) return false;
-  return true;
+  return !v.layout.is_strided() && for_each_strided_block(v, kMaxSplitBlocks, kMinSplitBlock, [](auto...) {});
 }
 
 // v (A as M x K, or B as K x N) split into its copy: out_at(x, k) is the
@@ -257,17 +250,11 @@ bool few_strided_blocks(const MatrixView<const float>& v) {
 template <bool kStridedOnly, class OutAt>
 void split_into(cudaStream_t s, const MatrixView<const float>& v, bool is_b, OutAt&& out_at, const char* impl) {
   if (v.layout.is_strided()) return split_through(s, strided_operand(v), v, is_b, out_at(0, 0), impl);
-  if (few_strided_blocks(v)) {
-    const auto rows = block_segments(v.rows(), v.layout.rows, v.layout.rows);
-    const auto cols = block_segments(v.cols(), v.layout.cols, v.layout.cols);
-    for (std::size_t i = 0; i + 1 < rows.size(); ++i)
-      for (std::size_t j = 0; j + 1 < cols.size(); ++j) {
-        const index_t r0 = rows[i], c0 = cols[j];
-        const MatrixView<const float> block = strided_block(v, r0, rows[i + 1] - r0, c0, cols[j + 1] - c0);
-        split_through(s, strided_operand(block), block, is_b, is_b ? out_at(c0, r0) : out_at(r0, c0), impl);
-      }
-    return;
-  }
+  const auto split_block = [&](index_t r0, index_t nr, index_t c0, index_t nc) {
+    const MatrixView<const float> block = strided_block(v, r0, nr, c0, nc);
+    split_through(s, strided_operand(block), block, is_b, is_b ? out_at(c0, r0) : out_at(r0, c0), impl);
+  };
+  if (for_each_strided_block(v, kMaxSplitBlocks, kMinSplitBlock, split_block)) return;
   if constexpr (kStridedOnly) throw Error(std::string(impl) + ": a nested operand was not copied before the split");
   else split_through(s, layout_operand(v), v, is_b, out_at(0, 0), impl);
 }

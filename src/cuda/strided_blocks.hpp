@@ -8,10 +8,13 @@
 // copy): C_ij (+)= A_ik B_kj, the K blocks in order with beta on the first
 // and 1 after. The strided kernels then run unchanged, at their full speed;
 // the per-element layout kernel is left for layouts with many small blocks.
+// One operand splits the same way into its strided blocks (the tensor-core
+// GEMMs' split pass reads a blocked operand block by block).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <vector>
 
 #include "parray/registry.hpp"
@@ -36,6 +39,19 @@ inline std::vector<index_t> block_segments(index_t size, const Axis& x, const Ax
   return cuts;
 }
 
+// Whether cut lists (boundaries of blocks along axes) make at most max_parts
+// blocks, none shorter than min_extent but the last along an axis.
+inline bool cuts_fit(std::initializer_list<const std::vector<index_t>*> cuts, std::size_t max_parts,
+                     index_t min_extent) {
+  std::size_t parts = 1;
+  for (const auto* c : cuts) {
+    parts *= c->size() - 1;
+    for (std::size_t i = 0; i + 2 < c->size(); ++i)
+      if ((*c)[i + 1] - (*c)[i] < min_extent) return false;
+  }
+  return parts <= max_parts;
+}
+
 // The strided view of rows [r0, r0 + nr) x cols [c0, c0 + nc) of v, which
 // lie inside one block of each axis.
 template <class T>
@@ -45,6 +61,20 @@ MatrixView<T> strided_block(const MatrixView<T>& v, index_t r0, index_t nr, inde
   out.data = v.data + r.offset(r0) + c.offset(c0);
   out.layout = {Axis::strided(nr, r.stride[r.levels - 1]), Axis::strided(nc, c.stride[c.levels - 1])};
   return out;
+}
+
+// Calls run(r0, nr, c0, nc) for each strided block of v, when its layout is
+// at most max_blocks of them, none shorter than min_extent but the last along
+// an axis; returns false (calling nothing) otherwise.
+template <class T, class Run>
+bool for_each_strided_block(const MatrixView<T>& v, std::size_t max_blocks, index_t min_extent, Run&& run) {
+  const auto rows = block_segments(v.rows(), v.layout.rows, v.layout.rows);
+  const auto cols = block_segments(v.cols(), v.layout.cols, v.layout.cols);
+  if (!cuts_fit({&rows, &cols}, max_blocks, min_extent)) return false;
+  for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+    for (std::size_t j = 0; j + 1 < cols.size(); ++j)
+      run(rows[i], rows[i + 1] - rows[i], cols[j], cols[j + 1] - cols[j]);
+  return true;
 }
 
 // Calls run(part) for each strided sub-product of `call`, in an order that
@@ -58,10 +88,7 @@ bool for_each_strided_part(const GemmCall<T>& call, std::size_t max_parts, index
   const auto ms = block_segments(M, call.a.layout.rows, call.c.layout.rows);
   const auto ns = block_segments(N, call.b.layout.cols, call.c.layout.cols);
   const auto ks = block_segments(K, call.a.layout.cols, call.b.layout.rows);
-  if ((ms.size() - 1) * (ns.size() - 1) * (ks.size() - 1) > max_parts) return false;
-  for (const auto* s : {&ms, &ns, &ks})
-    for (std::size_t i = 0; i + 1 < s->size(); ++i)
-      if ((*s)[i + 1] - (*s)[i] < min_extent && (*s)[i + 1] != (*s).back()) return false;
+  if (!cuts_fit({&ms, &ns, &ks}, max_parts, min_extent)) return false;
   for (std::size_t i = 0; i + 1 < ms.size(); ++i)
     for (std::size_t j = 0; j + 1 < ns.size(); ++j)
       for (std::size_t p = 0; p + 1 < ks.size(); ++p) {
