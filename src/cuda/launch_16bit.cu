@@ -18,6 +18,7 @@
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/gemm16.hpp"
+#include "smem_opt_in.hpp"
 #include "split_pass.cuh"
 #include "tensor_map.hpp"
 
@@ -108,7 +109,7 @@ void launch16(const Gemm16Args& g) {
   p.tiles_m = int(cuda::ceil_div(M, Cfg::BM)), p.tiles_n = int(cuda::ceil_div(N, Cfg::BN));
   p.alpha = g.alpha, p.beta = g.beta;
   const auto kernel = cuda::ladder::gemm_wgmma_16bit<Cfg>;
-  PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  cuda::allow_smem_on_current_device(kernel, Cfg::kSmemBytes);
   const long long tiles = static_cast<long long>(p.tiles_m) * p.tiles_n;
   if (tiles > 0x7fffffff) throw Error("cuda-16: more than 2^31 tiles of C");
   const unsigned grid = unsigned(std::min<long long>(tiles, cuda::sm_count()));

@@ -17,6 +17,7 @@
 #include "parray/cuda/memory.hpp"
 #include "parray/cuda/wgmma_plan.hpp"
 #include "parray/tuning.hpp"
+#include "smem_opt_in.hpp"
 #include "split_pass.cuh"
 #include "strided_blocks.hpp"
 #include "tensor_map.hpp"
@@ -104,9 +105,7 @@ struct OneTilePerBlock {
   template <class Cfg, class Kernel, class OpC>
   static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
                   float beta, const OpC& c) {
-    // On every call: the attribute belongs to the current device's context (the
-    // multi-GPU GEMMs call from several devices).
-    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    allow_smem_on_current_device(kernel, Cfg::kSmemBytes);
     const index_t tiles = index_t(ceil_div(M, Cfg::BM)) * ceil_div(N, Cfg::BN);
     if (tiles > 0x7fffffff) throw Error("cuda-14: more than 2^31 tiles of C");
     kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, M, N, K, alpha, beta, c, kPromoteTiles);
@@ -148,7 +147,7 @@ struct Persistent {
   static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
                   float beta, const OpC& c, bool keep_small) {
     constexpr int kSmem = ladder::kPersistentSmem<Cfg>;
-    PARRAY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    allow_smem_on_current_device(kernel, kSmem);
     const int sms = sm_count();
     const WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM, Cfg::BN, Cfg::BK, sms, step_us<Cfg>());
     if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
@@ -262,47 +261,64 @@ void split_into(cudaStream_t s, const MatrixView<const float>& v, bool is_b, Out
 // The split pass's K-contiguous copies (rows ld elements apart, 16-byte
 // aligned as TMA requires): of A unless step 15 reads it where it lies, and
 // of B; big and small TF32 parts for FP32 accuracy, one part for TF32, one
-// rounded copy for BF16 / FP16.
+// rounded copy for BF16 / FP16. One allocation carved into the four: each
+// allocation is host time inside the call, and at a small K the whole GEMM
+// takes a few hundred microseconds.
 template <class Cfg>
 struct SplitCopies {
   static constexpr int kBytes = Cfg::Format::kBytes;
   static constexpr bool kSmall = Cfg::Products == 3;
+  static constexpr std::size_t kAlignWords = 64;  // copies 256 bytes apart
   bool a_direct;
   index_t ld;
-  PoolBuffer a_big, b_big, a_small, b_small;
+  std::size_t a_words, b_words;
+  PoolBuffer all;
+  float* a_big;
+  float* b_big;
+  float* a_small;
+  float* b_small;
   SplitCopies(cudaStream_t s, index_t M, index_t N, index_t K, bool a_in_place)
       : a_direct(a_in_place),
         ld((K + 16 / kBytes - 1) / (16 / kBytes) * (16 / kBytes)),
-        a_big(a_direct ? 0 : words(M), s),
-        b_big(words(N), s),
-        a_small(kSmall && !a_direct ? words(M) : 0, s),
-        b_small(kSmall ? words(N) : 0, s) {}
-  std::size_t words(index_t rows) const { return std::size_t(rows) * ld * kBytes / sizeof(float); }
+        a_words(a_direct ? 0 : words(M)),
+        b_words(words(N)),
+        all((a_words + b_words) * (kSmall ? 2 : 1), s),
+        a_big(a_words ? all.p : nullptr),
+        b_big(all.p + a_words),
+        a_small(kSmall && a_words ? b_big + b_words : nullptr),
+        b_small(kSmall ? b_big + b_words + a_words : nullptr) {}
+  std::size_t words(index_t rows) const {
+    const std::size_t w = std::size_t(rows) * ld * kBytes / sizeof(float);
+    return (w + kAlignWords - 1) / kAlignWords * kAlignWords;
+  }
 };
 
-// A (unless read in place) and B split into their copies.
+// A (unless read in place) and B split into their copies: by one launch
+// where both are strided, else each through split_into.
 template <class Cfg>
 void split_operands(cudaStream_t s, const MatrixView<const float>& a, const MatrixView<const float>& b,
-                    SplitCopies<Cfg>& copies, bool keep_small, const char* impl) {
+                    const SplitCopies<Cfg>& copies, bool keep_small, const char* impl) {
+  constexpr bool kStridedOnly = Cfg::Format::kBytes == 2;
+  const auto split = [&](const auto& out_a, const auto& out_b) {  // out_x(x, k): the copy from row x, column k on
+    if (!copies.a_direct && split_pair_through(s, a, b, out_a(0, 0), out_b(0, 0))) return;
+    if (!copies.a_direct) split_into<kStridedOnly>(s, a, false, out_a, impl);
+    split_into<kStridedOnly>(s, b, true, out_b, impl);
+  };
   const index_t ld = copies.ld;
   if constexpr (Cfg::Format::kBytes == 4) {
-    const auto paired = [&](PoolBuffer& big, PoolBuffer& small) {
-      return [&](index_t x, index_t k) {
+    const auto paired = [&](float* big, float* small) {
+      return [=](index_t x, index_t k) {
         const index_t at = x * ld + k;
-        return ladder::PairedSplit{big.p + at, small.p ? small.p + at : nullptr, ld, keep_small};
+        return ladder::PairedSplit{big + at, small ? small + at : nullptr, ld, keep_small};
       };
     };
-    if (!copies.a_direct) split_into<false>(s, a, false, paired(copies.a_big, copies.a_small), impl);
-    split_into<false>(s, b, true, paired(copies.b_big, copies.b_small), impl);
+    split(paired(copies.a_big, copies.a_small), paired(copies.b_big, copies.b_small));
   } else {
     using Half = typename CopyOf<typename Cfg::Format>::type;
-    const auto rounded = [&](PoolBuffer& copy) {
-      return [&](index_t x, index_t k) {
-        return ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(copy.p) + x * ld + k, ld};
-      };
+    const auto rounded = [&](float* copy) {
+      return [=](index_t x, index_t k) { return ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(copy) + x * ld + k, ld}; };
     };
-    split_into<true>(s, a, false, rounded(copies.a_big), impl);
-    split_into<true>(s, b, true, rounded(copies.b_big), impl);
+    split(rounded(copies.a_big), rounded(copies.b_big));
   }
 }
 
@@ -326,11 +342,11 @@ ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperan
   } else if (a_from == ladder::AOperand::columns) {
     maps.a_big = m_major_map(&a(0, 0), M, K, a.layout.cols.stride[0]);
   } else {
-    maps.a_big = k_major_map<Format>(copies.a_big.p, M, K, ld, Cfg::BM);
+    maps.a_big = k_major_map<Format>(copies.a_big, M, K, ld, Cfg::BM);
   }
-  maps.b_big = k_major_map<Format>(copies.b_big.p, N, K, ld, Cfg::BN);
-  maps.a_small = copies.a_small.p ? k_major_map<Format>(copies.a_small.p, M, K, ld, Cfg::BM) : maps.a_big;
-  maps.b_small = copies.b_small.p ? k_major_map<Format>(copies.b_small.p, N, K, ld, Cfg::BN) : maps.b_big;
+  maps.b_big = k_major_map<Format>(copies.b_big, N, K, ld, Cfg::BN);
+  maps.a_small = copies.a_small ? k_major_map<Format>(copies.a_small, M, K, ld, Cfg::BM) : maps.a_big;
+  maps.b_small = copies.b_small ? k_major_map<Format>(copies.b_small, N, K, ld, Cfg::BN) : maps.b_big;
   return maps;
 }
 

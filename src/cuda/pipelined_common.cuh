@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
-#include <mutex>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/cuda/streamk_plan.hpp"
 #include "parray/tuning.hpp"
+#include "smem_opt_in.hpp"
 
 namespace parray::cuda::pipelined {
 
@@ -38,29 +37,6 @@ LoadPlan plan(const OpA& a, const OpB& b, const OpC& c, const GemmCall<float>& c
   if constexpr (OpB::strided) p.vecb = !p.b_k_contig && b.cs == 1 && b.rs % 4 == 0 && aligned16(b.p);
   if constexpr (OpC::strided) p.cvec = c.cs == 1 && c.rs % 4 == 0 && aligned16(c.p);
   return p;
-}
-
-template <class Kernel>
-void allow_smem(Kernel k, int bytes) {
-  PARRAY_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-}
-
-// allow_smem once per (kernel, device): the opt-in is an attribute of the
-// kernel in each device's context, and several host threads may drive
-// several GPUs (the multi-GPU GEMMs), so "once per process" is not enough.
-// Keyed by the kernel's address: instantiations of one kernel template share
-// a function type, so a static inside this template would be shared by all.
-template <class Kernel>
-void allow_smem_on_current_device(Kernel k, int bytes) {
-  static std::mutex mu;
-  static std::set<std::pair<const void*, int>> done;
-  int device = 0;
-  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
-  const std::pair<const void*, int> key{reinterpret_cast<const void*>(k), device};
-  std::lock_guard<std::mutex> lock(mu);
-  if (done.count(key)) return;
-  allow_smem(k, bytes);
-  done.insert(key);
 }
 
 // Picks the instantiation for the two loaders; layout operands take one

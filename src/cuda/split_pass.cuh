@@ -77,4 +77,22 @@ void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, 
     split_through(s, layout_operand(v), v, is_b, out, impl);
 }
 
+// A (M x K) and B (K x N) split into out_a and out_b by one launch
+// (ladder::split_pair), where both are strided; false, with nothing
+// launched, otherwise.
+template <class Out>
+bool split_pair_through(cudaStream_t s, const MatrixView<const float>& a, const MatrixView<const float>& b,
+                        const Out& out_a, const Out& out_b) {
+  if (!a.layout.is_strided() || !b.layout.is_strided()) return false;
+  const index_t M = a.rows(), K = a.cols(), N = b.cols(), block_rows = ceil_div(M, 32) + ceil_div(N, 32);
+  if (block_rows > 65535) return false;
+  using Side = ladder::SplitSide<StridedOperand<const float>, Out>;
+  const Side side_a{strided_operand(a), split_detail::k_contiguous(a.layout, false), int(M), out_a};
+  const Side side_b{strided_operand(b), split_detail::k_contiguous(b.layout, true), int(N), out_b};
+  ladder::split_pair<<<dim3(unsigned(ceil_div(K, 32)), unsigned(block_rows)), dim3(32, 8), 0, s>>>(side_a, side_b,
+                                                                                                  int(K));
+  PARRAY_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
 }  // namespace parray::cuda

@@ -111,14 +111,13 @@ struct RoundedCopy {
 };
 
 // The operand as (x, k) — A(x, k), or B(k, x) for IsB — split into `out`
-// (ChunkedSplit, PairedSplit or RoundedCopy). A 32 x 32 tile per block through shared
-// memory, so that both the reads (along the operand's contiguous axis when
-// ReadAlongK says which) and the K-contiguous writes are coalesced; 32 x 8
-// threads.
+// (ChunkedSplit, PairedSplit or RoundedCopy), the 32 x 32 tile at (x0, k0),
+// through shared memory so that both the reads (along the operand's
+// contiguous axis when ReadAlongK says which) and the K-contiguous writes
+// are coalesced; 32 x 8 threads.
 template <bool IsB, bool ReadAlongK, class Op, class Out>
-__global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, Out out) {
-  __shared__ float tile[32][33];  // [x][k]; 33: no bank conflicts either way
-  const int x0 = blockIdx.y * 32, k0 = blockIdx.x * 32;
+__device__ __forceinline__ void split_tile(const Op& op, int X, int K, const Out& out, int x0, int k0,
+                                           float (&tile)[32][33]) {  // [x][k]; 33: no bank conflicts either way
   auto at = [&](int x, int k) -> float { return IsB ? op(k, x) : op(x, k); };
   for (int r = threadIdx.y; r < 32; r += 8) {
     // Lanes along k or along x, whichever the operand keeps contiguous.
@@ -132,6 +131,40 @@ __global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, Out out) 
   for (int r = threadIdx.y; r < 32; r += 8) {
     const int x = x0 + r, k = k0 + threadIdx.x;
     if (x < X && k < K) out.template put<IsB>(x, k, tile[r][threadIdx.x]);
+  }
+}
+
+// One operand split, a tile per block.
+template <bool IsB, bool ReadAlongK, class Op, class Out>
+__global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, Out out) {
+  __shared__ float tile[32][33];
+  split_tile<IsB, ReadAlongK>(op, X, K, out, blockIdx.y * 32, blockIdx.x * 32, tile);
+}
+
+// One side of split_pair: an operand, whether it is contiguous along k, its
+// rows (of A) or columns (of B), and where its split goes.
+template <class Op, class Out>
+struct SplitSide {
+  Op op;
+  bool along_k;
+  int X;
+  Out out;
+};
+
+// A and B split by one launch: block rows [0, ceil(M / 32)) take A, the rest
+// B. At a small K each pass is a few microseconds, most of it the launch.
+template <class Op, class Out>
+__global__ __launch_bounds__(256) void split_pair(SplitSide<Op, Out> a, SplitSide<Op, Out> b, int K) {
+  __shared__ float tile[32][33];
+  const int a_rows = (a.X + 31) / 32, k0 = blockIdx.x * 32;
+  if (int(blockIdx.y) < a_rows) {
+    const int x0 = blockIdx.y * 32;
+    if (a.along_k) split_tile<false, true>(a.op, a.X, K, a.out, x0, k0, tile);
+    else split_tile<false, false>(a.op, a.X, K, a.out, x0, k0, tile);
+  } else {
+    const int x0 = (blockIdx.y - a_rows) * 32;
+    if (b.along_k) split_tile<true, true>(b.op, b.X, K, b.out, x0, k0, tile);
+    else split_tile<true, false>(b.op, b.X, K, b.out, x0, k0, tile);
   }
 }
 

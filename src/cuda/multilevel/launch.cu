@@ -33,7 +33,7 @@ template <class Shape, class OpC>
 void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                       const float* b, long long ldb, float beta, OpC c) {
   auto kern = ladder::best_sgemm<Shape, true, false, OpIn, OpIn, OpC>;
-  pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);  // one host thread per GPU may call this
+  allow_smem_on_current_device(kern, Shape::smem_bytes);  // one host thread per GPU may call this
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK));
@@ -92,8 +92,8 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
   auto kern = ladder::best_sgemm<Shape, AK, false, OpIn, OpIn, AddOperand<float>>;
   auto kp = ladder::best_sgemm_add_piece<Shape, AK, false, OpIn, OpIn, AddOperand<float>>;
   const OpIn oa = AK ? OpIn{a, lda, 1} : OpIn{a, 1, lda};
-  pipelined::allow_smem_on_current_device(kern, Shape::smem_bytes);
-  pipelined::allow_smem_on_current_device(kp, Shape::smem_bytes);
+  allow_smem_on_current_device(kern, Shape::smem_bytes);
+  allow_smem_on_current_device(kp, Shape::smem_bytes);
   const long long tiles = static_cast<long long>(ceil_div(m, Shape::BM)) * ceil_div(n, Shape::BN);
   if (tiles > 0x7fffffff) throw Error("multilevel: too many tiles for one grid");
   const int kts = int(ceil_div(k, Shape::BK)), group = 8;
