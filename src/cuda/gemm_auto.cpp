@@ -5,6 +5,8 @@
 // no table says otherwise.
 #include <cuda_runtime.h>
 
+#include <array>
+#include <map>
 #include <mutex>
 
 #include "parray/cuda/check.hpp"
@@ -49,9 +51,29 @@ std::string gemm_auto_choice(index_t m, index_t n, index_t k) {
   return pick.empty() ? kFallback : pick;
 }
 
-void gemm_auto(const GemmCall<float>& call) {
-  const std::string name = gemm_auto_choice(call.c.rows(), call.c.cols(), call.a.cols());
-  registry().find(name).run_f32(call);
+namespace {
+
+// The implementation picked for a shape, remembered: the table's search and
+// the registry's look-up by name are host time inside every call, a few
+// microseconds, a visible share of a GEMM that takes 70-170 us (thin shapes,
+// K = 17). Forgotten if the registry's storage moves (a late registration).
+const GemmImpl& picked_for(index_t m, index_t n, index_t k) {
+  static std::mutex mu;
+  static std::map<std::array<index_t, 3>, const GemmImpl*> picked;
+  static const GemmImpl* storage = nullptr;
+  constexpr std::size_t kMaxShapes = 4096;
+  std::lock_guard<std::mutex> lock(mu);
+  if (storage != registry().all().data() || picked.size() > kMaxShapes) {
+    picked.clear();
+    storage = registry().all().data();
+  }
+  const auto [at, fresh] = picked.try_emplace({m, n, k}, nullptr);
+  if (fresh) at->second = &registry().find(gemm_auto_choice(m, n, k));
+  return *at->second;
 }
+
+}  // namespace
+
+void gemm_auto(const GemmCall<float>& call) { picked_for(call.c.rows(), call.c.cols(), call.a.cols()).run_f32(call); }
 
 }  // namespace parray::cuda
