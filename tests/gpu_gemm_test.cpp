@@ -231,6 +231,23 @@ void expect_agrees_with_registers_on_and_off(const GemmImpl& impl, const Shape& 
   set_tuning("gpu.wgmma_a_registers", "auto");
 }
 
+// Each implementation named on every shape and layout with (alpha, beta) =
+// (1, 0) and (-1.5, 0.5), the register operand on and off; returns why not
+// where one cannot run here (the test is then skipped).
+std::string expect_all_agree(const std::vector<const char*>& names, const std::vector<Shape>& shapes,
+                             const std::vector<Layouts3>& layouts, index_t seed_step) {
+  for (const char* name : names) {
+    const GemmImpl& impl = registry().find(name);
+    if (std::string why = why_not_anywhere(impl); !why.empty()) return std::string(name) + ": " + why;
+    for (const Shape& s : shapes)
+      for (const auto& l : layouts)
+        for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-1.5, 0.5}})
+          expect_agrees_with_registers_on_and_off(impl, s, l, alpha, beta,
+                                                  static_cast<std::uint64_t>(s.m * seed_step + s.k));
+  }
+  return "";
+}
+
 // Step 15's operand in registers (gpu.wgmma_a_registers): A read where it
 // lies, row- or column-major, and split by the consumers; or, where A has few
 // rows and B is the larger, C^T = B^T A^T with B^T in registers. Each shape
@@ -263,14 +280,30 @@ TEST(GpuWgmmaBlocks, TileHoldingBlocksReadInPlaceAgreeWithFp64Reference) {
                                          {"fig18", "fig18", "fig18"},
                                          {"fig17x4", "fig18", "fig17x4"},
                                          {"fig18", "col", "fig17"}};
-  for (const char* name : {"cuda-15-tf32", "cuda-15-3xtf32", "cuda-15-bf16"}) {
-    const GemmImpl& impl = registry().find(name);
-    if (std::string why = why_not_anywhere(impl); !why.empty()) GTEST_SKIP() << name << ": " << why;
-    for (const Shape& s : shapes)
-      for (const auto& l : layouts)
-        for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-1.5, 0.5}})
-          expect_agrees_with_registers_on_and_off(impl, s, l, alpha, beta, static_cast<std::uint64_t>(s.m * 11 + s.k));
-  }
+  if (const std::string why = expect_all_agree({"cuda-15-tf32", "cuda-15-3xtf32", "cuda-15-bf16"}, shapes, layouts, 11);
+      !why.empty())
+    GTEST_SKIP() << why;
+}
+
+// Step 15 in clusters of two blocks along M (gpu.wgmma_cluster=2), each
+// k-tile of B multicast by TMA to both: a cluster whose second block lies past
+// C's last rows (384 rows: three tiles), odd sizes, a K split (256 x 2048 x
+// 512), column-major and blocked operands (A through the pass, or TF32's
+// row-major or blocked A in place), beta 0 and not; the register operand on
+// and off.
+TEST(GpuWgmmaCluster, BlocksSharingBMulticastAgreeWithFp64Reference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const std::vector<Shape> shapes = {{384, 520, 512}, {1037, 1031, 1055}, {256, 2048, 512}, {130, 68, 1032}};
+  const std::vector<Layouts3> layouts = {
+      {"row", "row", "row"}, {"col", "col", "col"}, {"row", "col", "row"}, {"fig17", "fig17", "fig17"}};
+  struct InPairs {  // the setting back to one block whatever leaves the test
+    InPairs() { set_tuning("gpu.wgmma_cluster", "2"); }
+    ~InPairs() { set_tuning("gpu.wgmma_cluster", "1"); }
+  } in_pairs;
+  if (const std::string why =
+          expect_all_agree({"cuda-15-tf32", "cuda-15-3xtf32", "cuda-15-bf16", "cuda-15-fp16"}, shapes, layouts, 13);
+      !why.empty())
+    GTEST_SKIP() << why;
 }
 
 // A pipeline broken on purpose (gpu.wgmma_read_early: step 14's TF32 kernel

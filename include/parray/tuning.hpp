@@ -70,6 +70,11 @@ struct GpuTuning {
   // pipeline broken on purpose, wrong results; for showing that the checks
   // catch it.
   bool wgmma_read_early = false;
+  // gpu.wgmma_cluster, PARRAY_WGMMA_CLUSTER: step 15's blocks in clusters of
+  // this many (1 or 2) along M, each k-tile of B copied once per cluster and
+  // multicast to its blocks by TMA (A from the pass, or TF32's row-major A in
+  // place).
+  int wgmma_cluster = 1;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
   std::string knn_gemm;
   // gpu.speed_table, PARRAY_GPU_SPEED_TABLE: the CSV of `parray tune` (a bench

@@ -32,6 +32,9 @@ using Tf32Tiles = ladder::WgmmaTiles<256, 4, 1>;
 using Bf16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Bf16Format>;
 using Fp16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Fp16Format>;
 using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
+// The same in clusters of two blocks along M, B multicast (gpu.wgmma_cluster).
+template <class Cfg>
+using InPairs = ladder::WgmmaTiles<Cfg::BN, Cfg::Stages, Cfg::Products, typename Cfg::Format, 2>;
 // K-tiles (of 32) per partial sum before it joins the FP32 accumulator: the
 // tensor cores' truncation error is that of 3 x 256 terms whatever K.
 constexpr int kPromoteTiles = 8;
@@ -43,6 +46,14 @@ constexpr int kPromoteTiles = 8;
 constexpr index_t kRegisterAMaxN = 2048;
 // B is read where it lies (computing C^T = B^T A^T) up to this M.
 constexpr index_t kSwapMaxM = 512;
+
+// Whether Cfg's step-15 kernel that reads A where it lies (from) is built:
+// each is a separate kernel, and in clusters only TF32's row-major one is
+// (A of the other kinds goes through the pass there).
+template <class Cfg>
+constexpr bool a_in_place_built(ladder::AOperand from) {
+  return Cfg::kCluster == 1 || (Cfg::Products == 1 && from == ladder::AOperand::rows);
+}
 
 // The copies' element type and its tensor-map data type, by format.
 template <class Format>
@@ -133,10 +144,12 @@ struct Persistent {
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
                      const OpC& c, ladder::AOperand a_from, bool keep_small) {
     using ladder::AOperand;
-    if constexpr (Cfg::Format::kBytes == 4) {
+    if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::rows)) {
       if (a_from == AOperand::rows)
         return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::rows>, s, maps, M, N, K, alpha, beta, c,
                         keep_small);
+    }
+    if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::columns)) {
       if (a_from == AOperand::columns)
         return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::columns>, s, maps, M, N, K, alpha, beta, c,
                         keep_small);
@@ -146,14 +159,15 @@ struct Persistent {
   template <class Cfg, class Kernel>
   static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
                   float beta, const OpC& c, bool keep_small) {
-    constexpr int kSmem = ladder::kPersistentSmem<Cfg>;
+    constexpr int kSmem = ladder::kPersistentSmem<Cfg>, kCluster = Cfg::kCluster;
     allow_smem_on_current_device(kernel, kSmem);
-    const int sms = sm_count();
-    const WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM, Cfg::BN, Cfg::BK, sms, step_us<Cfg>());
+    // A cluster's unit is kCluster tiles down M, computed side by side.
+    const int workers = kCluster == 1 ? sm_count() : max_clusters<Cfg>(kernel, kSmem);
+    const WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM * kCluster, Cfg::BN, Cfg::BK, workers, step_us<Cfg>());
     if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
     if (work.splits > 1) {
-      ladder::scale_c<<<unsigned(std::min<index_t>(ceil_div(index_t(M) * N, 256), 8 * sms)), 256, 0, s>>>(c, M, N,
-                                                                                                          beta);
+      ladder::scale_c<<<unsigned(std::min<index_t>(ceil_div(index_t(M) * N, 256), 8 * sm_count())), 256, 0, s>>>(
+          c, M, N, beta);
       PARRAY_CUDA_CHECK_LAUNCH();
     }
     // C's blocks, row-major, leave staged: by TMA where their rows are 16-byte aligned.
@@ -165,10 +179,50 @@ struct Persistent {
                                   ? tensor_map_blocked(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, *tma,
                                                        ladder::StagedC::kCols<float>, 64, true)
                                   : CUtensorMap{};
-    const unsigned grid = unsigned(std::min<long long>(work.units(), sms));
-    kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work,
-                                              keep_small ? 1 : 0);
-    PARRAY_CUDA_CHECK_LAUNCH();
+    const unsigned grid = unsigned(std::min<long long>(work.units(), workers) * kCluster);
+    if constexpr (kCluster == 1) {
+      kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work,
+                                                keep_small ? 1 : 0);
+      PARRAY_CUDA_CHECK_LAUNCH();
+    } else {
+      cudaLaunchAttribute cluster{};
+      cudaLaunchConfig_t config = cluster_config<Cfg>(grid, kSmem, s, cluster);
+      PARRAY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, maps, c_map, stores, M, N, alpha, beta, c,
+                                           kPromoteTiles, work, keep_small ? 1 : 0));
+    }
+  }
+  // The launch of `grid` blocks in clusters of Cfg::kCluster along x
+  // (`cluster` holds the attribute the config points to).
+  template <class Cfg>
+  static cudaLaunchConfig_t cluster_config(unsigned grid, int smem, cudaStream_t s, cudaLaunchAttribute& cluster) {
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = Cfg::kCluster;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(Cfg::kThreads);
+    config.dynamicSmemBytes = std::size_t(smem);
+    config.stream = s;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    return config;
+  }
+  // Clusters resident at once (the GPCs' SM counts leave some SMs out of
+  // any pair), for the persistent grid: once per kernel configuration (the
+  // GPUs of one host are alike).
+  template <class Cfg, class Kernel>
+  static int max_clusters(Kernel kernel, int smem) {
+    static const int n = [&] {
+      cudaLaunchAttribute cluster{};
+      const cudaLaunchConfig_t config = cluster_config<Cfg>(unsigned(Cfg::kCluster * sm_count()), smem, nullptr,
+                                                            cluster);
+      int clusters = 0;
+      PARRAY_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+      if (clusters < 1) throw Error("cuda-15: no cluster of " + std::to_string(Cfg::kCluster) + " blocks fits");
+      return clusters;
+    }();
+    return n;
   }
 };
 
@@ -195,12 +249,16 @@ std::optional<BlockedOperand<const float>> rows_and_k_tiles(const MatrixView<con
 }
 template <class Cfg>
 ladder::AOperand a_unsplit(const MatrixView<const float>& a) {
+  using ladder::AOperand;
   const MatrixLayout& l = a.layout;
-  if (const auto blocks = rows_and_k_tiles<Cfg>(a); blocks && tma_blocks(*blocks, a.rows(), a.cols()))
-    return ladder::AOperand::rows;
-  if (reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 != 0) return ladder::AOperand::copy;
-  if (l.is_col_major() && l.cols.stride[0] > 0 && l.cols.stride[0] % 4 == 0) return ladder::AOperand::columns;
-  return ladder::AOperand::copy;
+  if (const auto blocks = rows_and_k_tiles<Cfg>(a);
+      a_in_place_built<Cfg>(AOperand::rows) && blocks && tma_blocks(*blocks, a.rows(), a.cols()))
+    return AOperand::rows;
+  if (reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 != 0) return AOperand::copy;
+  if (a_in_place_built<Cfg>(AOperand::columns) && l.is_col_major() && l.cols.stride[0] > 0 &&
+      l.cols.stride[0] % 4 == 0)
+    return AOperand::columns;
+  return AOperand::copy;
 }
 
 // Whether step 15 takes A in registers (gpu.wgmma_a_registers; auto: where
@@ -344,9 +402,9 @@ ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperan
   } else {
     maps.a_big = k_major_map<Format>(copies.a_big, M, K, ld, Cfg::BM);
   }
-  maps.b_big = k_major_map<Format>(copies.b_big, N, K, ld, Cfg::BN);
+  maps.b_big = k_major_map<Format>(copies.b_big, N, K, ld, Cfg::kBoxB);
   maps.a_small = copies.a_small ? k_major_map<Format>(copies.a_small, M, K, ld, Cfg::BM) : maps.a_big;
-  maps.b_small = copies.b_small ? k_major_map<Format>(copies.b_small, N, K, ld, Cfg::BN) : maps.b_big;
+  maps.b_small = copies.b_small ? k_major_map<Format>(copies.b_small, N, K, ld, Cfg::kBoxB) : maps.b_big;
   return maps;
 }
 
@@ -485,15 +543,23 @@ void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& cal
   gemm_wgmma_on_stream<Fp32Tiles>(stream, call, "cuda-14-3xtf32");
 }
 void gemm_persistent_tf32(const GemmCall<float>& call) {
+  if (gpu_tuning().wgmma_cluster == 2)
+    return gemm_wgmma_on_stream<InPairs<Tf32Tiles>, Persistent>(nullptr, call, "cuda-15-tf32");
   gemm_wgmma_on_stream<Tf32Tiles, Persistent>(nullptr, call, "cuda-15-tf32");
 }
 void gemm_persistent_bf16(const GemmCall<float>& call) {
+  if (gpu_tuning().wgmma_cluster == 2)
+    return gemm_wgmma_on_stream<InPairs<Bf16Tiles>, Persistent>(nullptr, call, "cuda-15-bf16");
   gemm_wgmma_on_stream<Bf16Tiles, Persistent>(nullptr, call, "cuda-15-bf16");
 }
 void gemm_persistent_fp16(const GemmCall<float>& call) {
+  if (gpu_tuning().wgmma_cluster == 2)
+    return gemm_wgmma_on_stream<InPairs<Fp16Tiles>, Persistent>(nullptr, call, "cuda-15-fp16");
   gemm_wgmma_on_stream<Fp16Tiles, Persistent>(nullptr, call, "cuda-15-fp16");
 }
 void gemm_persistent_3xtf32(const GemmCall<float>& call) {
+  if (gpu_tuning().wgmma_cluster == 2)
+    return gemm_wgmma_on_stream<InPairs<Fp32Tiles>, Persistent>(nullptr, call, "cuda-15-3xtf32");
   gemm_wgmma_on_stream<Fp32Tiles, Persistent>(nullptr, call, "cuda-15-3xtf32");
 }
 

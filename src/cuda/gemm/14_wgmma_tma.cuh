@@ -61,11 +61,18 @@ using Tf32Format = WgmmaFormat<MmaInput::tf32>;
 using Bf16Format = WgmmaFormat<MmaInput::bf16>;
 using Fp16Format = WgmmaFormat<MmaInput::f16>;
 
-template <int BN_, int Stages_, int Products_, class Format_ = Tf32Format>
+// Cluster_ > 1 (step 15): blocks in clusters of that many along M, each
+// tile of B copied once per cluster and multicast to all of its blocks.
+template <int BN_, int Stages_, int Products_, class Format_ = Tf32Format, int Cluster_ = 1>
 struct WgmmaTiles {
   using Format = Format_;
   static constexpr int kRowBytes = 128;  // of a k-tile, per row of A or B: one swizzle span
   static constexpr int BM = 128, BN = BN_, BK = kRowBytes / Format::kBytes, Stages = Stages_, Products = Products_;
+  static constexpr int kCluster = Cluster_;
+  // B's box per block: each block of a cluster copies its share of B's tile
+  // (a multiple of the 8-row swizzle atom, so the shares tile the slot).
+  static constexpr int kBoxB = BN / kCluster;
+  static_assert(kBoxB % 8 == 0, "B's share a whole number of swizzle atoms");
   static constexpr int kThreads = 384;  // producer + 2 consumer warpgroups
   static constexpr int kTileA = BM * kRowBytes, kTileB = BN * kRowBytes;  // bytes
   static constexpr int kSteps = kRowBytes / 32;                           // wgmma per k-tile, 32 bytes each
@@ -149,17 +156,34 @@ struct WgmmaRing {
 
 #ifdef PARRAY_HOPPER_MMA
 
-// Thread 0 initialises the barriers; the block waits for it.
+// Thread 0 initialises the barriers; the block (the cluster) waits for it.
+// A slot is empty once every consumer warp of the cluster has released it:
+// each block's copies of B land in all the cluster's blocks.
 template <class Cfg>
 __device__ __forceinline__ void init_ring(const WgmmaRing<Cfg>& ring) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::Stages; ++s) {
       hopper::mbar_init(&ring.full[s], 1);
-      hopper::mbar_init(&ring.empty[s], 8);  // one arrival per consumer warp
+      hopper::mbar_init(&ring.empty[s], 8 * Cfg::kCluster);  // one arrival per consumer warp
     }
     hopper::fence_barrier_init();
   }
   __syncthreads();
+  if constexpr (Cfg::kCluster > 1) hopper::cluster_sync();
+}
+
+// B's tile (tn) of k-tile k0 into its slot: in a cluster, this block's share
+// of its rows, multicast to every block of the cluster.
+template <class Cfg>
+__device__ __forceinline__ void load_b(std::uint8_t* slot, const CUtensorMap* map, std::uint64_t* full, int k0,
+                                       int tn) {
+  if constexpr (Cfg::kCluster == 1) {
+    hopper::tma_load_2d(slot, map, full, k0, tn * Cfg::BN);
+  } else {
+    const int share = int(hopper::cluster_rank()) * Cfg::kBoxB;
+    hopper::tma_load_2d_multicast(slot + share * Cfg::kRowBytes, map, full, k0, tn * Cfg::BN + share,
+                                  (1u << Cfg::kCluster) - 1);
+  }
 }
 
 // Producer (one thread): TMA copies of k-tiles [kt0, kt1) of tile (tm, tn)
@@ -186,12 +210,21 @@ __device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaR
     } else {
       tma_load_2d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0, tm * Cfg::BM);
     }
-    tma_load_2d(ring.slot(s, 0, true), &maps.b_big, &ring.full[s], k0, tn * Cfg::BN);
+    load_b<Cfg>(ring.slot(s, 0, true), &maps.b_big, &ring.full[s], k0, tn);
     if constexpr (Cfg::Products == 3) {
       if (a == AOperand::copy) tma_load_2d(ring.slot(s, 1, false), &maps.a_small, &ring.full[s], k0, tm * Cfg::BM);
-      tma_load_2d(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], k0, tn * Cfg::BN);
+      load_b<Cfg>(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], k0, tn);
     }
   }
+}
+
+// Producer of a cluster's block, after its last copies: waits until every
+// consumer of the cluster has released each slot, so that no block leaves
+// while another may still copy into its slots or arrive on its barriers.
+template <class Cfg>
+__device__ __forceinline__ void drain_ring(const WgmmaRing<Cfg>& ring, int it) {
+  for (int i = it; i < it + Cfg::Stages; ++i)
+    hopper::mbar_wait(&ring.empty[i % Cfg::Stages], ((i / Cfg::Stages) & 1) ^ 1);
 }
 
 // A consumer warpgroup's registers: its 64 rows of the tile in `acc` (and
@@ -202,9 +235,17 @@ struct WgmmaAccumulators {
 };
 
 // A consumer warp gives slot s back to the producer (s < 0: none).
+// In a cluster it gives it back to every block's producer (whose copies of
+// B landed in it too).
 template <class Cfg>
 __device__ __forceinline__ void release_slot(const WgmmaRing<Cfg>& ring, int s) {
-  if (s >= 0 && threadIdx.x % 32 == 0) hopper::mbar_arrive(&ring.empty[s]);
+  if (s < 0 || threadIdx.x % 32 != 0) return;
+  if constexpr (Cfg::kCluster == 1) {
+    hopper::mbar_arrive(&ring.empty[s]);
+  } else {
+#pragma unroll
+    for (int rank = 0; rank < Cfg::kCluster; ++rank) hopper::mbar_arrive_in(&ring.empty[s], rank);
+  }
 }
 
 // Consumers, once k-tile k's wgmma (of n, from slot s) are issued: commit

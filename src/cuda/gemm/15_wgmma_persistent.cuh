@@ -27,6 +27,13 @@
 // tile into the block that holds it (TileInBlock), the staged boxes through a
 // rank-4 tensor map of the blocks; A stored so is read by TMA through such a
 // map too (WgmmaMaps), and B by the split pass block by block.
+//
+// Clusters (Cfg::kCluster > 1): the blocks of a cluster take the tiles
+// (tm, tn) of one work unit that differ in tm only, in lock step; each block
+// copies its share of B's k-tile and multicasts it to all (load_b), so B
+// leaves L2 once per cluster, and a slot is empty when every consumer of the
+// cluster has released it (release_slot). The work is planned in units of
+// kCluster tiles down M.
 #pragma once
 
 #include "14_wgmma_tma.cuh"
@@ -38,9 +45,14 @@ namespace parray::cuda::ladder {
 using cuda::WgmmaWork;
 
 // Unit u: tile (tm, tn) and its k-tiles [kt0, kt1). A tile's parts are
-// consecutive units, so they run at once on neighbouring SMs.
+// consecutive units, so they run at once on neighbouring SMs. In a cluster a
+// unit is kCluster tiles down M (tiles_m counts those), one per block.
+template <class Cfg>
 __device__ __forceinline__ void work_unit(const WgmmaWork& w, int u, int& tm, int& tn, int& kt0, int& kt1) {
   grouped_tile(u / w.splits, w.tiles_m, w.tiles_n, tm, tn);
+#ifdef PARRAY_HOPPER_MMA
+  if constexpr (Cfg::kCluster > 1) tm = tm * Cfg::kCluster + int(hopper::cluster_rank());
+#endif
   kt0 = u % w.splits * w.k_per;
   kt1 = min(w.k_tiles, kt0 + w.k_per);
 }
@@ -88,27 +100,30 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
   init_ring(ring);
+  constexpr int kCluster = Cfg::kCluster;
   const int units = static_cast<int>(work.units());
   int tm, tn, kt0, kt1, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
     hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      work_unit(work, u, tm, tn, kt0, kt1);
+    for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
+      work_unit<Cfg>(work, u, tm, tn, kt0, kt1);
       load_k_tiles(maps, ring, tm, tn, kt0, kt1, it, From);
     }
+    if constexpr (kCluster > 1) drain_ring(ring, it);
     return;
   }
   hopper::claim_registers<hopper::kConsumerRegisters>();
   const std::uint32_t rows_off = (threadIdx.x / 128 - 1) * 64 * Cfg::kRowBytes;
   std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, threadIdx.x / 128 - 1);
   WgmmaAccumulators<Cfg> r;
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    work_unit(work, u, tm, tn, kt0, kt1);
+  for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
+    work_unit<Cfg>(work, u, tm, tn, kt0, kt1);
     if constexpr (From == AOperand::copy)
       multiply_k_tiles(ring, r, kt1 - kt0, promote_every, rows_off, it);
     else
       multiply_k_tiles_a_in_registers<Cfg, From>(ring, r, kt1 - kt0, promote_every, rows_off, keep_small != 0, it);
+    if (kCluster > 1 && tm * Cfg::BM >= M) continue;  // a cluster's block past C's last rows
     const TileInBlock<Cfg> t(c, tm, tn, M, N);
     if (work.splits > 1) {
       store_tile<Cfg, true>(t.c, r, t.tm, t.tn, t.M, t.N, alpha, beta);

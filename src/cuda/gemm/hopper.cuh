@@ -34,6 +34,17 @@ __device__ __forceinline__ void mbar_arrive_expect_bytes(std::uint64_t* bar, std
 __device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
+// The same on the barrier at bar's offset in block `rank` of this block's
+// cluster (mapa: its address in the cluster's shared window), released at
+// cluster scope so that block's waiters see this block's reads as done.
+__device__ __forceinline__ void mbar_arrive_in(std::uint64_t* bar, std::uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
 // Waits until the phase of parity `parity` has completed. A fresh barrier is
 // in phase 0, so waiting for parity 1 returns at once (the "previous" phase).
 __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
@@ -56,6 +67,17 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, std::uin
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::
           "r"(smem_addr(dst)),
       "l"(map), "r"(smem_addr(bar)), "r"(inner), "r"(outer)
+      : "memory");
+}
+
+// The same box into dst's offset in every block of the cluster that `blocks`
+// has a bit for, each counting the bytes on its barrier at bar's offset.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* map, std::uint64_t* bar, int inner,
+                                                      int outer, std::uint16_t blocks) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], "
+      "[%1, {%3, %4}], [%2], %5;" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(inner), "r"(outer), "h"(blocks)
       : "memory");
 }
 
@@ -99,6 +121,20 @@ __device__ __forceinline__ void bulk_wait() {
 // Orders this thread's ordinary shared-memory writes before later accesses by
 // the copy engine (the async proxy).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// ---- clusters ------------------------------------------------------------
+
+// This block's rank in its cluster.
+__device__ __forceinline__ std::uint32_t cluster_rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster arrives, then waits for all:
+// what each wrote before (barrier initialisation included) is seen by all.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 // bar.sync on barrier `id` (1..15; 0 is __syncthreads) for `threads` threads.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
