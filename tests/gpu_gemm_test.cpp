@@ -296,9 +296,9 @@ TEST(GpuWgmmaCluster, BlocksSharingBMulticastAgreeWithFp64Reference) {
   const std::vector<Shape> shapes = {{384, 520, 512}, {1037, 1031, 1055}, {256, 2048, 512}, {130, 68, 1032}};
   const std::vector<Layouts3> layouts = {
       {"row", "row", "row"}, {"col", "col", "col"}, {"row", "col", "row"}, {"fig17", "fig17", "fig17"}};
-  struct InPairs {  // the setting back to one block whatever leaves the test
+  struct InPairs {  // the setting back to its default whatever leaves the test
     InPairs() { set_tuning("gpu.wgmma_cluster", "2"); }
-    ~InPairs() { set_tuning("gpu.wgmma_cluster", "1"); }
+    ~InPairs() { set_tuning("gpu.wgmma_cluster", "auto"); }
   } in_pairs;
   if (const std::string why =
           expect_all_agree({"cuda-15-tf32", "cuda-15-3xtf32", "cuda-15-bf16", "cuda-15-fp16"}, shapes, layouts, 13);

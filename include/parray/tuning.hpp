@@ -73,8 +73,8 @@ struct GpuTuning {
   // gpu.wgmma_cluster, PARRAY_WGMMA_CLUSTER: step 15's blocks in clusters of
   // this many (1 or 2) along M, each k-tile of B copied once per cluster and
   // multicast to its blocks by TMA (A from the pass, or TF32's row-major A in
-  // place).
-  int wgmma_cluster = 1;
+  // place); 0: auto (pairs for FP32 accuracy where M, N >= 8192).
+  int wgmma_cluster = 0;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
   std::string knn_gemm;
   // gpu.speed_table, PARRAY_GPU_SPEED_TABLE: the CSV of `parray tune` (a bench

@@ -273,9 +273,10 @@ const Key kKeys[] = {
     key<kGpu, &GpuTuning::wgmma_read_early, Named<FlagNames>>(
         "gpu.wgmma_read_early", "PARRAY_WGMMA_READ_EARLY",
         "1: cuda-14-tf32 reads a slot before its copies land (a broken pipeline; fails the checks)"),
-    key<kGpu, &GpuTuning::wgmma_cluster, Integer<int, 1, 2>>(
+    key<kGpu, &GpuTuning::wgmma_cluster, IntegerOrAuto<int, 1, 2, 0>>(
         "gpu.wgmma_cluster", "PARRAY_WGMMA_CLUSTER",
-        "cuda-15's blocks in clusters of this many along M, B's k-tiles multicast to the cluster by TMA (1 or 2)"),
+        "cuda-15's blocks in clusters of this many along M, B's k-tiles multicast to the cluster by TMA: auto "
+        "(2 for FP32 accuracy where M, N >= 8192), 1 or 2"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),

@@ -268,6 +268,18 @@ bool a_in_registers(index_t N, bool fp32_accurate) {
   return mode == 1 || (mode < 0 && (!fp32_accurate || N <= kRegisterAMaxN));
 }
 
+// Whether step 15 runs in clusters of two (gpu.wgmma_cluster; auto: FP32
+// accuracy where M, N >= kPairsMin). B's multicast halves its reads from L2.
+// On an H200 pairs are never slower and gain only with FP32 accuracy (B's
+// two parts) at 8192^3: median 232 % of cuBLAS SGEMM against 230 % (six runs
+// each); at 4096^3 and for one product (TF32, BF16) they run level.
+constexpr index_t kPairsMin = 8192;
+bool in_pairs(const GemmCall<float>& call, bool fp32_accurate) {
+  const int mode = gpu_tuning().wgmma_cluster;
+  if (mode != 0) return mode == 2;
+  return fp32_accurate && call.c.rows() >= kPairsMin && call.c.cols() >= kPairsMin;
+}
+
 // Whether step 15 computes C^T = B^T A^T instead, B^T the operand in
 // registers: where B is the larger operand, A has few rows (C^T, column-major
 // where C is row-major, is then stored by each thread) and B lies as TMA reads.
@@ -543,22 +555,22 @@ void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& cal
   gemm_wgmma_on_stream<Fp32Tiles>(stream, call, "cuda-14-3xtf32");
 }
 void gemm_persistent_tf32(const GemmCall<float>& call) {
-  if (gpu_tuning().wgmma_cluster == 2)
+  if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Tf32Tiles>, Persistent>(nullptr, call, "cuda-15-tf32");
   gemm_wgmma_on_stream<Tf32Tiles, Persistent>(nullptr, call, "cuda-15-tf32");
 }
 void gemm_persistent_bf16(const GemmCall<float>& call) {
-  if (gpu_tuning().wgmma_cluster == 2)
+  if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Bf16Tiles>, Persistent>(nullptr, call, "cuda-15-bf16");
   gemm_wgmma_on_stream<Bf16Tiles, Persistent>(nullptr, call, "cuda-15-bf16");
 }
 void gemm_persistent_fp16(const GemmCall<float>& call) {
-  if (gpu_tuning().wgmma_cluster == 2)
+  if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Fp16Tiles>, Persistent>(nullptr, call, "cuda-15-fp16");
   gemm_wgmma_on_stream<Fp16Tiles, Persistent>(nullptr, call, "cuda-15-fp16");
 }
 void gemm_persistent_3xtf32(const GemmCall<float>& call) {
-  if (gpu_tuning().wgmma_cluster == 2)
+  if (in_pairs(call, true))
     return gemm_wgmma_on_stream<InPairs<Fp32Tiles>, Persistent>(nullptr, call, "cuda-15-3xtf32");
   gemm_wgmma_on_stream<Fp32Tiles, Persistent>(nullptr, call, "cuda-15-3xtf32");
 }
