@@ -36,6 +36,28 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("frobnicate", "subcommand");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
+  expect_cli_bad_input("plan -m 0 -n 8 -k 8 --gpu h100", "must be >= 1");
+  expect_cli_bad_input("plan -m 8 -n 8 -k 8 --gpu a100", "unknown --gpu 'a100'");
+  expect_cli_bad_input("plan -m 8 -n 8 -k 8 --gpu h100 --precision fp8", "unknown precision 'fp8'");
+  expect_cli_bad_input("plan -m 8 -n 8 -k 8 --gpu h100 --precision fp64", "plans FP32 data");
+  expect_cli_bad_input("bench shapes --device tpu", "--device is gpu or cpu");
+  expect_cli_bad_input("bench shapes --count 0", "--count must be");
+  expect_cli_bad_input("bench calls --calls 0", "--calls must be");
+}
+
+// parray plan on a model (no GPU needed): the class of kernel a class of
+// shape gets, and every kernel listed with its time or why it cannot run.
+TEST(Cli, PlanPrintsTheChoiceAndTheAlternatives) {
+  const CliResult gemv = run_cli("plan -m 1 -n 4096 -k 4096 --gpu h100");
+  ASSERT_EQ(gemv.status, 0) << gemv.err;
+  EXPECT_NE(gemv.out.find("plan: gemv"), std::string::npos) << gemv.out;
+  const CliResult big = run_cli("plan -m 4096 -n 4096 -k 4096 --gpu h200 --precision tf32");
+  ASSERT_EQ(big.status, 0) << big.err;
+  EXPECT_NE(big.out.find("plan: tensor-tf32 (cuda-15-tf32)"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("cannot: delivers bf16, the call asks for tf32"), std::string::npos) << big.out;
+  const CliResult split = run_cli("plan -m 96 -n 96 -k 12288 --gpu h100");
+  ASSERT_EQ(split.status, 0) << split.err;
+  EXPECT_EQ(split.out.find("K split 1,"), std::string::npos) << split.out;
 }
 
 TEST(Cli, ListShowsTheLadderAndMissingParts) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gemm_test_names.hpp"
 #include "parray/harness.hpp"
@@ -352,4 +353,62 @@ TEST(GpuCopy, RowMajorToFig18AndBack) {
       ASSERT_EQ(out[i * n + j], host[i * n + j]) << i << "," << j;
       ASSERT_EQ(blocked_host[l.offset(i, j)], host[i * n + j]) << i << "," << j;
     }
+}
+
+// The default GPU GEMM (gpu-auto) on a problem of each class the planner
+// tells apart — GEMV (M or N = 1), small, a small C with a long K (split),
+// thin, large — at each precision a call can ask for, checked at that
+// precision on the same data, on row-major and on layouts that take other
+// paths (column-major, a blocked figure-18 C).
+TEST(GpuPlanner, EveryPlannedPathAtEveryPrecision) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& gpu_auto = registry().find("gpu-auto");
+  // (m, k, n): GEMV, few vectors (N or M <= 8, K sliced where the rows are
+  // few), small, split, thin, large.
+  const std::vector<Shape> shapes = {{1, 4096, 3000},  {3000, 4096, 1}, {1, 1, 77},       {4192, 2493, 3},
+                                     {94, 7983, 3},    {5, 3001, 7000}, {3, 2374, 13},    {6001, 999, 8},
+                                     {64, 64, 64},     {513, 129, 257}, {96, 12288, 96},  {256, 30000, 64},
+                                     {4000, 17, 3000}, {2048, 2048, 2048}};
+  for (const Shape& s : shapes)
+    for (const char* layout : {"row", "col", "fig18"})
+      for (Precision asked : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16}) {
+        if (std::string(layout) == "fig18" && (s.m < 2 || s.n < 2 || s.k < 2)) continue;
+        GemmProblem p;
+        p.m = s.m, p.k = s.k, p.n = s.n;
+        p.layout_a = p.layout_b = p.layout_c = layout;
+        p.beta = 0.5;
+        p.precision = asked;
+        p.reference_on_device = true;  // the FP64 reference of the large ones on the GPU
+        p.seed = static_cast<std::uint64_t>(s.m + 7 * s.k + 11 * s.n);
+        GemmCase gcase(p);
+        const CheckResult r = gcase.run_and_check(gpu_auto, 1);
+        EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << layout << " " << precision_name(asked) << ": "
+                          << r.reason << " (rel_err " << r.rel_err << ", tolerance " << r.tolerance << ")";
+        EXPECT_DOUBLE_EQ(r.tolerance, gemm_tolerance(Dtype::f32, p.k, asked));
+      }
+}
+
+// A K split adds its parts in a fixed order: the same call twice gives the
+// same bits, on the CUDA cores (step 12) and the tensor cores (step 15).
+TEST(GpuPlanner, KSplitsAreDeterministic) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  for (const char* impl : {"cuda-12-best", "cuda-15-3xtf32", "cuda-15-tf32", "gpu-auto"}) {
+    const GemmImpl& i = registry().find(impl);
+    if (!why_not_anywhere(i).empty()) continue;
+    GemmProblem p;
+    p.m = 96, p.k = 12288, p.n = 96;
+    p.beta = 0.5;
+    p.precision = i.rounds_inputs.value_or(Precision::fp32);
+    GemmCase gcase(p);
+    auto bits = [&] {
+      const auto* c = static_cast<const unsigned char*>(gcase.c_storage());
+      return std::vector<unsigned char>(c, c + gcase.c_storage_bytes());
+    };
+    ASSERT_TRUE(gcase.run_and_check(i, 1).ok) << impl;
+    const std::vector<unsigned char> first = bits();
+    for (int rep = 0; rep < 3; ++rep) {
+      ASSERT_TRUE(gcase.run_and_check(i, 1).ok) << impl;
+      EXPECT_TRUE(bits() == first) << impl << ": a K split's sum depends on timing";
+    }
+  }
 }

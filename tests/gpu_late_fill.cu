@@ -1,5 +1,6 @@
-// A kernel for gpu_stream_order_test.cpp (which g++ compiles): work on the
-// legacy default stream that takes a while and then writes C.
+// A kernel for gpu_stream_order_test.cpp and gpu_streams_test.cpp (which g++
+// compiles): work that takes a while and then writes C, on the legacy default
+// stream or on a given one.
 #include <cuda_runtime.h>
 
 namespace parray::test {
@@ -29,6 +30,12 @@ __global__ void late_fill_kernel(float* c, long long n, float value, unsigned lo
 // Enqueues late_fill_kernel on the legacy default stream; returns its launch status.
 cudaError_t launch_late_fill(float* c, long long n, float value, unsigned long long ns) {
   late_fill_kernel<<<64, 256>>>(c, n, value, ns);
+  return cudaGetLastError();
+}
+
+// The same on `stream`.
+cudaError_t launch_late_fill_on(cudaStream_t stream, float* c, long long n, float value, unsigned long long ns) {
+  late_fill_kernel<<<64, 256, 0, stream>>>(c, n, value, ns);
   return cudaGetLastError();
 }
 

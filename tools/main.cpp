@@ -251,7 +251,7 @@ int cmd_gemm(const GemmArgs& g) {
   }
   std::cout << fmt::format("time {:.4f} ms (median), {:.2f} GFLOP/s, {:.1f}% of peak\n", r.ms, r.gflops, r.pct_peak);
   // The tolerance the check applied: that of the precision the implementation delivers.
-  const Precision delivered = registry().find(r.impl).delivers(p.dtype);
+  const Precision delivered = registry().find(r.impl).delivers(p.dtype, p.precision);
   std::cout << fmt::format("check OK: rel_err {:.3e} (tolerance {:.3e}), max_abs_err {:.3e}\n", r.rel_err,
                            gemm_tolerance(p.dtype, p.k, delivered), r.max_abs_err);
   return 0;

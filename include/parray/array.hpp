@@ -22,8 +22,11 @@ namespace parray {
 // parray::Error when parray was built without it or no GPU is present.
 void* allocate_bytes(Memory memory, std::size_t bytes);
 void free_bytes(Memory memory, void* p) noexcept;
-// Copies raw bytes between any two memory spaces (CUDA for device memory).
-void copy_bytes(void* dst, Memory dst_memory, const void* src, Memory src_memory, std::size_t bytes);
+// Copies raw bytes between any two memory spaces (CUDA for device memory, on
+// `stream`, nullptr: the calling thread's default stream); returns once the
+// bytes are there.
+void copy_bytes(void* dst, Memory dst_memory, const void* src, Memory src_memory, std::size_t bytes,
+                GpuStream stream = nullptr);
 bool cuda_available();  // built with CUDA and a GPU is present
 
 template <class T>
@@ -103,22 +106,26 @@ void copy_host(MatrixView<const T> src, MatrixView<T> dst) {
   }
 }
 
-// The copies that touch device memory (src/core/copy.cpp): one cudaMemcpy
-// where both sides have the same dense layout, else a staged copy and the
-// device's tiled layout-changing kernel. Built without CUDA: parray::Error.
+// The copies that touch device memory (src/core/copy.cpp): one copy of the
+// bytes where both sides have the same dense layout, else a staged copy and
+// the device's tiled layout-changing kernel, all on `stream` (nullptr: the
+// calling thread's default stream). A copy to or from the host returns once
+// it is done; device to device, once it is queued. Built without CUDA:
+// parray::Error.
 template <class T>
-void copy_device(MatrixView<const T> src, MatrixView<T> dst);
-extern template void copy_device<float>(MatrixView<const float>, MatrixView<float>);
-extern template void copy_device<double>(MatrixView<const double>, MatrixView<double>);
+void copy_device(MatrixView<const T> src, MatrixView<T> dst, GpuStream stream = nullptr);
+extern template void copy_device<float>(MatrixView<const float>, MatrixView<float>, GpuStream);
+extern template void copy_device<double>(MatrixView<const double>, MatrixView<double>, GpuStream);
 
 // Parray's #copy between two matrix types of the same shape, any layouts, any
-// memory kinds (paged, pinned, device) on either side, in one call.
+// memory kinds (paged, pinned, device) on either side, in one call; the GPU's
+// part on `stream` as copy_device.
 template <class T>
-void copy(MatrixView<const T> src, MatrixView<T> dst) {
+void copy(MatrixView<const T> src, MatrixView<T> dst, GpuStream stream = nullptr) {
   if (src.rows() != dst.rows() || src.cols() != dst.cols())
     throw Error("copy: source is " + std::to_string(src.rows()) + "x" + std::to_string(src.cols()) +
                 ", destination is " + std::to_string(dst.rows()) + "x" + std::to_string(dst.cols()));
-  if (src.memory == Memory::device || dst.memory == Memory::device) return copy_device(src, dst);
+  if (src.memory == Memory::device || dst.memory == Memory::device) return copy_device(src, dst, stream);
   copy_host(src, dst);
 }
 

@@ -6,6 +6,10 @@
 #include <stdexcept>
 #include <string>
 
+// CUDA's stream type, named without CUDA's headers: cudaStream_t is
+// CUstream_st*, so a GpuStream is a cudaStream_t in code that has them.
+struct CUstream_st;
+
 #if defined(__CUDACC__)
 #define PARRAY_HD __host__ __device__
 #else
@@ -17,6 +21,11 @@ namespace parray {
 // All index arithmetic is 64-bit: a 50000 x 50000 matrix already has more
 // elements than a 32-bit int can count.
 using index_t = std::int64_t;
+
+// A CUDA stream a call's GPU work is queued on. nullptr means the calling
+// thread's default stream (cudaStreamPerThread), never the legacy default
+// stream: two threads' calls do not serialise on it.
+using GpuStream = CUstream_st*;
 
 // Every user-facing error of the library. The CLI turns it into one line on
 // stderr and exit status 2.

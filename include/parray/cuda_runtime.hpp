@@ -8,8 +8,9 @@
 
 namespace parray::cuda {
 
-// Times one call of run() (which launches work on the default stream) with
-// CUDA events; returns milliseconds. Every CUDA error is checked.
+// Times one call of run() (which launches work on the calling thread's default
+// stream) with CUDA events on the legacy default stream, which the per-thread
+// one is ordered with; returns milliseconds. Every CUDA error is checked.
 double event_time_ms(const std::function<void()>& run);
 // cudaDeviceSynchronize, checked.
 void synchronize();

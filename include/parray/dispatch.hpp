@@ -1,15 +1,12 @@
-// The default GPU GEMM's choice of kernel: per call, the fastest of parray's
-// own GPU kernels that deliver the call's precision, from speeds measured on
-// this kind of GPU.
+// A table of measured speeds that can refine the default GPU GEMM's plan
+// (include/parray/plan.hpp, docs/dispatch.md): `parray tune` measures the
+// candidates on this GPU and the tuning key gpu.speed_table points at its CSV.
 //
 // A SpeedTable holds the rows of a `parray bench gemm` CSV (impl, dtype, m, n,
 // k, layout, GFLOP/s, ok). For a call of shape (m, n, k) it finds the measured
 // shape nearest in log2 of each extent, among the shapes of the same
 // alignment (every extent a multiple of 16, or not), and, among the
-// candidates measured there, names the fastest. The built-in tables are this
-// repository's own measurements (bench/results, embedded at build time) for
-// the GPUs they were taken on; `parray tune` measures another GPU and the
-// tuning key gpu.speed_table points at its CSV.
+// candidates measured there, names the fastest.
 #pragma once
 
 #include <string>
@@ -42,14 +39,9 @@ class SpeedTable {
   std::string fastest(Dtype d, index_t m, index_t n, index_t k, const std::vector<std::string>& candidates) const;
 
  private:
-  friend SpeedTable builtin_speed_table(const std::string& device_name);
   std::vector<SpeedPoint> points_;
   std::string source_;
 };
 
-// The built-in table of a GPU, by its CUDA device name ("NVIDIA H200" ...):
-// the points of every built-in CSV taken on it; empty for a GPU parray has no
-// measurements of.
-SpeedTable builtin_speed_table(const std::string& device_name);
 
 }  // namespace parray

@@ -24,6 +24,12 @@ struct GemmOptions {
   // dtype's own (fp32 for float, fp64 for double). An implementation that
   // delivers less is an error, never a silent downgrade.
   std::optional<Precision> precision = std::nullopt;
+  // The CUDA stream of a GPU implementation's work, as a cuBLAS handle's:
+  // the call returns once its work is queued there (operands in device
+  // memory must stay alive until it has run). nullptr: the calling thread's
+  // default stream (cudaStreamPerThread). The library queues nothing on the
+  // legacy default stream.
+  GpuStream stream = nullptr;
 };
 
 template <class T>
@@ -31,12 +37,12 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
           const GemmOptions& options = {});
 
 // The same through an implementation already taken from the registry
-// (registry().find): no lookup by name. threads and precision as in
+// (registry().find): no lookup by name. threads, precision and stream as in
 // GemmOptions.
 struct GemmImpl;
 template <class T>
 void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
-          int threads = 0, std::optional<Precision> precision = {});
+          int threads = 0, std::optional<Precision> precision = {}, GpuStream stream = nullptr);
 
 // The same for views of non-const data (what Array::view returns).
 template <class T>
@@ -58,9 +64,9 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
 extern template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
                                  MatrixView<float>, const GemmOptions&);
 extern template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
-                                 MatrixView<float>, int, std::optional<Precision>);
+                                 MatrixView<float>, int, std::optional<Precision>, GpuStream);
 extern template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>,
-                                  double, MatrixView<double>, int, std::optional<Precision>);
+                                  double, MatrixView<double>, int, std::optional<Precision>, GpuStream);
 extern template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
                                   MatrixView<double>, const GemmOptions&);
 extern template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*,

@@ -12,7 +12,8 @@
 //   cublas   cublasGemmEx, the baseline
 // Bad arguments throw parray::Error with the reason; so does an implementation
 // that cannot run on this GPU (gemm16_unsupported says why beforehand).
-// Asynchronous on the default stream, like a kernel launch.
+// Queued on Gemm16Args::stream (nullptr: the calling thread's default stream),
+// asynchronous like a kernel launch.
 #pragma once
 
 #include <string>
@@ -39,6 +40,9 @@ struct Gemm16Args {
   index_t ldb = 0;
   void* c = nullptr;
   index_t ldc = 0;
+  // The CUDA stream of the work (nullptr: the calling thread's default
+  // stream), as GemmOptions::stream.
+  GpuStream stream = nullptr;
 };
 
 const std::vector<std::string>& gemm16_impls();

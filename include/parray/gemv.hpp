@@ -24,6 +24,9 @@ struct GemvCall {
   T beta;
   T* y;                   // M
   int threads;            // >= 1, resolved
+  // The GPU stream of the call's work (nullptr: the calling thread's default
+  // stream, cudaStreamPerThread); host implementations ignore it.
+  GpuStream stream = nullptr;
 };
 
 struct GemvImpl : ImplInfo, TypedRuns<GemvCall> {
@@ -48,6 +51,10 @@ void register_gemv_baselines(GemvRegistry& r);
 struct GemvOptions {
   std::string impl = "cpu";
   int threads = 0;  // 0: OMP_NUM_THREADS or all cores
+  // The CUDA stream of a GPU implementation's work, as GemmOptions::stream:
+  // the call returns once its work is queued there. nullptr: the calling
+  // thread's default stream. Nothing goes to the legacy default stream.
+  GpuStream stream = nullptr;
 };
 
 template <class T>

@@ -31,6 +31,11 @@ struct KnnOptions {
   index_t query_tile = 0;   // queries per GEMM tile, 0: automatic
   index_t base_tile = 0;    // base vectors per GEMM tile, 0: automatic
   std::string gemm = "";    // GPU: GEMM implementation for the inner products ("" = the GPU default)
+  // GPU: the CUDA stream of the search's work (nullptr: the calling thread's
+  // default stream). The search waits for the stream's earlier work and
+  // returns with its results on the host side done: it synchronises this
+  // stream (never the device, never the legacy default stream).
+  GpuStream stream = nullptr;
 };
 
 // Checks k, n, q, d and throws parray::Error with a message that says what is wrong.
@@ -78,7 +83,9 @@ std::vector<float> synthetic_vectors(index_t n, index_t d, std::uint64_t seed, d
 namespace cuda {
 
 // GPU versions (src/cuda/knn/), defined only when built with CUDA. All
-// pointers are device memory; calls are synchronous with the default stream.
+// pointers are device memory; the work goes on KnnOptions::stream (nullptr:
+// the calling thread's default stream), and the k-NN calls return once it
+// has run there.
 // Any k from 1 to N: k <= 2048 in one pass of GEMM tile + fused selection per
 // base tile; larger k by merged passes (each tile's rows sorted, then merged
 // with the k best so far). N < 2^31. Indices are int64.
@@ -93,12 +100,14 @@ void knn_device_16bit(const std::uint16_t* base, Storage storage, index_t n, con
 // Seed 002 on the GPU: one fused kernel (distances + a bitonic sort in
 // registers, warp shuffles and shared memory) for n <= 4096, else a distance
 // kernel + CUB radix sort.
+// Queued on `stream` (nullptr: the calling thread's default stream);
+// asynchronous like a kernel launch.
 void distances_sorted_device(const float* base, index_t n, index_t d, const float* query, Metric metric,
-                             float* distances, index_t* indices);
+                             float* distances, index_t* indices, GpuStream stream = nullptr);
 // Per-call times of distances_sorted_device on the same data, microseconds:
 // back_to_back_us = CUDA events around `calls` calls issued back to back,
 // divided by calls (launch included, as PyTorch's per-call figure is);
-// single_sync_us = median host time of one call + cudaDeviceSynchronize
+// single_sync_us = median host time of one call + cudaStreamSynchronize
 // (min(calls, 2000) samples); single_event_us = one call between events.
 struct DistCallTiming {
   double back_to_back_us = 0, single_sync_us = 0, single_event_us = 0;

@@ -31,6 +31,12 @@ struct GemmCall {
   T beta;
   MatrixView<T> c;        // M x N
   int threads;            // >= 1, already resolved
+  // The GPU stream the call's work goes on (nullptr: the calling thread's
+  // default stream, cudaStreamPerThread); host implementations ignore it.
+  GpuStream stream = nullptr;
+  // The least accuracy the caller asked for (the dtype's own when unset): an
+  // implementation that selects its kernel by precision (gpu-auto) reads it.
+  Precision precision = Precision::fp32;
 };
 
 struct GemmImpl : ImplInfo, TypedRuns<GemmCall> {
@@ -52,10 +58,24 @@ struct GemmImpl : ImplInfo, TypedRuns<GemmCall> {
   // TF32, FP16, BF16); unset: used at their dtype's own precision. What a
   // call gets is delivers(dtype) and gemm() refuses a call that asks more.
   std::optional<Precision> rounds_inputs;
+  // The implementation picks its kernel by the precision asked (GemmCall::
+  // precision): it delivers exactly what a call asks, down to the lowest
+  // precision it has a kernel for (gpu-auto: TF32, BF16, FP16 tensor cores).
+  std::vector<Precision> selects_down_to;
 
   Precision delivers(Dtype d) const {
     if (!rounds_inputs) return precision_of(d);
     return meets(*rounds_inputs, precision_of(d)) ? precision_of(d) : *rounds_inputs;
+  }
+  // What a call that asks for `asked` (unset: the dtype's own) gets: the
+  // request itself where the implementation selects a kernel for it, else
+  // delivers(d).
+  Precision delivers(Dtype d, std::optional<Precision> asked) const {
+    const Precision want = asked.value_or(precision_of(d)), own = delivers(d);
+    if (meets(own, want) && std::find(selects_down_to.begin(), selects_down_to.end(), want) != selects_down_to.end() &&
+        meets(precision_of(d), want))
+      return want;
+    return own;
   }
 
   std::string why_not(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) const {

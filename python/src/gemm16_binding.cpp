@@ -68,7 +68,8 @@ void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, dou
   g.alpha = float(alpha), g.beta = float(beta);
   g.a = oa.data, g.lda = sa.ld, g.b = ob.data, g.ldb = sb.ld, g.c = oc.data, g.ldc = sc.ld;
   py::gil_scoped_release release;
-  run_on_caller_stream(oa.device_id, stream, [&] { gemm16(g, impl); });
+  g.stream = caller_stream(stream);
+  on_device(oa.device_id, [&] { gemm16(g, impl); });
 #else
   (void)alpha, (void)beta, (void)impl, (void)stream;
   throw Error(std::string("a: is in ").append(oa.where()).append(" but parray was built without CUDA"));

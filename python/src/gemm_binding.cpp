@@ -44,21 +44,23 @@ GemmOptions options_of(const std::optional<std::string>& impl, const std::option
 template <class T>
 class Staged {
  public:
-  Staged(const Operand& op, bool read) : op_(op) {
+  Staged(const Operand& op, bool read, GpuStream stream) : op_(op), stream_(stream) {
     view_ = {static_cast<T*>(op.data), op.layout, op.memory};
     if (!op.has_negative_stride()) return;
     copy_.emplace(Layout::dense({op.rows(), op.cols()}), op.memory == Memory::device ? Memory::device : Memory::paged);
     MatrixView<T> dense = copy_->view();
-    if (read) copy(MatrixView<const T>(view_), dense);
+    if (read) copy(MatrixView<const T>(view_), dense, stream_);
     view_ = dense;
   }
   MatrixView<T> view() const { return view_; }
   void write_back() const {
-    if (copy_) copy(MatrixView<const T>(view_), MatrixView<T>{static_cast<T*>(op_.data), op_.layout, op_.memory});
+    if (copy_)
+      copy(MatrixView<const T>(view_), MatrixView<T>{static_cast<T*>(op_.data), op_.layout, op_.memory}, stream_);
   }
 
  private:
   const Operand& op_;
+  GpuStream stream_;
   MatrixView<T> view_;
   std::optional<Array<T>> copy_;
 };
@@ -66,7 +68,7 @@ class Staged {
 template <class T>
 void gemm_typed(const Operand& a, const Operand& b, const Operand& c, double alpha, double beta,
                 const GemmOptions& options) {
-  const Staged<T> sa(a, true), sb(b, true), sc(c, beta != 0);
+  const Staged<T> sa(a, true, options.stream), sb(b, true, options.stream), sc(c, beta != 0, options.stream);
   gemm<T>(T(alpha), MatrixView<const T>(sa.view()), MatrixView<const T>(sb.view()), T(beta), sc.view(), options);
   sc.write_back();
 }
@@ -102,12 +104,13 @@ void gemm_dlpack(py::handle a, py::handle b, py::handle out, double alpha, doubl
                  std::uintptr_t stream) {
   const Operand oa = DlpackArray(a, "a").matrix(), ob = DlpackArray(b, "b").matrix(),
                 oc = DlpackArray(out, "out").matrix();
-  const GemmOptions options = options_of(impl, precision, threads, oa.memory);
+  GemmOptions options = options_of(impl, precision, threads, oa.memory);
   check_product(oa, ob, oc, true);
   py::gil_scoped_release release;
   if (oa.memory != Memory::device) return run_gemm(oa, ob, oc, alpha, beta, options);
 #if PARRAY_PYTHON_CUDA
-  run_on_caller_stream(oa.device_id, stream, [&] { run_gemm(oa, ob, oc, alpha, beta, options); });
+  options.stream = caller_stream(stream);
+  on_device(oa.device_id, [&] { run_gemm(oa, ob, oc, alpha, beta, options); });
 #else
   (void)stream;
   throw Error(std::string("a: is in ").append(oa.where()).append(" but parray was built without CUDA"));

@@ -84,7 +84,7 @@ void knn_dlpack(py::handle base, py::handle queries, py::handle distances, py::h
     value_error(ob.memory != Memory::device ? "base" : "queries", "is not in CUDA memory");
   if (oq.device_id != ob.device_id)
     value_error("queries", std::string("is in ").append(oq.where()).append(", base in ").append(ob.where()));
-  const KnnOptions options = knn_options(k, metric, 0);
+  KnnOptions options = knn_options(k, metric, 0);
   check_knn_problem(ob.rows(), oq.rows(), ob.cols(), options);
   auto* x = static_cast<const float*>(db.compact(TypeCode::kFloat, 32, ob.rows(), ob.cols(), ob));
   auto* q = static_cast<const float*>(dq.compact(TypeCode::kFloat, 32, oq.rows(), oq.cols(), ob));
@@ -92,8 +92,8 @@ void knn_dlpack(py::handle base, py::handle queries, py::handle distances, py::h
   auto* i = static_cast<index_t*>(DlpackArray(indices, "indices").compact(TypeCode::kInt, 64, oq.rows(), k, ob));
   py::gil_scoped_release release;
 #if PARRAY_PYTHON_CUDA
-  run_on_caller_stream(ob.device_id, stream,
-                       [&] { cuda::knn_device(x, ob.rows(), q, oq.rows(), ob.cols(), options, d, i); });
+  options.stream = caller_stream(stream);
+  on_device(ob.device_id, [&] { cuda::knn_device(x, ob.rows(), q, oq.rows(), ob.cols(), options, d, i); });
 #else
   (void)x, (void)q, (void)d, (void)i, (void)stream;
   throw Error("base: is in CUDA memory but parray was built without CUDA");

@@ -1,23 +1,25 @@
-// GPU work of a Python call ordered on the caller's CUDA stream.
+// GPU work of a Python call on the caller's CUDA stream.
 //
-// The library launches on the legacy default stream; PyTorch's and CuPy's
-// streams other than their default are non-blocking, so nothing orders the
-// two by itself. run_on_caller_stream brackets the work with two events: the
-// default stream waits for what the caller's stream had queued (the inputs'
-// producers), and the caller's stream waits for the library's work before
-// anything queued on it afterwards. To the caller the work behaves as if it
-// ran on its stream, and no host thread waits. Defined only when the module
-// is built with CUDA (stream_order_cuda.cpp).
+// The library takes a stream per call (GemmOptions::stream, GemvOptions,
+// KnnOptions, Gemm16Args), so a binding passes the caller's stream — the one
+// PyTorch or CuPy named in the DLPack exchange — straight through: the work
+// is queued after what the caller had queued there (the inputs' producers)
+// and before anything it queues afterwards, with no events and no host wait.
+// Defined only when the module is built with CUDA (stream_order_cuda.cpp).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 
+#include "parray/core.hpp"
+
 namespace parray::python {
 
-// `stream` is a DLPack stream number: 1 the legacy default stream, 2 the
-// per-thread default stream, otherwise a cudaStream_t. `device` becomes the
-// current CUDA device for the work and is restored after it.
-void run_on_caller_stream(int device, std::uintptr_t stream, const std::function<void()>& work);
+// The stream of DLPack stream number `number`: 1 (or 0) the legacy default
+// stream, 2 the per-thread default stream, otherwise a cudaStream_t.
+GpuStream caller_stream(std::uintptr_t number);
+
+// Runs `work` with `device` the current CUDA device, restored after it.
+void on_device(int device, const std::function<void()>& work);
 
 }  // namespace parray::python

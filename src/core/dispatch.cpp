@@ -8,7 +8,6 @@
 #include <map>
 #include <sstream>
 
-#include "parray/gemm_dispatch_tables.hpp"  // generated: the built-in CSVs
 
 namespace parray {
 
@@ -98,17 +97,6 @@ std::string SpeedTable::fastest(Dtype d, index_t m, index_t n, index_t k,
     if (is_candidate(p) && p.m == nearest->m && p.n == nearest->n && p.k == nearest->k && p.gflops > fastest->gflops)
       fastest = &p;
   return fastest->impl;
-}
-
-SpeedTable builtin_speed_table(const std::string& device_name) {
-  SpeedTable all;
-  for (const detail::BuiltinSpeedTable& t : detail::builtin_speed_tables()) {
-    if (device_name.find(t.gpu) == std::string::npos) continue;
-    const SpeedTable one = SpeedTable::from_csv(t.csv, t.file);
-    all.points_.insert(all.points_.end(), one.points_.begin(), one.points_.end());
-    all.source_ += (all.source_.empty() ? "" : ", ") + one.source_;
-  }
-  return all;
 }
 
 }  // namespace parray

@@ -65,12 +65,12 @@ int resolve_threads(int requested) {
 template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options) {
-  gemm<T>(registry().find(options.impl), alpha, a, b, beta, c, options.threads, options.precision);
+  gemm<T>(registry().find(options.impl), alpha, a, b, beta, c, options.threads, options.precision, options.stream);
 }
 
 template <class T>
 void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
-          int requested_threads, std::optional<Precision> precision) {
+          int requested_threads, std::optional<Precision> precision, GpuStream stream) {
   check_sizes(a, "A");
   check_sizes(b, "B");
   check_sizes(c, "C");
@@ -90,7 +90,7 @@ void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const
   if (k == 0 || alpha == T(0)) {  // BLAS: A and B are not read
     if (c.memory == Memory::device) {
 #if PARRAY_HAVE_CUDA
-      cuda::scale<T>(beta, c);
+      cuda::scale<T>(beta, c, stream);
 #else
       throw Error("gemm: C is in device memory but parray was built without CUDA");
 #endif
@@ -109,7 +109,7 @@ void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const
   }
   if (std::string why = impl.why_not(a.layout, b.layout, c.layout); !why.empty())
     throw Error("gemm: implementation '" + impl.name + "' cannot take these layouts: " + why);
-  impl.run(GemmCall<T>{alpha, a, b, beta, c, threads});
+  impl.run(GemmCall<T>{alpha, a, b, beta, c, threads, stream, precision.value_or(precision_of(dtype_of<T>()))});
 }
 
 template <class T>
@@ -145,9 +145,9 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
 template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
                           MatrixView<float>, const GemmOptions&);
 template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
-                          MatrixView<float>, int, std::optional<Precision>);
+                          MatrixView<float>, int, std::optional<Precision>, GpuStream);
 template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>, double,
-                           MatrixView<double>, int, std::optional<Precision>);
+                           MatrixView<double>, int, std::optional<Precision>, GpuStream);
 template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
                            MatrixView<double>, const GemmOptions&);
 template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*, index_t,

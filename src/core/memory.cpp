@@ -81,15 +81,20 @@ void free_bytes(Memory memory, void* p) noexcept {
   }
 }
 
-void copy_bytes(void* dst, Memory dst_memory, const void* src, Memory src_memory, std::size_t bytes) {
+void copy_bytes(void* dst, Memory dst_memory, const void* src, Memory src_memory, std::size_t bytes, GpuStream stream) {
   if (bytes == 0) return;
   if (dst_memory != Memory::device && src_memory != Memory::device) {
     std::memcpy(dst, src, bytes);
     return;
   }
 #if PARRAY_HAVE_CUDA
-  check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "copy to or from device memory");
+  // The caller's stream, never the legacy default stream; waited for, so the
+  // bytes are there (and a pageable source may be reused) on return.
+  const cudaStream_t s = stream ? stream : cudaStreamPerThread;
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "copy to or from device memory");
+  check_cuda(cudaStreamSynchronize(s), "copy to or from device memory");
 #else
+  (void)stream;
   throw Error("copy to or from device memory: parray was built without CUDA");
 #endif
 }

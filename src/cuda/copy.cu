@@ -110,10 +110,10 @@ __global__ __launch_bounds__(kThreads) void copy_tiled_kernel(MatrixView<const T
 }
 
 template <class T>
-void copy_tiled(MatrixView<const T> src, MatrixView<T> dst) {
+void copy_tiled(MatrixView<const T> src, MatrixView<T> dst, cudaStream_t stream) {
   const index_t rows = dst.rows(), cols = dst.cols();
   const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned(std::min<index_t>((rows + kTile - 1) / kTile, 65535)));
-  copy_tiled_kernel<<<grid, kThreads>>>(src, rows_contiguous(src.layout), dst, rows_contiguous(dst.layout));
+  copy_tiled_kernel<<<grid, kThreads, 0, stream>>>(src, rows_contiguous(src.layout), dst, rows_contiguous(dst.layout));
 }
 
 template <class T>
@@ -127,16 +127,16 @@ __global__ __launch_bounds__(256) void scale_kernel(T beta, MatrixView<T> c) {
 }  // namespace
 
 template <class T>
-void scale(T beta, MatrixView<T> c) {
+void scale(T beta, MatrixView<T> c, GpuStream stream) {
   if (c.memory != Memory::device) throw Error("cuda::scale: C must be in device memory");
   const index_t n = c.rows() * c.cols();
   if (n == 0) return;
-  scale_kernel<T><<<unsigned(std::min<index_t>((n + 255) / 256, 65535)), 256>>>(beta, c);
+  scale_kernel<T><<<unsigned(std::min<index_t>((n + 255) / 256, 65535)), 256, 0, on_stream(stream)>>>(beta, c);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
-void copy(MatrixView<const T> src, MatrixView<T> dst) {
+void copy(MatrixView<const T> src, MatrixView<T> dst, GpuStream stream) {
   if (src.rows() != dst.rows() || src.cols() != dst.cols())
     throw Error("cuda::copy: source is " + std::to_string(src.rows()) + "x" + std::to_string(src.cols()) +
                 ", destination is " + std::to_string(dst.rows()) + "x" + std::to_string(dst.cols()));
@@ -144,7 +144,7 @@ void copy(MatrixView<const T> src, MatrixView<T> dst) {
     throw Error("cuda::copy: both views must be in device memory (use to_device/to_host for whole arrays)");
   const index_t n = dst.rows() * dst.cols();
   if (n == 0) return;
-  copy_tiled(src, dst);
+  copy_tiled(src, dst, on_stream(stream));
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
@@ -155,9 +155,9 @@ bool workspace_fits(std::size_t bytes) {
   return bytes <= free_bytes / 2;
 }
 
-template void copy<float>(MatrixView<const float>, MatrixView<float>);
-template void copy<double>(MatrixView<const double>, MatrixView<double>);
-template void scale<float>(float, MatrixView<float>);
-template void scale<double>(double, MatrixView<double>);
+template void copy<float>(MatrixView<const float>, MatrixView<float>, GpuStream);
+template void copy<double>(MatrixView<const double>, MatrixView<double>, GpuStream);
+template void scale<float>(float, MatrixView<float>, GpuStream);
+template void scale<double>(double, MatrixView<double>, GpuStream);
 
 }  // namespace parray::cuda

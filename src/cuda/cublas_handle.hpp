@@ -1,9 +1,10 @@
-// The cuBLAS handle of the current GPU, created on first use (it costs
-// milliseconds) and kept, in the default math mode (FP32 on CUDA cores unless
-// a call names a compute type). Shared by step 13, the 16-bit GEMM's baseline
-// and the multi-GPU GEMMs: a caller sets the handle's stream before each use,
-// as another caller may have left a different one. A GPU is driven by one
-// host thread at a time, so its handle is too.
+// The calling thread's cuBLAS handle of the current GPU, created on first use
+// (it costs milliseconds) and kept until the thread ends, in the default math
+// mode (FP32 on CUDA cores unless a call names a compute type). Shared by
+// step 13, the 16-bit GEMM's baseline and the multi-GPU GEMMs: a caller sets
+// the handle's stream before each use (cublasSetStream), as another caller on
+// the same thread may have left a different one. One per thread, so that two
+// threads' calls never race on a handle's stream.
 #pragma once
 
 #include <cublas_v2.h>

@@ -1,79 +1,167 @@
-// gpu-auto, the default GPU GEMM: per call, the fastest of parray's
-// FP32-accurate GPU kernels at the nearest shape of this GPU's speed table
-// (include/parray/dispatch.hpp). Every candidate takes any layout and any
-// shape, so the choice is only about speed; a call goes to cuda-12-best where
-// no table says otherwise.
+// gpu-auto, the default GPU GEMM: per call, the kernel the planner
+// (include/parray/plan.hpp, docs/dispatch.md) predicts fastest on this GPU
+// among those that deliver the precision asked — the GEMV for M = 1 or
+// N = 1, GEMV step 7 for M or N <= 8, step 12's 64 x 64 tile for small products, step 12 with its
+// deterministic K split, step 15 on the tensor cores (TF32, BF16, FP16, or
+// FP32-accurate 3xTF32). A speed table measured by `parray tune`
+// (gpu.speed_table) refines the FP32 choice where it has measured a shape.
 #include <cuda_runtime.h>
 
 #include <array>
-#include <map>
-#include <mutex>
+#include <unordered_map>
 
+#include "gemv/launch_any_shape.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/dispatch.hpp"
+#include "parray/gemv.hpp"
+#include "parray/plan.hpp"
 #include "parray/tuning.hpp"
 
 namespace parray::cuda {
 
 namespace {
 
-const char* const kFallback = "cuda-12-best";
-
-// The FP32-accurate kernels: steps 12 and 13 everywhere, steps 14 and 15 on a
-// Hopper GPU.
-const std::vector<std::string>& candidates() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"cuda-12-best", "cuda-13-3xtf32"};
-    if (wgmma_unsupported().empty()) v.insert(v.end(), {"cuda-14-3xtf32", "cuda-15-3xtf32"});
+// The current device as the planner models it: SMs, the SM clock under
+// load (the data sheet's boost clock times 0.886, what a sustained GEMM holds
+// on an H100 and an H200), DRAM bandwidth at 90 % of the bus's peak.
+GpuModel model_of(int device) {
+  auto attr = [device](cudaDeviceAttr a) {
+    int v = 0;
+    PARRAY_CUDA_CHECK(cudaDeviceGetAttribute(&v, a, device));
     return v;
-  }();
-  return names;
+  };
+  cudaDeviceProp prop{};
+  PARRAY_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  GpuModel g;
+  g.name = prop.name;
+  g.sms = attr(cudaDevAttrMultiProcessorCount);
+  g.clock_ghz = attr(cudaDevAttrClockRate) * 1e-6 * 0.886;
+  g.dram_gbs = 2.0 * attr(cudaDevAttrMemoryClockRate) * 1e3 * attr(cudaDevAttrGlobalMemoryBusWidth) / 8 * 1e-9 * 0.9;
+  g.launch_us = 2.0;
+  g.tensor_kernels = wgmma_unsupported().empty();
+  return g;
 }
 
-// gpu.speed_table when set, else the built-in table of this GPU (read once).
-const SpeedTable& speed_table() {
+// Read once per device and thread: no lock on the call's path.
+const GpuModel& current_model() {
+  thread_local std::vector<std::optional<GpuModel>> models;
+  int device = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
+  if (models.size() <= std::size_t(device)) models.resize(std::size_t(device) + 1);
+  if (!models[std::size_t(device)]) models[std::size_t(device)] = model_of(device);
+  return *models[std::size_t(device)];
+}
+
+bool unit_stride(const MatrixLayout& l) {
+  return l.is_strided() && (l.rows.stride[0] == 1 || l.cols.stride[0] == 1 || l.rows.size == 1 || l.cols.size == 1);
+}
+
+// M = 1: C's row = alpha * B^T (A's row) + beta * C's row; N = 1: C's column
+// = alpha * A (B's column) + beta * C's column. The GEMV takes contiguous
+// vectors and a row- or column-major matrix.
+bool gemv_fits(const GemmCall<float>& c) {
+  const index_t m = c.c.rows(), n = c.c.cols();
+  auto contiguous_row = [](const auto& v) { return v.cols() <= 1 || (v.layout.is_strided() && v.layout.cols.stride[0] == 1); };
+  auto contiguous_col = [](const auto& v) { return v.rows() <= 1 || (v.layout.is_strided() && v.layout.rows.stride[0] == 1); };
+  if (m == 1) return contiguous_row(c.a) && contiguous_row(c.c) && unit_stride(c.b.layout);
+  if (n == 1) return contiguous_col(c.b) && contiguous_col(c.c) && unit_stride(c.a.layout);
+  return false;
+}
+
+PlanProblem problem_of(const GemmCall<float>& c) {
+  PlanProblem p;
+  p.m = c.c.rows();
+  p.n = c.c.cols();
+  p.k = c.a.cols();
+  p.precision = c.precision;
+  p.a_unit_stride = unit_stride(c.a.layout);
+  p.b_unit_stride = unit_stride(c.b.layout);
+  p.gemv_ok = gemv_fits(c);
+  // GEMV step 7 reads the operand of many rows along k or m; all three strided.
+  const bool strided = c.a.layout.is_strided() && c.b.layout.is_strided() && c.c.layout.is_strided();
+  p.few_ok = strided && (p.n <= kFewVectors ? p.a_unit_stride : p.m <= kFewVectors && p.b_unit_stride);
+  return p;
+}
+
+// The speed table's pick among the FP32-accurate kernels, where gpu.speed_table names a file.
+const SpeedTable* tuned_table() {
   static const SpeedTable table = [] {
-    if (!gpu_tuning().speed_table.empty()) return SpeedTable::from_file(gpu_tuning().speed_table);
-    int dev = 0;
-    cudaDeviceProp prop{};
-    PARRAY_CUDA_CHECK(cudaGetDevice(&dev));
-    PARRAY_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-    return builtin_speed_table(prop.name);
+    return gpu_tuning().speed_table.empty() ? SpeedTable{} : SpeedTable::from_file(gpu_tuning().speed_table);
   }();
-  return table;
+  return table.empty() ? nullptr : &table;
+}
+
+struct PlanKey {
+  index_t m, n, k;
+  int flags;
+  bool operator==(const PlanKey&) const = default;
+};
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& x) const {
+    std::size_t h = std::size_t(x.m) * 0x9E3779B97F4A7C15ull;
+    h ^= std::size_t(x.n) + 0x9E3779B9 + (h << 6) + (h >> 2);
+    h ^= std::size_t(x.k) + 0x9E3779B9 + (h << 6) + (h >> 2);
+    return h ^ std::size_t(x.flags);
+  }
+};
+
+// The planned kernel of a call, remembered per thread and device (planning
+// is ~1 us of host time; a look-up is tens of nanoseconds, and a
+// thread's own map needs no lock).
+PlanKernel planned(const GemmCall<float>& call) {
+  const PlanProblem p = problem_of(call);
+  int device = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
+  const PlanKey key{p.m, p.n, p.k,
+                    int(p.precision) | p.a_unit_stride << 4 | p.b_unit_stride << 5 | p.gemv_ok << 6 | device << 7};
+  thread_local std::unordered_map<PlanKey, PlanKernel, PlanKeyHash> memo;
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  if (memo.size() > 4096) memo.clear();
+  PlanKernel kernel = plan_gemm(current_model(), p).chosen.kernel;
+  if (const SpeedTable* t = tuned_table(); t && p.precision == Precision::fp32 && kernel != PlanKernel::gemv) {
+    const std::string pick = t->fastest(Dtype::f32, p.m, p.n, p.k, {"cuda-12-best", "cuda-15-3xtf32"});
+    if (pick == "cuda-12-best" && kernel == PlanKernel::tc_3xtf32) kernel = PlanKernel::cuda_best;
+    if (pick == "cuda-15-3xtf32" && current_model().tensor_kernels) kernel = PlanKernel::tc_3xtf32;
+  }
+  memo.emplace(key, kernel);
+  return kernel;
+}
+
+void run_gemv(const GemmCall<float>& c) {
+  static const GemvImpl& shapes = gemv_registry().find("gemv-gpu-06-shapes");
+  if (c.c.rows() == 1) {  // y^T = x^T B: y = B^T x
+    shapes.run_f32(GemvCall<float>{c.alpha, c.b.t(), c.a.data, c.beta, c.c.data, 1, c.stream});
+  } else {
+    shapes.run_f32(GemvCall<float>{c.alpha, c.a, c.b.data, c.beta, c.c.data, 1, c.stream});
+  }
 }
 
 }  // namespace
 
 std::string gemm_auto_choice(index_t m, index_t n, index_t k) {
-  const std::string pick = speed_table().fastest(Dtype::f32, m, n, k, candidates());
-  return pick.empty() ? kFallback : pick;
+  PlanProblem p;
+  p.m = m, p.n = n, p.k = k;
+  return plan_gemm(current_model(), p).chosen.impl;
 }
 
-namespace {
+GpuModel current_gpu_model() { return current_model(); }
 
-// The implementation picked for a shape, remembered: the table's search and
-// the registry's look-up by name are host time inside every call, a few
-// microseconds, a visible share of a GEMM that takes 70-170 us (thin shapes,
-// K = 17). Forgotten if the registry's storage moves (a late registration).
-const GemmImpl& picked_for(index_t m, index_t n, index_t k) {
-  static std::mutex mu;
-  static std::map<std::array<index_t, 3>, const GemmImpl*> picked;
-  static const GemmImpl* storage = nullptr;
-  constexpr std::size_t kMaxShapes = 4096;
-  std::lock_guard<std::mutex> lock(mu);
-  if (storage != registry().all().data() || picked.size() > kMaxShapes) {
-    picked.clear();
-    storage = registry().all().data();
+void gemm_auto(const GemmCall<float>& call) {
+  switch (planned(call)) {
+    case PlanKernel::gemv: return run_gemv(call);
+    case PlanKernel::few_vectors:
+      if (!gemm_few_vectors(call)) gemm_best(call);
+      return;
+    case PlanKernel::cuda_small:
+      if (!gemm_best_candidate(call, 14)) gemm_best(call);
+      return;
+    case PlanKernel::cuda_best: return gemm_best(call);
+    case PlanKernel::tc_3xtf32: return gemm_persistent_3xtf32(call);
+    case PlanKernel::tc_tf32: return gemm_persistent_tf32(call);
+    case PlanKernel::tc_bf16: return gemm_persistent_bf16(call);
+    case PlanKernel::tc_fp16: return gemm_persistent_fp16(call);
   }
-  const auto [at, fresh] = picked.try_emplace({m, n, k}, nullptr);
-  if (fresh) at->second = &registry().find(gemm_auto_choice(m, n, k));
-  return *at->second;
 }
-
-}  // namespace
-
-void gemm_auto(const GemmCall<float>& call) { picked_for(call.c.rows(), call.c.cols(), call.a.cols()).run_f32(call); }
 
 }  // namespace parray::cuda

@@ -46,7 +46,8 @@ template <class Out>
 void scale_only(const Gemm16Args& g) {
   const long long n = g.m * g.n;
   const cuda::StridedOperand<Out> c{static_cast<Out*>(g.c), g.ldc, 1};
-  cuda::ladder::scale_c<<<unsigned(std::min<long long>((n + 255) / 256, 4096)), 256>>>(c, int(g.m), int(g.n), g.beta);
+  cuda::ladder::scale_c<<<unsigned(std::min<long long>((n + 255) / 256, 4096)), 256, 0, cuda::on_stream(g.stream)>>>(
+      c, int(g.m), int(g.n), g.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
@@ -59,7 +60,8 @@ void gemm16_cublas(const Gemm16Args& g) {
   const cudaDataType tc = g.c_f32 ? CUDA_R_32F : t;
   const auto op = [](Trans x) { return x == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T; };
   const cublasHandle_t h = cuda::cublas_handle_for_current_device();
-  if (cublasSetStream(h, nullptr) != CUBLAS_STATUS_SUCCESS) throw Error("cublas: cublasSetStream failed");
+  if (cublasSetStream(h, cuda::on_stream(g.stream)) != CUBLAS_STATUS_SUCCESS)
+    throw Error("cublas: cublasSetStream failed");
   const cublasStatus_t s =
       cublasGemmEx(h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t,
                    int(g.ldb), g.a, t, int(g.lda), &g.beta, g.c, tc, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -74,11 +76,11 @@ struct AlignedOperand {
   const void* p;
   index_t ld;
   std::optional<PoolBuffer> copy;
-  AlignedOperand(const void* data, index_t ld_, index_t rows, index_t cols) : p(data), ld(ld_) {
+  AlignedOperand(const void* data, index_t ld_, index_t rows, index_t cols, cudaStream_t s) : p(data), ld(ld_) {
     if (reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && ld % 8 == 0) return;
     ld = (cols + 7) / 8 * 8;
-    copy.emplace(std::size_t(rows) * ld / 2 + 4, nullptr);
-    PARRAY_CUDA_CHECK(cudaMemcpy2DAsync(copy->p, ld * 2, data, ld_ * 2, cols * 2, rows, cudaMemcpyDeviceToDevice));
+    copy.emplace(std::size_t(rows) * ld / 2 + 4, s);
+    PARRAY_CUDA_CHECK(cudaMemcpy2DAsync(copy->p, ld * 2, data, ld_ * 2, cols * 2, rows, cudaMemcpyDeviceToDevice, s));
     p = copy->p;
   }
 };
@@ -89,8 +91,9 @@ void launch16(const Gemm16Args& g) {
   const CUtensorMapDataType t = g.type == Type16::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const index_t M = g.m, N = g.n, K = g.k;
   // Stored shapes: A is M x K, or K x M (MN-major); B is K x N (MN-major), or N x K.
-  const AlignedOperand a(g.a, g.lda, Cfg::kAMn ? K : M, Cfg::kAMn ? M : K);
-  const AlignedOperand b(g.b, g.ldb, Cfg::kBMn ? K : N, Cfg::kBMn ? N : K);
+  const cudaStream_t s = cuda::on_stream(g.stream);
+  const AlignedOperand a(g.a, g.lda, Cfg::kAMn ? K : M, Cfg::kAMn ? M : K, s);
+  const AlignedOperand b(g.b, g.ldb, Cfg::kBMn ? K : N, Cfg::kBMn ? N : K, s);
   cuda::ladder::Wgmma16Params<Out> p{};
   p.a = Cfg::kAMn ? cuda::tensor_map_2d(t, a.p, M, K, a.ld * 2, 64, Cfg::BK, true)
                   : cuda::tensor_map_2d(t, a.p, K, M, a.ld * 2, Cfg::BK, Cfg::BM, true);
@@ -113,7 +116,7 @@ void launch16(const Gemm16Args& g) {
   const long long tiles = static_cast<long long>(p.tiles_m) * p.tiles_n;
   if (tiles > 0x7fffffff) throw Error("cuda-16: more than 2^31 tiles of C");
   const unsigned grid = unsigned(std::min<long long>(tiles, cuda::sm_count()));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes>>>(p);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 

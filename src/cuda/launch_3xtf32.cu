@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "cublas_handle.hpp"
@@ -18,20 +17,29 @@
 namespace parray::cuda {
 
 cublasHandle_t cublas_handle_for_current_device() {
-  static std::mutex mu;
-  static auto* handles = new std::map<int, cublasHandle_t>;  // never destroyed: CUDA may be torn down first
+  // One per host thread and device: a handle's stream is set before each use
+  // (cublasSetStream), which two threads sharing one would race on.
+  struct Handles {
+    std::map<int, cublasHandle_t> per_device;
+    ~Handles() {
+      for (auto& h : per_device) (void)cublasDestroy(h.second);  // errors ignored at exit
+    }
+  };
+  thread_local Handles handles;
   int d = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
-  std::lock_guard<std::mutex> lock(mu);
-  if (const auto it = handles->find(d); it != handles->end()) return it->second;
+  if (const auto it = handles.per_device.find(d); it != handles.per_device.end()) return it->second;
   const auto check = [](cublasStatus_t st, const char* what) {
     if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusString(st));
   };
   cublasHandle_t h = nullptr;
   check(cublasCreate(&h), "cublasCreate");
   // FP32 on CUDA cores unless a call names a faster compute type: no TF32.
-  check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  return (*handles)[d] = h;  // kept only once it is fully set up
+  if (const cublasStatus_t st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); st != CUBLAS_STATUS_SUCCESS) {
+    (void)cublasDestroy(h);
+    check(st, "cublasSetMathMode");
+  }
+  return handles.per_device[d] = h;
 }
 
 namespace {
@@ -106,6 +114,6 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   }
 }
 
-void gemm_3xtf32(const GemmCall<float>& call) { gemm_3xtf32_on_stream(nullptr, call); }
+void gemm_3xtf32(const GemmCall<float>& call) { gemm_3xtf32_on_stream(on_stream(call.stream), call); }
 
 }  // namespace parray::cuda

@@ -58,16 +58,16 @@ namespace {
 // moves 8 K N bytes (~1.5 % of the product's time at 4096^3). Taken where the
 // wide tile fills the SMs (or gpu.best_wide=1, for the tests), one product
 // at a time.
-struct PackBTag;
 template <class OpA, class OpC>
 bool run_with_b_row_major(const OpA& a, const StridedOperand<const float>& b, const OpC& c, bool force) {
   if (b.rs != 1 || cur_batch.count != 1 || !(force || best_wide_fits(cur.M, cur.N))) return false;
   const index_t ldd = (index_t(cur.N) + 3) / 4 * 4;
   const size_t floats = size_t(std::max(cur.K, 1)) * size_t(ldd);
   if (!workspace_fits(floats * sizeof(float))) return false;  // a large copy of B only where there is room
-  float* packed = device_buffer<float, PackBTag>(floats, false);
+  float* packed = device_buffer<float>(Workspace::packed_b, floats, false);
   transpose_on_stream(cur_stream, cur.K, cur.N, b.p, b.cs, packed, ldd);
   launch_best<BestWideShape, true, false>(a, StridedOperand<const float>{packed, ldd, 1}, c);
+  workspace_done();
   return true;
 }
 

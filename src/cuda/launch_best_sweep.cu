@@ -40,6 +40,7 @@ void launch_oriented(const LoadPlan& p, const OpA& a, const OpB& b, const OpC& c
 }  // namespace
 
 bool gemm_best_candidate(const GemmCall<float>& call, int shape) {
+  set_problem(call, "cuda-12-best");  // the problem and the call's stream, also when called directly
   bool done = false;
   with_operands(call, [&](auto a, auto b, auto c) {
     if constexpr (decltype(a)::strided) {

@@ -30,8 +30,8 @@ struct LaunchCpAsync {
     constexpr int smem = ST * BK * (BM + 4 + BN + 4) * 4;
     auto k = ladder::cp_async_pipelined<BM, BN, BK, 64, 64, 4, 8, 4, 128, ST, AK, BK_, OpA, OpB, OpC>;
     allow_smem(k, smem);
-    k<<<dim3(ceil_div(cur.N, BN), ceil_div(cur.M, BM)), 128, smem>>>(cur.M, cur.N, cur.K, cur.alpha, a, b, cur.beta,
-                                                                      c, p.veca, p.vecb, p.cvec);
+    k<<<dim3(ceil_div(cur.N, BN), ceil_div(cur.M, BM)), 128, smem, cur_stream>>>(cur.M, cur.N, cur.K, cur.alpha, a, b,
+                                                                                 cur.beta, c, p.veca, p.vecb, p.cvec);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
 };
@@ -88,8 +88,8 @@ void gemm_parray_fig21(const GemmCall<float>& call) {
       body.b_k = ladder::KRuns::along(b.l.rows, cur.K);
     }
     const bool bounded = past_one_wave && (!decltype(a)::strided || blocks <= 8 * sms);
-    if (bounded) CUDA.detour<128, 8>(body);
-    else CUDA.detour<128>(body);
+    if (bounded) CUDA.detour<128, 8>(body, cur_stream);
+    else CUDA.detour<128>(body, cur_stream);
   });
 }
 

@@ -2,8 +2,8 @@
 // gemm/15_wgmma_persistent.cuh): the split pass writes K-contiguous copies of
 // A and B (TF32 big parts, and small ones for FP32 accuracy; or BF16 / FP16
 // values), tensor maps describe them to the copy engine, and one kernel
-// computes C through C's layout (step 15: a persistent grid, K split when the
-// tiles are too few, C scaled by beta first then).
+// computes C through C's layout (step 15: a persistent grid, K split into a
+// workspace summed in a fixed order when the tiles are too few).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -135,8 +135,7 @@ struct Persistent {
   // that in BF16/FP16).
   template <class Cfg>
   static double step_us() {
-    const double per_sm = Cfg::Format::kBytes == 4 ? 3.7e6 : 7.4e6;  // FLOP per us
-    return 2.0 * Cfg::BM * Cfg::BN * Cfg::BK * Cfg::Products / per_sm;
+    return wgmma_step_us(Cfg::Format::kBytes, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::Products);
   }
   static constexpr bool kAInRegisters = true;  // A can be wgmma's register operand
   using OpC = BlockedOperand<float>;
@@ -163,12 +162,16 @@ struct Persistent {
     allow_smem_on_current_device(kernel, kSmem);
     // A cluster's unit is kCluster tiles down M, computed side by side.
     const int workers = kCluster == 1 ? sm_count() : max_clusters<Cfg>(kernel, kSmem);
-    const WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM * kCluster, Cfg::BN, Cfg::BK, workers, step_us<Cfg>());
+    WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM * kCluster, Cfg::BN, Cfg::BK, workers, step_us<Cfg>());
     if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
+    // A K split writes its parts into a workspace (one row-major M x N slice
+    // each, seen by the kernel as C of one block) that sum_k_parts adds up.
+    std::optional<PoolBuffer> parts;
+    OpC out = c;
     if (work.splits > 1) {
-      ladder::scale_c<<<unsigned(std::min<index_t>(ceil_div(index_t(M) * N, 256), 8 * sm_count())), 256, 0, s>>>(
-          c, M, N, beta);
-      PARRAY_CUDA_CHECK_LAUNCH();
+      work.slice = static_cast<long long>(M) * N;
+      parts.emplace(std::size_t(work.splits) * std::size_t(work.slice), s);
+      out = OpC{parts->p, N, 1, 0, 0, index_t(work.tiles_m) * Cfg::BM * kCluster, index_t(work.tiles_n) * Cfg::BN};
     }
     // C's blocks, row-major, leave staged: by TMA where their rows are 16-byte aligned.
     using ladder::CStores;
@@ -181,14 +184,19 @@ struct Persistent {
                                   : CUtensorMap{};
     const unsigned grid = unsigned(std::min<long long>(work.units(), workers) * kCluster);
     if constexpr (kCluster == 1) {
-      kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, c, kPromoteTiles, work,
+      kernel<<<grid, Cfg::kThreads, kSmem, s>>>(maps, c_map, stores, M, N, alpha, beta, out, kPromoteTiles, work,
                                                 keep_small ? 1 : 0);
       PARRAY_CUDA_CHECK_LAUNCH();
     } else {
       cudaLaunchAttribute cluster{};
       cudaLaunchConfig_t config = cluster_config<Cfg>(grid, kSmem, s, cluster);
-      PARRAY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, maps, c_map, stores, M, N, alpha, beta, c,
+      PARRAY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, maps, c_map, stores, M, N, alpha, beta, out,
                                            kPromoteTiles, work, keep_small ? 1 : 0));
+    }
+    if (parts) {
+      const unsigned blocks = unsigned(std::min<index_t>(ceil_div(index_t(M) * N, 256), 8 * sm_count()));
+      ladder::sum_k_parts<<<blocks, 256, 0, s>>>(c, M, N, work.splits, parts->p, work.slice, alpha, beta);
+      PARRAY_CUDA_CHECK_LAUNCH();
     }
   }
   // The launch of `grid` blocks in clusters of Cfg::kCluster along x
@@ -234,8 +242,8 @@ struct Persistent {
 struct RowMajorCopy {
   PoolBuffer buf;
   MatrixView<float> view;
-  RowMajorCopy(index_t rows, index_t cols)
-      : buf(std::size_t(rows) * cols, nullptr),
+  RowMajorCopy(index_t rows, index_t cols, cudaStream_t s)
+      : buf(std::size_t(rows) * cols, s),
         view{buf.p, MatrixLayout::row_major(rows, cols, std::max<index_t>(cols, 1)), Memory::device} {}
 };
 
@@ -296,11 +304,9 @@ CUtensorMap m_major_map(const void* base, index_t M, index_t K, index_t ld) {
   return tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, base, M, K, ld * 4, 32, 32, true);
 }
 
-// Whether to copy first: a nested layout, the default stream (the device
-// #copy runs there) and room for the copy.
-bool copy_first(cudaStream_t s, const MatrixLayout& l) {
-  return s == nullptr && !l.is_strided() &&
-         workspace_fits(std::size_t(l.rows.size) * std::size_t(l.cols.size) * sizeof(float));
+// Whether to copy first: a nested layout and room for the copy.
+bool copy_first(const MatrixLayout& l) {
+  return !l.is_strided() && workspace_fits(std::size_t(l.rows.size) * std::size_t(l.cols.size) * sizeof(float));
 }
 
 // A nested layout of a few large strided blocks (figs 17 / 17x4 / 18), which
@@ -428,7 +434,8 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   using Format = typename Cfg::Format;
   if constexpr (Schedule::kAInRegisters && Format::kBytes == 4) {
     if (swap_for_registers<Cfg>(call, Cfg::Products == 3)) {
-      const GemmCall<float> t{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads};
+      GemmCall<float> t = call;  // C^T = B^T A^T, on the call's stream
+      t.a = call.b.t(), t.b = call.a.t(), t.c = call.c.t();
       return gemm_wgmma_on_stream<Cfg, Schedule>(s, t, impl);
     }
   }
@@ -441,26 +448,26 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   // of row-major (H100, 4096^3) where the copies cost a few percent.
   constexpr bool kStridedOnly = Format::kBytes == 2;
   const auto copied_first = [&](const MatrixView<const float>& v) {
-    return !v.layout.is_strided() && !few_strided_blocks(v) && (kStridedOnly || copy_first(s, v.layout));
+    return !v.layout.is_strided() && !few_strided_blocks(v) && (kStridedOnly || copy_first(v.layout));
   };
   const auto c_copied_first = [&](const MatrixView<float>& v) {
     if constexpr (Schedule::kBlockedC) return !tile_blocks(v, Cfg::BM, Cfg::BN);
-    return !v.layout.is_strided() && (kStridedOnly || copy_first(s, v.layout));
+    return !v.layout.is_strided() && (kStridedOnly || copy_first(v.layout));
   };
   std::optional<RowMajorCopy> a_rows, b_rows, c_rows;
   MatrixView<const float> a = call.a, b = call.b;
   MatrixView<float> c = call.c;
   if (copied_first(a)) {
-    cuda::copy<float>(a, a_rows.emplace(M, K).view);
+    cuda::copy<float>(a, a_rows.emplace(M, K, s).view, s);
     a = a_rows->view;
   }
   if (copied_first(b)) {
-    cuda::copy<float>(b, b_rows.emplace(K, N).view);
+    cuda::copy<float>(b, b_rows.emplace(K, N, s).view, s);
     b = b_rows->view;
   }
   if (c_copied_first(c)) {
-    c = c_rows.emplace(M, N).view;
-    if (call.beta != 0.f) cuda::copy<float>(call.c, c);  // beta = 0: C is not read
+    c = c_rows.emplace(M, N, s).view;
+    if (call.beta != 0.f) cuda::copy<float>(call.c, c, s);  // beta = 0: C is not read
   }
   constexpr bool kSmall = Cfg::Products == 3;
   const ladder::AOperand a_from = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall)
@@ -479,7 +486,7 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   else if constexpr (!kStridedOnly)
     Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta, layout_operand(c),
                                    a_from, keep);
-  if (c_rows) cuda::copy<float>(c, call.c);
+  if (c_rows) cuda::copy<float>(c, call.c, s);
 }
 
 std::string wgmma_unsupported_here() {
@@ -545,34 +552,40 @@ std::string wgmma_unsupported() {
   return why;
 }
 
-void gemm_wgmma_tf32(const GemmCall<float>& call) { gemm_wgmma_on_stream<Tf32Tiles>(nullptr, call, "cuda-14-tf32"); }
-void gemm_wgmma_bf16(const GemmCall<float>& call) { gemm_wgmma_on_stream<Bf16Tiles>(nullptr, call, "cuda-14-bf16"); }
-void gemm_wgmma_fp16(const GemmCall<float>& call) { gemm_wgmma_on_stream<Fp16Tiles>(nullptr, call, "cuda-14-fp16"); }
+void gemm_wgmma_tf32(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Tf32Tiles>(on_stream(call.stream), call, "cuda-14-tf32");
+}
+void gemm_wgmma_bf16(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Bf16Tiles>(on_stream(call.stream), call, "cuda-14-bf16");
+}
+void gemm_wgmma_fp16(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Fp16Tiles>(on_stream(call.stream), call, "cuda-14-fp16");
+}
 void gemm_wgmma_3xtf32(const GemmCall<float>& call) {
-  gemm_wgmma_on_stream<Fp32Tiles>(nullptr, call, "cuda-14-3xtf32");
+  gemm_wgmma_on_stream<Fp32Tiles>(on_stream(call.stream), call, "cuda-14-3xtf32");
 }
 void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call) {
   gemm_wgmma_on_stream<Fp32Tiles>(stream, call, "cuda-14-3xtf32");
 }
 void gemm_persistent_tf32(const GemmCall<float>& call) {
   if (in_pairs(call, false))
-    return gemm_wgmma_on_stream<InPairs<Tf32Tiles>, Persistent>(nullptr, call, "cuda-15-tf32");
-  gemm_wgmma_on_stream<Tf32Tiles, Persistent>(nullptr, call, "cuda-15-tf32");
+    return gemm_wgmma_on_stream<InPairs<Tf32Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-tf32");
+  gemm_wgmma_on_stream<Tf32Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-tf32");
 }
 void gemm_persistent_bf16(const GemmCall<float>& call) {
   if (in_pairs(call, false))
-    return gemm_wgmma_on_stream<InPairs<Bf16Tiles>, Persistent>(nullptr, call, "cuda-15-bf16");
-  gemm_wgmma_on_stream<Bf16Tiles, Persistent>(nullptr, call, "cuda-15-bf16");
+    return gemm_wgmma_on_stream<InPairs<Bf16Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-bf16");
+  gemm_wgmma_on_stream<Bf16Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-bf16");
 }
 void gemm_persistent_fp16(const GemmCall<float>& call) {
   if (in_pairs(call, false))
-    return gemm_wgmma_on_stream<InPairs<Fp16Tiles>, Persistent>(nullptr, call, "cuda-15-fp16");
-  gemm_wgmma_on_stream<Fp16Tiles, Persistent>(nullptr, call, "cuda-15-fp16");
+    return gemm_wgmma_on_stream<InPairs<Fp16Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
+  gemm_wgmma_on_stream<Fp16Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
 }
 void gemm_persistent_3xtf32(const GemmCall<float>& call) {
   if (in_pairs(call, true))
-    return gemm_wgmma_on_stream<InPairs<Fp32Tiles>, Persistent>(nullptr, call, "cuda-15-3xtf32");
-  gemm_wgmma_on_stream<Fp32Tiles, Persistent>(nullptr, call, "cuda-15-3xtf32");
+    return gemm_wgmma_on_stream<InPairs<Fp32Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");
+  gemm_wgmma_on_stream<Fp32Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");
 }
 
 }  // namespace parray::cuda

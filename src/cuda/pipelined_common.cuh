@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "parray/cuda/streamk_plan.hpp"
 #include "parray/tuning.hpp"
 #include "smem_opt_in.hpp"
+#include "stream_workspace.hpp"
 
 namespace parray::cuda::pipelined {
 
@@ -65,19 +67,22 @@ struct Batch {
   ladder::BatchOffsets off{};
 };
 inline thread_local Batch cur_batch;
-// The stream step 12's launches go to: the default stream, except inside a
-// StreamScope (the multi-level splits' parts, src/cuda/multilevel/launch.cu).
-inline thread_local cudaStream_t cur_stream = nullptr;
+// The stream the current call's launches go to: set from the call by
+// set_problem, or by a StreamScope (the multi-level splits' parts,
+// src/cuda/multilevel/launch.cu, which launch without a GemmCall).
+inline thread_local cudaStream_t cur_stream = cudaStreamPerThread;
 struct StreamScope {
-  explicit StreamScope(cudaStream_t s) { cur_stream = s; }
-  ~StreamScope() { cur_stream = nullptr; }
+  explicit StreamScope(cudaStream_t s) : saved(cur_stream) { cur_stream = s; }
+  ~StreamScope() { cur_stream = saved; }
   StreamScope(const StreamScope&) = delete;
   StreamScope& operator=(const StreamScope&) = delete;
+  cudaStream_t saved;
 };
 
 inline void set_problem(const GemmCall<float>& call, const char* impl) {
   check_int_sizes(call, impl);
   cur = {int(call.c.rows()), int(call.c.cols()), int(call.a.cols()), call.alpha, call.beta};
+  cur_stream = on_stream(call.stream);
 }
 
 // ---- step 12 ------------------------------------------------------------------
@@ -139,46 +144,43 @@ inline int choose_splits(long long tiles, int kts, int sms, int per_sm, long lon
   return best;
 }
 
-// A device buffer of T per host thread and device, grown when needed and
-// reused (a cudaMallocAsync per call measured as a large part of a small
-// GEMM's time); Tag tells the buffers apart. One per host thread and device,
+// The workspaces of one host thread on one device: buffers grown when needed
+// and reused (a cudaMallocAsync per call measured as a large part of a small
+// GEMM's time), one per kind, and the order of their uses across the streams
+// the thread's calls name (stream_workspace.hpp). Per host thread and device,
 // so threads driving different GPUs (or the same GPU) never share one; freed
-// when the thread ends (errors ignored there: at process exit the runtime may
-// already be unloading). A grown buffer is zeroed on cur_stream when
-// `zeroed`, before the launch that uses it.
-template <class T, class Tag>
-T* device_buffer(size_t n, bool zeroed) {
-  struct Buffers {
-    std::vector<std::pair<T*, size_t>> per_device;
-    ~Buffers() {
-      for (auto& b : per_device)
-        if (b.first) (void)cudaFree(b.first);
-    }
-  };
-  thread_local Buffers buffers;
+// when the thread ends.
+enum class Workspace { splitk, streamk_counters, packed_b, count };
+struct DeviceWorkspaces {
+  StreamOrder order;
+  StreamBuffer buffers[int(Workspace::count)];
+};
+inline DeviceWorkspaces& workspaces_here() {
+  thread_local std::vector<std::unique_ptr<DeviceWorkspaces>> per_device;
   int device = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&device));
-  if (buffers.per_device.size() <= size_t(device)) buffers.per_device.resize(size_t(device) + 1, {nullptr, 0});
-  auto& [buf, cap] = buffers.per_device[size_t(device)];
-  if (n > cap) {
-    if (buf) PARRAY_CUDA_CHECK(cudaFree(buf));
-    buf = nullptr;
-    cap = 0;
-    PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), n * sizeof(T)));
-    if (zeroed) PARRAY_CUDA_CHECK(cudaMemsetAsync(buf, 0, n * sizeof(T), cur_stream));
-    cap = n;
-  }
-  return buf;
+  if (per_device.size() <= size_t(device)) per_device.resize(size_t(device) + 1);
+  if (!per_device[size_t(device)]) per_device[size_t(device)] = std::make_unique<DeviceWorkspaces>();
+  return *per_device[size_t(device)];
 }
 
+// n elements of workspace `w` for launches about to be queued on cur_stream,
+// after the earlier uses on other streams; zeroed on cur_stream when new and
+// `zeroed`. The launches that use it end with workspace_done().
+template <class T>
+T* device_buffer(Workspace w, size_t n, bool zeroed) {
+  DeviceWorkspaces& ws = workspaces_here();
+  return static_cast<T*>(ws.buffers[int(w)].get(n * sizeof(T), cur_stream, ws.order, zeroed));
+}
+// After the launches that use this thread's workspaces are queued.
+inline void workspace_done() { workspaces_here().order.leave(cur_stream); }
+
 // The split-K workspace (and the stream-K tail's slots).
-struct SplitKTag;
-inline float* splitk_workspace(size_t floats) { return device_buffer<float, SplitKTag>(floats, false); }
+inline float* splitk_workspace(size_t floats) { return device_buffer<float>(Workspace::splitk, floats, false); }
 
 // The stream-K tail's per-tile counters: zeroed when allocated, and every
 // launch leaves them zero (the last piece of a tile resets its own).
-struct StreamKCountersTag;
-inline unsigned* streamk_counters(size_t n) { return device_buffer<unsigned, StreamKCountersTag>(n, true); }
+inline unsigned* streamk_counters(size_t n) { return device_buffer<unsigned>(Workspace::streamk_counters, n, true); }
 
 // The stream-K tail's plan (parray/cuda/streamk_plan.hpp), with
 // gpu.best_streamk=0 turning it off and =n > 0 planning for n block slots
@@ -201,18 +203,27 @@ int blocks_per_sm(Kernel k, int nt, int smem) {
 // The pieces of plan p in device memory for best_sgemm_piece, as (tile in
 // the tile order, k0, k1, slot index): uploaded once per plan and kept (per
 // host thread and device; a few KiB each), so that a call's launches stay
-// asynchronous — no copy, no synchronisation. Past 64 plans the cache is
-// emptied after a device synchronisation.
+// asynchronous. Each table records an event after every launch that reads it
+// (piece_table_used); past 64 plans the cache is emptied once those events
+// have passed — no device-wide synchronisation, no wait on other threads.
 struct PieceTable {
   int4* pieces = nullptr;
   int count = 0;
+  cudaEvent_t last_read = nullptr;
 };
+// After queueing a launch on s that reads t.
+inline void piece_table_used(const PieceTable& t, cudaStream_t s) {
+  PARRAY_CUDA_CHECK(cudaEventRecord(t.last_read, s));
+}
 inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts) {
   using Key = std::array<long long, 6>;
   struct Cache {
     std::map<std::pair<int, Key>, PieceTable> tables;
     ~Cache() {
-      for (auto& t : tables) (void)cudaFree(t.second.pieces);  // errors ignored at exit, as splitk_workspace's
+      for (auto& t : tables) {  // errors ignored at exit, as the workspaces'
+        (void)cudaFree(t.second.pieces);
+        (void)cudaEventDestroy(t.second.last_read);
+      }
     }
   };
   thread_local Cache cache;
@@ -221,22 +232,22 @@ inline PieceTable streamk_pieces_on_device(const StreamKPlan& p, int kts) {
   const std::pair<int, Key> key{device, {p.dp_tiles, p.tiles, kts, p.iters_per_block, p.blocks, p.segments_per_tile}};
   if (const auto it = cache.tables.find(key); it != cache.tables.end()) return it->second;
   if (cache.tables.size() >= 64) {
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());  // no kernel still reads a table
     for (auto& t : cache.tables)
-      if (t.first.first == device) PARRAY_CUDA_CHECK(cudaFree(t.second.pieces));
+      if (t.first.first == device) {
+        PARRAY_CUDA_CHECK(cudaEventSynchronize(t.second.last_read));  // no kernel still reads it
+        PARRAY_CUDA_CHECK(cudaFree(t.second.pieces));
+        PARRAY_CUDA_CHECK(cudaEventDestroy(t.second.last_read));
+      }
     std::erase_if(cache.tables, [device](const auto& t) { return t.first.first == device; });
   }
   std::vector<int4> table;
   for (const StreamKPiece& x : streamk_pieces(p, kts))
     table.push_back(make_int4(int(p.dp_tiles) + x.tile, x.k0, x.k1, x.tile * p.segments_per_tile + x.slot));
-  PieceTable t{nullptr, int(table.size())};
+  PieceTable t{nullptr, int(table.size()), nullptr};
   PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&t.pieces), table.size() * sizeof(int4)));
-  // On the launch's own stream, and waited for: a plain cudaMemcpy goes to the
-  // legacy stream, which a non-blocking stream (the splits', the multi-GPU
-  // GEMMs') does not wait for, and may return before its DMA lands.
-  PARRAY_CUDA_CHECK(
-      cudaMemcpyAsync(t.pieces, table.data(), table.size() * sizeof(int4), cudaMemcpyHostToDevice, cur_stream));
-  PARRAY_CUDA_CHECK(cudaStreamSynchronize(cur_stream));
+  // Landed before any stream reads it: a launch on any stream may follow.
+  upload_now(t.pieces, table.data(), table.size() * sizeof(int4));
+  PARRAY_CUDA_CHECK(cudaEventCreateWithFlags(&t.last_read, cudaEventDisableTiming));
   cache.tables.emplace(key, t);
   return t;
 }
@@ -255,6 +266,8 @@ void launch_streamk_tail(const OpA& a, const OpB& b, const OpC& c, int group, co
                                                                     StridedOperand<float>{ws, S::BN, 1}, group,
                                                                     pieces.pieces, index_t(S::BM) * S::BN, f);
   PARRAY_CUDA_CHECK_LAUNCH();
+  piece_table_used(pieces, cur_stream);
+  workspace_done();
 }
 
 // Launches step 12 with tile shape S on the current problem (`cur`), with
@@ -304,6 +317,7 @@ void launch_best(const OpA& a, const OpB& b, const OpC& c) {
   const dim3 grid(ceil_div(cur.N, 1024), unsigned(std::min(cur.M, 65535)));  // 4 columns per thread
   ladder::splitk_sum<<<grid, 256, 0, cur_stream>>>(cur.M, cur.N, splits, ws, ldw, slice, cur.alpha, cur.beta, c);
   PARRAY_CUDA_CHECK_LAUNCH();
+  workspace_done();
 }
 
 }  // namespace parray::cuda::pipelined

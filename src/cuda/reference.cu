@@ -37,7 +37,8 @@ void reference_gemm_f64(double alpha, MatrixView<const T> a, MatrixView<const T>
   if (M == 0 || N == 0) return;
   if (M > 0x7fffffff || N > 0x7fffffff || K > 0x7fffffff) throw Error("cuda::reference_gemm_f64: size over 2^31");
   const dim3 grid(ceil_div(N, 16), std::min(ceil_div(M, 16), 65535u));
-  reference_kernel<T><<<grid, dim3(16, 16)>>>(int(M), int(N), int(K), alpha, a, b, beta, c0, out);
+  reference_kernel<T>
+      <<<grid, dim3(16, 16), 0, cudaStreamPerThread>>>(int(M), int(N), int(K), alpha, a, b, beta, c0, out);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 

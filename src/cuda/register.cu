@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "cublas_handle.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/multilevel.hpp"
@@ -22,14 +23,11 @@ void cublas_check(cublasStatus_t s, const char* what) {
     throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusString(s));
 }
 
-cublasHandle_t cublas_handle() {
-  static cublasHandle_t h = [] {
-    cublasHandle_t x;
-    cublas_check(cublasCreate(&x), "cublasCreate");
-    // FP32 on CUDA cores: no TF32 (CUBLAS_DEFAULT_MATH, compute type 32F).
-    cublas_check(cublasSetMathMode(x, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    return x;
-  }();
+// The calling thread's handle on the current device (FP32 on the CUDA cores
+// unless a call names a compute type), on the call's stream.
+cublasHandle_t cublas_handle_on(GpuStream stream) {
+  const cublasHandle_t h = cuda::cublas_handle_for_current_device();
+  cublas_check(cublasSetStream(h, cuda::on_stream(stream)), "cublasSetStream");
   return h;
 }
 
@@ -68,18 +66,19 @@ void cublas_gemm_as(const GemmCall<T>& call, cublasComputeType_t fast) {
   }
   const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
   const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols());
+  const cublasHandle_t h = cublas_handle_on(call.stream);
   if constexpr (std::is_same_v<T, float>) {
     if (fast != CUBLAS_COMPUTE_32F)
-      cublas_check(cublasGemmEx(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, CUDA_R_32F, int(ba.ld),
+      cublas_check(cublasGemmEx(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, CUDA_R_32F, int(ba.ld),
                                 b.data, CUDA_R_32F, int(bb.ld), &call.beta, c.data, CUDA_R_32F, int(bc.ld), fast,
                                 CUBLAS_GEMM_DEFAULT),
                    "cublasGemmEx (tensor cores)");
     else
-      cublas_check(cublasSgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+      cublas_check(cublasSgemm(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
                                int(bb.ld), &call.beta, c.data, int(bc.ld)),
                    "cublasSgemm");
   } else {
-    cublas_check(cublasDgemm(cublas_handle(), ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+    cublas_check(cublasDgemm(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
                              int(bb.ld), &call.beta, c.data, int(bc.ld)),
                  "cublasDgemm");
   }
@@ -250,11 +249,16 @@ void register_cuda_backend(Registry& r) {
       r.add(std::move(p));
     }
   }
-  f32("gpu-auto",
-      "the default GPU GEMM: per call, the fastest FP32-accurate kernel (cuda-12-best, cuda-13-3xtf32, and on a "
-      "Hopper GPU cuda-14-3xtf32 and cuda-15-3xtf32) at the nearest shape measured on this GPU (gpu.speed_table, "
-      "else the built-in H100/H200 tables)",
-      gemm_auto, {});
+  {
+    GemmImpl i = gpu("gpu-auto",
+                     "the default GPU GEMM: per call, the kernel the planner predicts fastest on this GPU among those "
+                     "that deliver the precision asked (GEMV for M or N = 1, step 12's 64 x 64 or 128 x 128 tiles "
+                     "with a deterministic K split, step 15 in TF32, BF16, FP16 or FP32-accurate 3xTF32; `parray "
+                     "plan` shows the choice)");
+    i.run_f32 = gemm_auto;
+    i.selects_down_to = {Precision::tf32, Precision::bf16, Precision::fp16};
+    r.add(std::move(i));
+  }
   multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
   r.set_default(Device::gpu, "gpu-auto");
 }

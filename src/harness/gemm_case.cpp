@@ -99,7 +99,7 @@ class TypedCase final : public GemmCase::Impl {
   }
 
   void run(const GemmImpl& impl, int threads) override {
-    delivered_ = impl.delivers(dtype_of<T>());  // the check's tolerance follows it
+    delivered_ = impl.delivers(dtype_of<T>(), p_.precision);  // the check's tolerance follows it
     const T alpha = static_cast<T>(p_.alpha), beta = static_cast<T>(p_.beta);
     if (impl.operand_memory == Memory::device) {
       ensure_device_copies();

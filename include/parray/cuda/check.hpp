@@ -17,6 +17,11 @@ namespace parray::cuda {
               cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+// The stream a call's work is queued on: the caller's, or, for nullptr, the
+// calling thread's default stream. Never the legacy default stream, on which
+// every thread's work would serialise with every other's.
+inline cudaStream_t on_stream(GpuStream s) { return s ? s : cudaStreamPerThread; }
+
 }  // namespace parray::cuda
 
 #define PARRAY_CUDA_CHECK(call)                                                   \

@@ -1,13 +1,15 @@
 // The host-side launchers of the CUDA GEMM ladder (src/cuda/launch_*.cu).
 // Each owns its grid/block arithmetic and checks its preconditions; operands
 // are already in device memory and the dispatcher has handled M, N, K == 0
-// and alpha == 0. All launches go to the default stream and are checked.
+// and alpha == 0. Every launch goes to the call's stream (on_stream(
+// GemmCall::stream)) and is checked; nothing waits for the GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <string>
 
+#include "parray/plan.hpp"
 #include "parray/registry.hpp"
 
 namespace parray::cuda {
@@ -45,9 +47,12 @@ std::string wgmma_unsupported();
 // are not a case the candidates are built for.
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);
 
-// gpu-auto, the default: the kernel the speed table names for this shape (src/cuda/gemm_auto.cpp).
+// gpu-auto, the default: the kernel the planner picks for this call (src/cuda/gemm_auto.cpp).
 void gemm_auto(const GemmCall<float>& call);
+// The implementation the planner picks for a row-major FP32 product on the current GPU.
 std::string gemm_auto_choice(index_t m, index_t n, index_t k);
+// The current GPU as the planner models it (include/parray/plan.hpp).
+GpuModel current_gpu_model();
 
 int sm_count();  // of the current device, cached
 

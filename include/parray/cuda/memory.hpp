@@ -19,14 +19,15 @@ namespace parray::cuda {
 
 // Element (i, j) of src goes to element (i, j) of dst. Both views must be in
 // device memory and of the same shape; any layouts (strided or nested axes).
-// Runs on the default stream; asynchronous like a kernel launch.
+// Queued on `stream` (nullptr: the calling thread's default stream);
+// asynchronous like a kernel launch.
 template <class T>
-void copy(MatrixView<const T> src, MatrixView<T> dst);
+void copy(MatrixView<const T> src, MatrixView<T> dst, GpuStream stream = nullptr);
 
 // C = beta * C on the device, C not read when beta == 0 (BLAS: the K == 0 and
 // alpha == 0 cases of a GEMM whose C is in device memory). Any layout.
 template <class T>
-void scale(T beta, MatrixView<T> c);
+void scale(T beta, MatrixView<T> c, GpuStream stream = nullptr);
 
 // Whether a device workspace of `bytes` more may be taken on the current
 // GPU: up to 256 MiB always, beyond that only where the GPU has room for it
@@ -49,9 +50,9 @@ Array<T> to_host(const Array<T>& dev, Memory memory = Memory::paged) {
   return h;
 }
 
-extern template void copy<float>(MatrixView<const float>, MatrixView<float>);
-extern template void copy<double>(MatrixView<const double>, MatrixView<double>);
-extern template void scale<float>(float, MatrixView<float>);
-extern template void scale<double>(double, MatrixView<double>);
+extern template void copy<float>(MatrixView<const float>, MatrixView<float>, GpuStream);
+extern template void copy<double>(MatrixView<const double>, MatrixView<double>, GpuStream);
+extern template void scale<float>(float, MatrixView<float>, GpuStream);
+extern template void scale<double>(double, MatrixView<double>, GpuStream);
 
 }  // namespace parray::cuda

@@ -6,7 +6,8 @@
 // computed in double from T inputs (float or double), every view in device
 // memory and of any layout. When beta == 0, c0 is not read (its data may be
 // null). `out` is an M x N double matrix in device memory (any layout).
-// Asynchronous on the default stream; errors are checked.
+// Asynchronous on the calling thread's default stream (cudaStreamPerThread);
+// errors are checked.
 #pragma once
 
 #include "parray/matrix.hpp"

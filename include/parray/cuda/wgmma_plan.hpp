@@ -14,6 +14,9 @@ namespace parray::cuda {
 // persistent grid of min(units, SMs) blocks.
 struct WgmmaWork {
   int tiles_m = 0, tiles_n = 0, splits = 1, k_tiles = 0, k_per = 0;
+  // With splits > 1: the floats between two parts' slices of the workspace
+  // the kernel writes (C's shape, row-major) and a second kernel sums.
+  long long slice = 0;
   PARRAY_HD long long units() const { return static_cast<long long>(tiles_m) * tiles_n * splits; }
 };
 
@@ -26,6 +29,14 @@ struct WgmmaWork {
 // atomic adds into it (C's bytes (parts + 2) times at ~2.5 TB/s, and ~3 us
 // for the scaling pass's launch). Each part keeps >= kMinSteps k-tiles and
 // there are at most kMaxSplits.
+// A full k-tile step of one block of step 15 in microseconds: a Hopper SM's
+// dense tensor rate (H100: ~3.7 TFLOP/s per SM in TF32, twice that in
+// BF16/FP16) over the tile's products.
+inline double wgmma_step_us(int input_bytes, int bm, int bn, int bk, int products) {
+  const double per_sm = input_bytes == 4 ? 3.7e6 : 7.4e6;  // FLOP per us
+  return 2.0 * bm * bn * bk * products / per_sm;
+}
+
 inline WgmmaWork plan_wgmma_work(long long M, long long N, long long K, int bm, int bn, int bk, int sms,
                                  double step_us) {
   constexpr int kUnitSteps = 2, kMinSteps = 4, kMaxSplits = 16;

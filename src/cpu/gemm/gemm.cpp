@@ -79,7 +79,9 @@ void cpu_gemm(const GemmCall<T>& call, Isa isa) {
   // Only the transposed problem is built anew: a GemmCall is three views of
   // ~170 bytes each, and copying it showed up in a 64^3 product's profile.
   if (wants_c_transposed(call))
-    cpu_gemm_oriented(GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads}, isa);
+    cpu_gemm_oriented(GemmCall<T>{call.alpha, call.b.t(), call.a.t(), call.beta, call.c.t(), call.threads, call.stream,
+                                  call.precision},
+                      isa);
   else
     cpu_gemm_oriented(call, isa);
 }

@@ -35,7 +35,7 @@ GemvRegistry& gemv_registry() {
     r.set_default(Device::cpu, "gemv-cpu");
 #if PARRAY_HAVE_CUDA
     register_cuda_gemv(r);
-    if (r.find_or_null("gemv-gpu-tuned")) r.set_default(Device::gpu, "gemv-gpu-tuned");
+    if (r.find_or_null("gemv-gpu-06-shapes")) r.set_default(Device::gpu, "gemv-gpu-06-shapes");
 #else
     r.add_missing({"gemv-gpu", "built without CUDA"});
 #endif
@@ -200,7 +200,7 @@ void gemv(T alpha, MatrixView<const T> a, const T* x, T beta, T* y, const GemvOp
   if (std::string why = impl.why_not(a.layout); !why.empty())
     throw Error("gemv: implementation '" + impl.name + "' cannot take this layout: " + why);
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  GemvCall<T> call{alpha, a, x, beta, y, threads};
+  GemvCall<T> call{alpha, a, x, beta, y, threads, options.stream};
   if (!reads_a) call.a.layout.cols.size = 0;  // device: the kernels see N = 0 and never read A
   if constexpr (std::is_same_v<T, float>) impl.run_f32(call);
   else impl.run_f64(call);

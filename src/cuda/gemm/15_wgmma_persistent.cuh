@@ -9,9 +9,11 @@
 // latency) and its epilogue no longer leave the tensor cores idle in between,
 // which is what a grid of short units (thin K, or a wave's worth of tiles)
 // is made of. When the tiles are fewer than the SMs would take, K is split
-// (WgmmaWork, chosen on the host by plan_wgmma_work): each part adds alpha
-// times its partial product into C with atomics, after a pass that scales C
-// by beta (writes zeros for beta = 0, without reading C). An unsplit tile
+// (WgmmaWork, chosen on the host by plan_wgmma_work): each part writes its
+// partial product into a slice of a workspace and a second kernel
+// (sum_k_parts) adds the slices in part order and applies alpha and beta, so
+// that the result does not depend on the order the parts finish in (atomic
+// adds into C would). An unsplit tile
 // of a row-major C leaves through shared memory (wgmma_staged_c.cuh, the
 // epilogue of step 16) as whole lines: by TMA stores that run while the next
 // tile starts where C's rows are 16-byte aligned, a row per warp store
@@ -125,8 +127,10 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
       multiply_k_tiles_a_in_registers<Cfg, From>(ring, r, kt1 - kt0, promote_every, rows_off, keep_small != 0, it);
     if (kCluster > 1 && tm * Cfg::BM >= M) continue;  // a cluster's block past C's last rows
     const TileInBlock<Cfg> t(c, tm, tn, M, N);
-    if (work.splits > 1) {
-      store_tile<Cfg, true>(t.c, r, t.tm, t.tn, t.M, t.N, alpha, beta);
+    if (work.splits > 1) {  // c is the workspace: this part's slice of it, summed later in part order
+      StridedOperand<float> part = t.c;
+      part.p += static_cast<long long>(kt0 / work.k_per) * work.slice;
+      store_tile<Cfg, false>(part, r, t.tm, t.tn, t.M, t.N, 1.f, 0.f);
     } else if (c_stores == CStores::per_thread) {
       store_tile<Cfg, false>(t.c, r, t.tm, t.tn, t.M, t.N, alpha, beta);
     } else {

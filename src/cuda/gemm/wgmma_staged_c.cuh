@@ -38,14 +38,30 @@ struct StagedC {
 };
 
 // C = beta C in C's element type, C not read when beta = 0 (NaN there must
-// not propagate): before a K split's parts add into C (step 15), and the
-// whole product where K = 0 or alpha = 0 (step 16's entry).
+// not propagate): the whole product where K = 0 or alpha = 0 (step 16's
+// entry).
 template <class OpC>
 __global__ void scale_c(OpC c, int M, int N, float beta) {
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
        e < static_cast<long long>(M) * N; e += static_cast<long long>(gridDim.x) * blockDim.x) {
     auto& x = c(static_cast<int>(e / N), static_cast<int>(e % N));
     put(&x, beta == 0.f ? 0.f : beta * as_float(x));
+  }
+}
+
+// C = alpha * (the sum of a K split's parts) + beta * C, C not read when
+// beta = 0. The parts (row-major M x N slices, `slice` floats apart) are
+// added in part order, so the result does not depend on which part's blocks
+// finished first (step 15's K split).
+template <class OpC>
+__global__ __launch_bounds__(256) void sum_k_parts(OpC c, int M, int N, int parts, const float* ws, long long slice,
+                                                   float alpha, float beta) {
+  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < static_cast<long long>(M) * N;
+       e += static_cast<long long>(gridDim.x) * 256) {
+    float s = 0.f;
+    for (int p = 0; p < parts; ++p) s += ws[p * slice + e];
+    auto& x = c(static_cast<int>(e / N), static_cast<int>(e % N));
+    put(&x, beta == 0.f ? alpha * s : alpha * s + beta * as_float(x));
   }
 }
 

@@ -2,19 +2,25 @@
 // tuned one) and the cuBLAS SGEMV/DGEMV baseline, registered in the GEMV
 // table. Each launcher checks its layout preconditions; the dispatcher
 // (src/cpu/gemv/gemv.cpp) has checked sizes, memory spaces and M > 0.
-// All launches go to the default stream and are checked.
+// Every launch goes to the call's stream (GemvCall::stream) and is checked.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
+#include "../cublas_handle.hpp"
+#include "../stream_workspace.hpp"
 #include "01_global_rows.cuh"
 #include "02_coalesced_colmajor.cuh"
 #include "03_constant_x.cuh"
 #include "04_shared_x.cuh"
 #include "05_tuned.cuh"
+#include "launch_any_shape.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/gemv.hpp"
@@ -47,61 +53,92 @@ std::string unit_stride_only(const MatrixLayout& a) {
 
 template <class T>
 void launch_global_rows(const GemvCall<T>& c) {
-  global_rows<T><<<blocks_for(c.a.rows(), 256), 256>>>(c.a.rows(), c.a.cols(), c.a.data, c.a.layout.rows.stride[0],
-                                                       c.a.layout.cols.stride[0], c.x, c.y, c.alpha, c.beta);
+  const cudaStream_t s = cuda::on_stream(c.stream);
+  global_rows<T><<<blocks_for(c.a.rows(), 256), 256, 0, s>>>(c.a.rows(), c.a.cols(), c.a.data,
+                                                             c.a.layout.rows.stride[0], c.a.layout.cols.stride[0], c.x,
+                                                             c.y, c.alpha, c.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void launch_coalesced(const GemvCall<T>& c) {
+  const cudaStream_t s = cuda::on_stream(c.stream);
   if (std::string why = col_major_only(c.a.layout); !why.empty()) throw Error(why);
   const index_t ld = c.a.cols() <= 1 ? std::max<index_t>(c.a.rows(), 1) : c.a.layout.cols.stride[0];
-  coalesced_colmajor<T><<<blocks_for(c.a.rows(), 256), 256>>>(c.a.rows(), c.a.cols(), c.a.data, ld, c.x, c.y,
-                                                              c.alpha, c.beta);
+  coalesced_colmajor<T>
+      <<<blocks_for(c.a.rows(), 256), 256, 0, s>>>(c.a.rows(), c.a.cols(), c.a.data, ld, c.x, c.y, c.alpha, c.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+// x's chunk lives in __constant__ memory, one copy per device that every
+// host thread and stream shares: a call holds the device's lock while it
+// queues its copies and kernels, and waits (stream order) for the last
+// call's kernels before its first copy overwrites the chunk. A ladder step,
+// not a hot path: the lock is its price.
+struct ConstantXOwner {
+  std::mutex mu;
+  cuda::StreamOrder order;
+};
+ConstantXOwner& constant_x_owner() {
+  static auto* owners = new ConstantXOwner[64];  // per device; never destroyed: CUDA may be torn down first
+  int device = 0;
+  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
+  if (device >= 64) throw Error("gemv-gpu-03-constant: device " + std::to_string(device) + " (at most 64)");
+  return owners[device];
 }
 
 template <class T>
 void launch_constant(const GemvCall<T>& c) {
+  const cudaStream_t s = cuda::on_stream(c.stream);
   const index_t m = c.a.rows(), n = c.a.cols(), chunk = ConstantX<T>::kChunk;
   const void* symbol = sizeof(T) == 4 ? static_cast<const void*>(&c_x_f32) : static_cast<const void*>(&c_x_f64);
   if (n == 0) {  // y = beta y
-    constant_x<T><<<blocks_for(m, 256), 256>>>(m, 0, 0, c.a.data, 0, 0, c.y, c.alpha, c.beta);
+    constant_x<T><<<blocks_for(m, 256), 256, 0, s>>>(m, 0, 0, c.a.data, 0, 0, c.y, c.alpha, c.beta);
     PARRAY_CUDA_CHECK_LAUNCH();
     return;
   }
+  ConstantXOwner& owner = constant_x_owner();
+  std::lock_guard<std::mutex> lock(owner.mu);
+  owner.order.enter(s);
   for (index_t j0 = 0; j0 < n; j0 += chunk) {  // x does not fit: chunks, accumulating into y
     const index_t len = std::min(chunk, n - j0);
-    PARRAY_CUDA_CHECK(cudaMemcpyToSymbolAsync(symbol, c.x + j0, size_t(len) * sizeof(T), 0, cudaMemcpyDeviceToDevice));
-    constant_x<T><<<blocks_for(m, 256), 256>>>(m, j0, len, c.a.data, c.a.layout.rows.stride[0],
-                                               c.a.layout.cols.stride[0], c.y, c.alpha, j0 == 0 ? c.beta : T(1));
+    PARRAY_CUDA_CHECK(
+        cudaMemcpyToSymbolAsync(symbol, c.x + j0, size_t(len) * sizeof(T), 0, cudaMemcpyDeviceToDevice, s));
+    constant_x<T><<<blocks_for(m, 256), 256, 0, s>>>(m, j0, len, c.a.data, c.a.layout.rows.stride[0],
+                                                     c.a.layout.cols.stride[0], c.y, c.alpha, j0 == 0 ? c.beta : T(1));
     PARRAY_CUDA_CHECK_LAUNCH();
   }
+  owner.order.leave(s);
 }
 
 template <class T>
 void launch_shared(const GemvCall<T>& c) {
-  shared_x<T, 256><<<blocks_for(c.a.rows(), 256), 256>>>(c.a.rows(), c.a.cols(), c.a.data, c.a.layout.rows.stride[0],
-                                                         c.a.layout.cols.stride[0], c.x, c.y, c.alpha, c.beta);
+  const cudaStream_t s = cuda::on_stream(c.stream);
+  shared_x<T, 256><<<blocks_for(c.a.rows(), 256), 256, 0, s>>>(c.a.rows(), c.a.cols(), c.a.data,
+                                                               c.a.layout.rows.stride[0], c.a.layout.cols.stride[0],
+                                                               c.x, c.y, c.alpha, c.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
-// A grow-only device workspace for the column-major partial sums.
-void* workspace(std::size_t bytes) {
-  static void* p = nullptr;
-  static std::size_t size = 0;
-  if (bytes > size) {
-    if (p) PARRAY_CUDA_CHECK(cudaFree(p));
-    PARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
-    size = bytes;
-  }
-  return p;
+// The column-major partial sums' workspace: per host thread and device, grown
+// when needed, a use on another stream than the last one's waiting for it
+// (stream_workspace.hpp). The launches that use it end with workspace_done.
+struct GemvWorkspace {
+  cuda::StreamOrder order;
+  cuda::StreamBuffer buffer;
+};
+GemvWorkspace& workspace_here() { return cuda::per_thread_on_device<GemvWorkspace>(); }
+void* workspace(std::size_t bytes, cudaStream_t s) {
+  GemvWorkspace& w = workspace_here();
+  return w.buffer.get(bytes, s, w.order, false);
 }
+void workspace_done(cudaStream_t s) { workspace_here().order.leave(s); }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 template <class T>
 void launch_tuned(const GemvCall<T>& c) {
+  const cudaStream_t s = cuda::on_stream(c.stream);
   if (std::string why = unit_stride_only(c.a.layout); !why.empty()) throw Error(why);
   const index_t m = c.a.rows(), n = c.a.cols();
   constexpr int kVec = 16 / sizeof(T);
@@ -112,8 +149,8 @@ void launch_tuned(const GemvCall<T>& c) {
     const index_t ld = m == 1 ? std::max<index_t>(n, 1) : l.rows.stride[0];
     const bool vec = ld % kVec == 0 && aligned16(c.a.data) && aligned16(c.x);
     const unsigned blocks = unsigned(std::min<index_t>((m + 7) / 8, index_t(sms) * 16));
-    if (vec) tuned_rows<T, kVec, 4><<<blocks, 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
-    else tuned_rows<T, 1, 8><<<blocks, 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
+    if (vec) tuned_rows<T, kVec, 4><<<blocks, 256, 0, s>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
+    else tuned_rows<T, 1, 8><<<blocks, 256, 0, s>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
     PARRAY_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -126,7 +163,7 @@ void launch_tuned(const GemvCall<T>& c) {
     const index_t rows = 16 * kVec, blocks = (m + rows - 1) / rows;
     if (blocks >= sms) {
       if (blocks > 0x7fffffff) throw Error("gemv-gpu-tuned: too many rows");
-      tuned_cols_whole<T, kVec, 16, 8><<<unsigned(blocks), 256>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
+      tuned_cols_whole<T, kVec, 16, 8><<<unsigned(blocks), 256, 0, s>>>(m, n, c.a.data, ld, c.x, c.y, c.alpha, c.beta);
       PARRAY_CUDA_CHECK_LAUNCH();
       return;
     }
@@ -137,23 +174,31 @@ void launch_tuned(const GemvCall<T>& c) {
   const index_t want = std::max<index_t>(1, index_t(sms) * 8 / std::max<index_t>(row_blocks, 1));
   const int slices = int(std::clamp<index_t>(std::min(want, (n + 31) / 32), 1, 65535));
   const index_t per_slice = (n + slices - 1) / slices;
-  T* part = static_cast<T*>(workspace(size_t(slices) * size_t(m) * sizeof(T)));
+  T* part = static_cast<T*>(workspace(size_t(slices) * size_t(m) * sizeof(T), s));
   const dim3 grid{unsigned(row_blocks), unsigned(slices), 1u};
-  if (vec) tuned_cols_partial<T, kVec, 4><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part);
-  else tuned_cols_partial<T, 1, 8><<<grid, 256>>>(m, n, c.a.data, ld, c.x, per_slice, part);
+  if (vec) tuned_cols_partial<T, kVec, 4><<<grid, 256, 0, s>>>(m, n, c.a.data, ld, c.x, per_slice, part);
+  else tuned_cols_partial<T, 1, 8><<<grid, 256, 0, s>>>(m, n, c.a.data, ld, c.x, per_slice, part);
   PARRAY_CUDA_CHECK_LAUNCH();
-  tuned_cols_reduce<T><<<blocks_for(m, 256), 256>>>(m, slices, part, c.y, c.alpha, c.beta);
+  tuned_cols_reduce<T><<<blocks_for(m, 256), 256, 0, s>>>(m, slices, part, c.y, c.alpha, c.beta);
   PARRAY_CUDA_CHECK_LAUNCH();
+  workspace_done(s);
+}
+
+// Step 6 where it applies, else step 5's column kernels (column-major A of
+// more rows than step 6's short-column kernel takes).
+template <class T>
+void launch_shapes(const GemvCall<T>& c) {
+  if (std::string why = unit_stride_only(c.a.layout); !why.empty()) throw Error(why);
+  if (!cuda::gemv_any_shape(c)) launch_tuned(c);
 }
 
 // ---- cuBLAS ------------------------------------------------------------------
 
-cublasHandle_t handle() {
-  static cublasHandle_t h = [] {
-    cublasHandle_t x;
-    if (cublasCreate(&x) != CUBLAS_STATUS_SUCCESS) throw Error("cublasCreate failed");
-    return x;
-  }();
+// The calling thread's handle, on the call's stream.
+cublasHandle_t handle_on(GpuStream stream) {
+  const cublasHandle_t h = cuda::cublas_handle_for_current_device();
+  if (const cublasStatus_t st = cublasSetStream(h, cuda::on_stream(stream)); st != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cublas gemv: cublasSetStream: ") + cublasGetStatusString(st));
   return h;
 }
 
@@ -163,15 +208,18 @@ void cublas_gemv(const GemvCall<T>& c) {
   const MatrixLayout& l = c.a.layout;
   const int m = int(c.a.rows()), n = int(c.a.cols());
   const bool col = (l.rows.stride[0] == 1 || m == 1) && !(l.cols.stride[0] == 1 && n > 1 && m > 1 && l.rows.stride[0] != 1);
+  const cublasHandle_t h = handle_on(c.stream);
   cublasStatus_t s;
   if (col) {  // column-major: y = A x
     const int ld = int(n == 1 ? std::max(m, 1) : std::max<index_t>(l.cols.stride[0], std::max(m, 1)));
-    if constexpr (sizeof(T) == 4) s = cublasSgemv(handle(), CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
-    else s = cublasDgemv(handle(), CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    if constexpr (sizeof(T) == 4)
+      s = cublasSgemv(h, CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    else s = cublasDgemv(h, CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
   } else {  // row-major A is a column-major A^T (n x m): y = (A^T)^T x
     const int ld = int(m == 1 ? std::max(n, 1) : l.rows.stride[0]);
-    if constexpr (sizeof(T) == 4) s = cublasSgemv(handle(), CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
-    else s = cublasDgemv(handle(), CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    if constexpr (sizeof(T) == 4)
+      s = cublasSgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    else s = cublasDgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
   }
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas gemv: ") + cublasGetStatusString(s));
 }
@@ -212,6 +260,11 @@ void register_cuda_gemv(GemvRegistry& r) {
                "columns + ordered reduction (column-major)",
                "row- or column-major A, any ld (128-bit path when ld and pointers are 16-byte aligned)",
                launch_tuned<float>, launch_tuned<double>, unit_stride_only);
+  add_gpu_gemv(r, "gemv-gpu-06-shapes",
+               "step 6: step 5 sized to the shape: rows read by groups of 4-32 lanes and cut into slices where "
+               "they are few, short columns by a few threads each, slices summed in order by the last block",
+               "row- or column-major A, any ld (128-bit path when ld and pointers are 16-byte aligned)",
+               launch_shapes<float>, launch_shapes<double>, unit_stride_only);
   add_gpu_gemv(r, "gemv-cublas", "cuBLAS cublasSgemv/cublasDgemv: the baseline", "row- or column-major A; sizes < 2^31",
                cublas_gemv<float>, cublas_gemv<double>, unit_stride_only, true);
 }

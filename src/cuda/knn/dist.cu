@@ -23,9 +23,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "../stream_workspace.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/knn.hpp"
 #include "select_topk.cuh"
@@ -178,15 +180,13 @@ __global__ void negate(float* x, index_t n) {
   if (j < n) x[j] = -x[j];
 }
 
-void* grow(void*& p, std::size_t& size, std::size_t bytes) {
-  if (bytes > size) {
-    if (p) PARRAY_CUDA_CHECK(cudaFree(p));
-    p = nullptr, size = 0;
-    PARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
-    size = bytes;
-  }
-  return p;
-}
+// The sort path's buffers: per host thread and device, a use on another
+// stream than the last one's waiting for it (stream_workspace.hpp).
+struct SortBuffers {
+  StreamOrder order;
+  StreamBuffer keys, idx_in, temp;
+};
+SortBuffers& sort_buffers_here() { return per_thread_on_device<SortBuffers>(); }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -198,55 +198,60 @@ int elems_per_thread(int p) {
 }
 
 template <int P, int E>
-void launch_fused_e(const float* base, index_t n, index_t d, const float* query, bool l2, float* dist, index_t* idx) {
+void launch_fused_e(cudaStream_t s, const float* base, index_t n, index_t d, const float* query, bool l2, float* dist,
+                    index_t* idx) {
   if constexpr (P / E <= 1024 && P / E >= 32) {
     const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
-    fused_dist_sort<P, E><<<1, P / E>>>(base, n, d, query, l2, vec, dist, idx);
+    fused_dist_sort<P, E><<<1, P / E, 0, s>>>(base, n, d, query, l2, vec, dist, idx);
   } else {
     throw Error("GPU dist: no kernel for P = " + std::to_string(P) + ", E = " + std::to_string(E));
   }
 }
 
 template <int P>
-void launch_fused(const float* base, index_t n, index_t d, const float* query, bool l2, float* dist, index_t* idx) {
+void launch_fused(cudaStream_t s, const float* base, index_t n, index_t d, const float* query, bool l2, float* dist,
+                  index_t* idx) {
   switch (elems_per_thread(P)) {
-    case 1: launch_fused_e<P, 1>(base, n, d, query, l2, dist, idx); break;
-    case 2: launch_fused_e<P, 2>(base, n, d, query, l2, dist, idx); break;
-    default: launch_fused_e<P, 4>(base, n, d, query, l2, dist, idx); break;
+    case 1: launch_fused_e<P, 1>(s, base, n, d, query, l2, dist, idx); break;
+    case 2: launch_fused_e<P, 2>(s, base, n, d, query, l2, dist, idx); break;
+    default: launch_fused_e<P, 4>(s, base, n, d, query, l2, dist, idx); break;
   }
 }
 
 }  // namespace
 
 void distances_sorted_device(const float* base, index_t n, index_t d, const float* query, Metric metric,
-                             float* distances, index_t* indices) {
+                             float* distances, index_t* indices, GpuStream stream) {
+  const cudaStream_t s = on_stream(stream);
   KnnOptions o;
   o.k = n;
   check_knn_problem(n, 1, d, o);
   if (n >= (index_t(1) << 31)) throw Error("GPU dist: N >= 2^31 vectors");
   const bool l2 = metric == Metric::l2;
   if (n <= 4096) {
-    if (n <= 128) launch_fused<128>(base, n, d, query, l2, distances, indices);
-    else if (n <= 256) launch_fused<256>(base, n, d, query, l2, distances, indices);
-    else if (n <= 512) launch_fused<512>(base, n, d, query, l2, distances, indices);
-    else if (n <= 1024) launch_fused<1024>(base, n, d, query, l2, distances, indices);
-    else if (n <= 2048) launch_fused<2048>(base, n, d, query, l2, distances, indices);
-    else launch_fused<4096>(base, n, d, query, l2, distances, indices);
+    if (n <= 128) launch_fused<128>(s, base, n, d, query, l2, distances, indices);
+    else if (n <= 256) launch_fused<256>(s, base, n, d, query, l2, distances, indices);
+    else if (n <= 512) launch_fused<512>(s, base, n, d, query, l2, distances, indices);
+    else if (n <= 1024) launch_fused<1024>(s, base, n, d, query, l2, distances, indices);
+    else if (n <= 2048) launch_fused<2048>(s, base, n, d, query, l2, distances, indices);
+    else launch_fused<4096>(s, base, n, d, query, l2, distances, indices);
     PARRAY_CUDA_CHECK_LAUNCH();
     return;
   }
-  static void *keys = nullptr, *idx_in = nullptr, *temp = nullptr;
-  static std::size_t keys_size = 0, idx_size = 0, temp_size = 0;
-  float* k_in = static_cast<float*>(grow(keys, keys_size, std::size_t(n) * sizeof(float)));
-  index_t* i_in = static_cast<index_t*>(grow(idx_in, idx_size, std::size_t(n) * sizeof(index_t)));
-  dist_keys<<<unsigned((n + 255) / 256), 256>>>(base, n, d, query, l2, k_in, i_in);
+  SortBuffers& w = sort_buffers_here();
+  float* k_in = static_cast<float*>(w.keys.get(std::size_t(n) * sizeof(float), s, w.order, false));
+  index_t* i_in = static_cast<index_t*>(w.idx_in.get(std::size_t(n) * sizeof(index_t), s, w.order, false));
+  dist_keys<<<unsigned((n + 255) / 256), 256, 0, s>>>(base, n, d, query, l2, k_in, i_in);
   PARRAY_CUDA_CHECK_LAUNCH();
   std::size_t need = 0;
-  PARRAY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, k_in, distances, i_in, indices, n));
-  void* t = grow(temp, temp_size, need);
-  PARRAY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(t, need, k_in, distances, i_in, indices, n));
+  PARRAY_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(nullptr, need, k_in, distances, i_in, indices, n, 0, int(sizeof(float) * 8), s));
+  void* t = w.temp.get(std::max<std::size_t>(need, 1), s, w.order, false);
+  PARRAY_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(t, need, k_in, distances, i_in, indices, n, 0, int(sizeof(float) * 8), s));
+  w.order.leave(s);
   if (!l2) {
-    negate<<<unsigned((n + 255) / 256), 256>>>(distances, n);
+    negate<<<unsigned((n + 255) / 256), 256, 0, s>>>(distances, n);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
 }
@@ -255,8 +260,9 @@ DistCallTiming time_distances_sorted_device(const float* base, index_t n, index_
                                             float* distances, index_t* indices, int calls) {
   if (calls < 1) throw Error("GPU dist timing: calls = " + std::to_string(calls) + " (need >= 1)");
   auto call = [&] { distances_sorted_device(base, n, d, query, metric, distances, indices); };
+  const cudaStream_t s = cudaStreamPerThread;  // the calls' stream
   for (int i = 0; i < 10; ++i) call();  // warm-up: module load, clocks
-  PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
   DistCallTiming t;
   t.calls = calls;
   // (1) Throughput: CUDA events around `calls` back-to-back calls, launches
@@ -264,9 +270,9 @@ DistCallTiming time_distances_sorted_device(const float* base, index_t n, index_
   cudaEvent_t start, stop;
   PARRAY_CUDA_CHECK(cudaEventCreate(&start));
   PARRAY_CUDA_CHECK(cudaEventCreate(&stop));
-  PARRAY_CUDA_CHECK(cudaEventRecord(start));
+  PARRAY_CUDA_CHECK(cudaEventRecord(start, s));
   for (int i = 0; i < calls; ++i) call();
-  PARRAY_CUDA_CHECK(cudaEventRecord(stop));
+  PARRAY_CUDA_CHECK(cudaEventRecord(stop, s));
   PARRAY_CUDA_CHECK(cudaEventSynchronize(stop));
   float ms = 0;
   PARRAY_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
@@ -276,15 +282,15 @@ DistCallTiming time_distances_sorted_device(const float* base, index_t n, index_
   for (int i = 0; i < std::min(calls, 2000); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     call();
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
   t.single_sync_us = us[us.size() / 2];
   // (3) The kernel alone, once, between events (what the GPU spends).
-  PARRAY_CUDA_CHECK(cudaEventRecord(start));
+  PARRAY_CUDA_CHECK(cudaEventRecord(start, s));
   call();
-  PARRAY_CUDA_CHECK(cudaEventRecord(stop));
+  PARRAY_CUDA_CHECK(cudaEventRecord(stop, s));
   PARRAY_CUDA_CHECK(cudaEventSynchronize(stop));
   PARRAY_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
   t.single_event_us = double(ms) * 1e3;

@@ -36,9 +36,17 @@ namespace {
 
 using namespace knn_kernels;
 
+// A grow-only device buffer of the calling thread (a search synchronises its
+// stream before it returns, so the next search, on any stream, finds it idle).
 struct Workspace {
   void* p = nullptr;
   std::size_t size = 0;
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace() {
+    if (p) (void)cudaFree(p);  // errors ignored at thread exit
+  }
   template <class T>
   T* get(std::size_t count) {
     const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(T);
@@ -53,9 +61,9 @@ struct Workspace {
 };
 
 template <int CAP>
-void launch_select(int rows, const float* c, index_t nb, index_t j0, const float* bn, const float* qn, KeyArgs ka,
-                   int k, float* sk, int* si, bool last, index_t q0, float* od, index_t* oi) {
-  select_tile<CAP, 256><<<rows, 256>>>(c, nb, j0, bn, qn, ka, k, sk, si, last, q0, od, oi);
+void launch_select(cudaStream_t st, int rows, const float* c, index_t nb, index_t j0, const float* bn, const float* qn,
+                   KeyArgs ka, int k, float* sk, int* si, bool last, index_t q0, float* od, index_t* oi) {
+  select_tile<CAP, 256><<<rows, 256, 0, st>>>(c, nb, j0, bn, qn, ka, k, sk, si, last, q0, od, oi);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
@@ -121,8 +129,8 @@ __global__ void __launch_bounds__(256) merge_rows(const float* __restrict__ old_
 }
 
 // Grow-only device buffers, shared by every search of the process.
-Workspace ws_c, ws_state, ws_state2, ws_sorted_key, ws_idx, ws_sorted_idx, ws_offsets, ws_temp, ws_qn, ws_norms,
-    ws_wide, ws_qf, ws_mu, ws_stats, ws_ids, ws_cand_key, ws_cand_idx, ws_exact, ws_exact2, ws_exact_idx,
+thread_local Workspace ws_c, ws_state, ws_state2, ws_sorted_key, ws_idx, ws_sorted_idx, ws_offsets, ws_temp, ws_qn,
+    ws_norms, ws_wide, ws_qf, ws_mu, ws_stats, ws_ids, ws_cand_key, ws_cand_idx, ws_exact, ws_exact2, ws_exact_idx,
     ws_exact_idx2, ws_seg, ws_flag;
 
 // One filter pass: q queries (rows of `queries`, already as the filter sees
@@ -142,6 +150,7 @@ struct FilterPass {
 template <class BaseTile>
 void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
   const KnnOptions& o = *p.o;
+  const cudaStream_t st = on_stream(o.stream);
   const index_t n = p.n, q = p.q, d = p.d, k = p.kc;
   const bool one_pass = k <= 2048;
   // Tile budget: 2^24 floats (64 MiB) for C, and, for merged passes, for the
@@ -158,13 +167,13 @@ void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
                                                  std::to_string(nt) + " has 2^31 or more entries; give smaller --tiles");
   float* c = ws_c.get<float>(std::size_t(qt * nt));
   float* qn = ws_qn.get<float>(std::size_t(q));
-  row_norms<<<unsigned((q + 7) / 8), 256>>>(p.queries, q, d, false, qn);
+  row_norms<<<unsigned((q + 7) / 8), 256, 0, st>>>(p.queries, q, d, false, qn);
   PARRAY_CUDA_CHECK_LAUNCH();
   // The GEMM: KnnOptions::gemm, else gpu.knn_gemm, else cuda-12-best (the
   // CUDA-core kernel the exact search's measurements were taken with).
   std::string gemm_impl = o.gemm;
   if (gemm_impl.empty()) gemm_impl = gpu_tuning().knn_gemm;
-  const GemmOptions gemm_options{gemm_impl.empty() ? "cuda-12-best" : gemm_impl, 1};
+  const GemmOptions gemm_options{.impl = gemm_impl.empty() ? "cuda-12-best" : gemm_impl, .threads = 1, .stream = st};
   // State: k keys + int32 indices per query of the tile (two copies for merged passes).
   float* sk = ws_state.get<float>(std::size_t(qt * k) * 2);
   int* si = reinterpret_cast<int*>(sk + qt * k);
@@ -195,24 +204,27 @@ void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
         const int ki = int(k);
         // CAP >= k + 4 * 256: one step may append 4 candidates per thread.
         if (k <= 1024)
-          launch_select<2048>(rows, c, nb, j0, base_roots, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
-        else launch_select<4096>(rows, c, nb, j0, base_roots, qn, p.keys, ki, sk, si, last, q0, p.cand_key, p.cand_idx);
+          launch_select<2048>(st, rows, c, nb, j0, base_roots, qn, p.keys, ki, sk, si, last, q0, p.cand_key,
+                              p.cand_idx);
+        else
+          launch_select<4096>(st, rows, c, nb, j0, base_roots, qn, p.keys, ki, sk, si, last, q0, p.cand_key,
+                              p.cand_idx);
         continue;
       }
       const index_t items = qb * nb;
       const unsigned key_blocks = unsigned(std::min<index_t>((items + 255) / 256, 65535));
-      tile_keys<<<key_blocks, 256>>>(c, tile_idx, rows, nb, j0, base_roots, qn, q0, p.keys, offsets);
+      tile_keys<<<key_blocks, 256, 0, st>>>(c, tile_idx, rows, nb, j0, base_roots, qn, q0, p.keys, offsets);
       PARRAY_CUDA_CHECK_LAUNCH();
       std::size_t temp_bytes = 0;
       PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp_bytes, c, sorted_key, tile_idx,
-                                                                  sorted_idx, items, qb, offsets, offsets + 1));
+                                                                  sorted_idx, items, qb, offsets, offsets + 1, st));
       void* temp = ws_temp.get<char>(temp_bytes);
       PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, c, sorted_key, tile_idx, sorted_idx,
-                                                                  items, qb, offsets, offsets + 1));
+                                                                  items, qb, offsets, offsets + 1, st));
       const index_t keep = std::min(k, have + nb);
       const dim3 grid{unsigned((have + nb + 255) / 256), unsigned(rows), 1u};
-      merge_rows<<<grid, 256>>>(sk, si, have, sorted_key, sorted_idx, nb, keep, sk2, si2, k, last, q0, p.cand_key,
-                                p.cand_idx);
+      merge_rows<<<grid, 256, 0, st>>>(sk, si, have, sorted_key, sorted_idx, nb, keep, sk2, si2, k, last, q0,
+                                       p.cand_key, p.cand_idx);
       PARRAY_CUDA_CHECK_LAUNCH();
       std::swap(sk, sk2);
       std::swap(si, si2);
@@ -228,17 +240,21 @@ __global__ void segment_offsets(int* off, index_t rows, index_t width) {
 
 // Each row of (key, idx) (rows x kc) ordered by (key, index): stable by index
 // first, then stable by key. Results in key2 / idx2.
-void sort_by_key_then_index(double* key, int* idx, double* key2, int* idx2, index_t rows, index_t kc) {
+void sort_by_key_then_index(cudaStream_t st, double* key, int* idx, double* key2, int* idx2, index_t rows, index_t kc) {
   int* off = ws_seg.get<int>(std::size_t(rows + 1));
-  segment_offsets<<<unsigned((rows + 256) / 256), 256>>>(off, rows, kc);
+  segment_offsets<<<unsigned((rows + 256) / 256), 256, 0, st>>>(off, rows, kc);
   PARRAY_CUDA_CHECK_LAUNCH();
   const index_t items = rows * kc;
   std::size_t a = 0, b = 0;
-  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, a, idx, idx2, key, key2, items, rows, off, off + 1));
-  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, b, key2, key, idx2, idx, items, rows, off, off + 1));
+  PARRAY_CUDA_CHECK(
+      cub::DeviceSegmentedSort::StableSortPairs(nullptr, a, idx, idx2, key, key2, items, rows, off, off + 1, st));
+  PARRAY_CUDA_CHECK(
+      cub::DeviceSegmentedSort::StableSortPairs(nullptr, b, key2, key, idx2, idx, items, rows, off, off + 1, st));
   void* temp = ws_temp.get<char>(std::max(a, b));
-  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(temp, a, idx, idx2, key, key2, items, rows, off, off + 1));
-  PARRAY_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(temp, b, key2, key, idx2, idx, items, rows, off, off + 1));
+  PARRAY_CUDA_CHECK(
+      cub::DeviceSegmentedSort::StableSortPairs(temp, a, idx, idx2, key, key2, items, rows, off, off + 1, st));
+  PARRAY_CUDA_CHECK(
+      cub::DeviceSegmentedSort::StableSortPairs(temp, b, key2, key, idx2, idx, items, rows, off, off + 1, st));
   // the (key, index) order is now in key / idx
 }
 
@@ -252,6 +268,7 @@ struct DeviceBase {
   const float* mu = nullptr;  // device, d floats; null: not centered
   float* wide = nullptr;      // a tile as the filter sees it, when it is not the base itself
   index_t wide_rows = 0;
+  cudaStream_t stream = cudaStreamPerThread;  // the search's (KnnOptions::stream)
 
   template <class F>
   void dispatch(F&& f) const {  // f(RowReader<...>) for the stored type
@@ -261,10 +278,11 @@ struct DeviceBase {
   }
   const float* tile(index_t j0, index_t nb) const {
     if (f32 && !mu) return f32 + j0 * d;
+    const cudaStream_t st = stream;
     dispatch([&](auto in) {
       in.base += j0 * d;
       const unsigned blocks = unsigned(std::min<index_t>((nb * d + 255) / 256, 4096));
-      filter_rows<<<blocks, 256>>>(in, nullptr, nb, d, mu, wide);
+      filter_rows<<<blocks, 256, 0, st>>>(in, nullptr, nb, d, mu, wide);
       PARRAY_CUDA_CHECK_LAUNCH();
     });
     return wide;
@@ -273,15 +291,18 @@ struct DeviceBase {
 
 // L2: the base's mean in FP64; mu set (and uploaded) when centering pays.
 void choose_centering(DeviceBase& b) {
+  const cudaStream_t st = b.stream;
   double* stats = ws_stats.get<double>(std::size_t(b.d + 1));
-  PARRAY_CUDA_CHECK(cudaMemset(stats, 0, sizeof(double) * std::size_t(b.d + 1)));
+  PARRAY_CUDA_CHECK(cudaMemsetAsync(stats, 0, sizeof(double) * std::size_t(b.d + 1), st));
   const index_t per_block = std::max<index_t>(64, (b.n + 1023) / 1024);
   b.dispatch([&](auto in) {
-    column_sums<<<unsigned((b.n + per_block - 1) / per_block), 256>>>(in, b.n, b.d, per_block, stats, stats + b.d);
+    column_sums<<<unsigned((b.n + per_block - 1) / per_block), 256, 0, st>>>(in, b.n, b.d, per_block, stats,
+                                                                             stats + b.d);
     PARRAY_CUDA_CHECK_LAUNCH();
   });
   std::vector<double> h(static_cast<std::size_t>(b.d + 1));
-  PARRAY_CUDA_CHECK(cudaMemcpy(h.data(), stats, sizeof(double) * h.size(), cudaMemcpyDeviceToHost));
+  PARRAY_CUDA_CHECK(cudaMemcpyAsync(h.data(), stats, sizeof(double) * h.size(), cudaMemcpyDeviceToHost, st));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(st));
   double mu_sq = 0;
   std::vector<float> mu(static_cast<std::size_t>(b.d));
   for (index_t t = 0; t < b.d; ++t) {
@@ -291,22 +312,24 @@ void choose_centering(DeviceBase& b) {
   }
   if (!centering_pays(h[std::size_t(b.d)] / double(b.n), mu_sq)) return;
   float* dmu = ws_mu.get<float>(std::size_t(b.d));
-  PARRAY_CUDA_CHECK(cudaMemcpy(dmu, mu.data(), sizeof(float) * mu.size(), cudaMemcpyHostToDevice));
+  PARRAY_CUDA_CHECK(cudaMemcpyAsync(dmu, mu.data(), sizeof(float) * mu.size(), cudaMemcpyHostToDevice, st));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(st));  // mu is a local
   b.mu = dmu;
 }
 
 // The norm of every base row as the filter sees it.
 const float* base_roots(DeviceBase& b) {
+  const cudaStream_t st = b.stream;
   float* bn = ws_norms.get<float>(std::size_t(b.n));
   if (b.f32 && !b.mu) {
-    row_norms<<<unsigned((b.n + 7) / 8), 256>>>(b.f32, b.n, b.d, true, bn);
+    row_norms<<<unsigned((b.n + 7) / 8), 256, 0, st>>>(b.f32, b.n, b.d, true, bn);
     PARRAY_CUDA_CHECK_LAUNCH();
     return bn;
   }
   for (index_t i0 = 0; i0 < b.n; i0 += b.wide_rows) {
     const index_t nb = std::min(b.wide_rows, b.n - i0);
     const float* rows = b.tile(i0, nb);
-    row_norms<<<unsigned((nb + 7) / 8), 256>>>(rows, nb, b.d, true, bn + i0);
+    row_norms<<<unsigned((nb + 7) / 8), 256, 0, st>>>(rows, nb, b.d, true, bn + i0);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
   return bn;
@@ -326,14 +349,15 @@ struct Search {
 // with kc candidates each; returns the flags (1: not proven).
 std::vector<unsigned char> search_chunk(const Search& s, const index_t* ids, index_t m, index_t kc) {
   const DeviceBase& b = s.base;
+  const cudaStream_t st = b.stream;
   const bool l2 = s.o->metric == Metric::l2;
   const index_t d = b.d;
   // the queries as the filter sees them
   const float* qf = s.queries;
   if (ids || b.mu) {
     float* buf = ws_qf.get<float>(std::size_t(m * d));
-    filter_rows<<<unsigned(std::min<index_t>((m * d + 255) / 256, 4096)), 256>>>(RowReader<float, false>{s.queries},
-                                                                                  ids, m, d, b.mu, buf);
+    filter_rows<<<unsigned(std::min<index_t>((m * d + 255) / 256, 4096)), 256, 0, st>>>(
+        RowReader<float, false>{s.queries}, ids, m, d, b.mu, buf);
     PARRAY_CUDA_CHECK_LAUNCH();
     qf = buf;
   }
@@ -349,17 +373,18 @@ std::vector<unsigned char> search_chunk(const Search& s, const index_t* ids, ind
   b.dispatch([&](auto in) {
     const bool vec4 = b.f32 && d % 4 == 0 && reinterpret_cast<std::uintptr_t>(b.f32) % 16 == 0 &&
                       reinterpret_cast<std::uintptr_t>(s.queries) % 16 == 0;
-    exact_keys<<<dim3{unsigned((kc + 127) / 128), unsigned(m), 1u}, 128>>>(s.queries, ids, in, d, l2, vec4, cand_idx,
-                                                                           kc, key, idx);
+    exact_keys<<<dim3{unsigned((kc + 127) / 128), unsigned(m), 1u}, 128, 0, st>>>(s.queries, ids, in, d, l2, vec4,
+                                                                                  cand_idx, kc, key, idx);
     PARRAY_CUDA_CHECK_LAUNCH();
   });
-  sort_by_key_then_index(key, idx, key2, idx2, m, kc);
+  sort_by_key_then_index(st, key, idx, key2, idx2, m, kc);
   unsigned char* flag = ws_flag.get<unsigned char>(std::size_t(m));
-  finish<<<unsigned((m + 127) / 128), 128>>>(cand_key, key, idx, m, kc, s.o->k, b.n, l2, ids, s.distances, s.indices,
-                                             flag);
+  finish<<<unsigned((m + 127) / 128), 128, 0, st>>>(cand_key, key, idx, m, kc, s.o->k, b.n, l2, ids, s.distances,
+                                                    s.indices, flag);
   PARRAY_CUDA_CHECK_LAUNCH();
   std::vector<unsigned char> h(static_cast<std::size_t>(m));
-  PARRAY_CUDA_CHECK(cudaMemcpy(h.data(), flag, h.size(), cudaMemcpyDeviceToHost));
+  PARRAY_CUDA_CHECK(cudaMemcpyAsync(h.data(), flag, h.size(), cudaMemcpyDeviceToHost, st));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(st));
   return h;
 }
 
@@ -379,7 +404,9 @@ void run_search(const Search& s) {
       for (index_t i = 0; i < m; ++i) hid[std::size_t(i)] = first ? c0 + i : pending[std::size_t(c0 + i)];
       if (!first || c0 > 0) {
         ids = ws_ids.get<index_t>(std::size_t(m));
-        PARRAY_CUDA_CHECK(cudaMemcpy(ids, hid.data(), sizeof(index_t) * std::size_t(m), cudaMemcpyHostToDevice));
+        // hid outlives the copy: search_chunk synchronises the stream
+        PARRAY_CUDA_CHECK(
+            cudaMemcpyAsync(ids, hid.data(), sizeof(index_t) * std::size_t(m), cudaMemcpyHostToDevice, s.base.stream));
       }
       const std::vector<unsigned char> flag = search_chunk(s, ids, m, kc);
       for (index_t i = 0; i < m; ++i)
@@ -389,7 +416,7 @@ void run_search(const Search& s) {
     first = false;
     if (kc >= n && !pending.empty()) throw Error("GPU k-NN: a query was not proven with all N candidates");
   }
-  PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(s.base.stream));
 }
 
 void check_device_problem(index_t n, index_t q, index_t d, const KnnOptions& o) {
@@ -399,6 +426,7 @@ void check_device_problem(index_t n, index_t q, index_t d, const KnnOptions& o) 
 }
 
 void run(DeviceBase b, const float* queries, index_t q, const KnnOptions& o, float* distances, index_t* indices) {
+  b.stream = on_stream(o.stream);
   if (o.metric == Metric::l2) choose_centering(b);
   if (b.b16 || b.mu) {
     // One base tile at a time as the filter sees it (NT x d floats, NT >= kc

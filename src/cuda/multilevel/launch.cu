@@ -112,11 +112,11 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
     PARRAY_CUDA_CHECK_LAUNCH();
   }
   if (plan.tiles == 0) return;
-  pipelined::StreamScope on(stream);  // the piece table is uploaded on this stream
   const pipelined::PieceTable pieces = pipelined::streamk_pieces_on_device(plan, kts);
   kp<<<unsigned(pieces.count), Shape::NT, Shape::smem_bytes, stream>>>(m, n, k, alpha, oa, OpIn{b, ldb, 1}, 1.f, c,
                                                                        group, pieces.pieces);
   PARRAY_CUDA_CHECK_LAUNCH();
+  pipelined::piece_table_used(pieces, stream);
 }
 
 // Parts of K <= 512 take the 128 x 128 tile even where the wide one fits:

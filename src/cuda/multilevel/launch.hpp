@@ -1,7 +1,7 @@
 // Stream-taking launches for the multi-level splits (src/cuda/multilevel/):
-// the ladder launchers (gemm_launchers.hpp) all use the default stream, so the
-// done-right splits, which give every part its own stream, launch step 12's
-// kernel and the device-side reduction of the K split through these.
+// the done-right splits, which give every part its own stream and work on raw
+// row-major pointers rather than a GemmCall, launch step 12's kernel and the
+// device-side reduction of the K split through these.
 // Operands are row-major device pointers; every launch is checked.
 #pragma once
 

@@ -91,20 +91,25 @@ constexpr int kSeedBlock = 256;  // the task-1 kernel's 1-D block
 
 // The seed's product of one thread: fresh device buffers for ha (m x k), hb
 // (k x n) and hc (m x n, read when beta != 0), the task-1 kernel, hc back.
-// Allocating per call is the seed's design, and is timed as such.
+// Allocating per call is the seed's design, and is timed as such. The
+// operands are on the host, so the work goes on the team thread's own
+// default stream, which waits for no other thread's.
 void seed_device_product(float alpha, const std::vector<float>& ha, const std::vector<float>& hb, float beta,
                          std::vector<float>& hc, index_t m, index_t k, index_t n) {
   float *da, *db, *dc;
   PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), ha.size() * sizeof(float)));
   PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), hb.size() * sizeof(float)));
   PARRAY_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), hc.size() * sizeof(float)));
-  PARRAY_CUDA_CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
-  PARRAY_CUDA_CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
-  if (beta != 0.f) PARRAY_CUDA_CHECK(cudaMemcpy(dc, hc.data(), hc.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const cudaStream_t s = cudaStreamPerThread;
+  PARRAY_CUDA_CHECK(cudaMemcpyAsync(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  PARRAY_CUDA_CHECK(cudaMemcpyAsync(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  if (beta != 0.f)
+    PARRAY_CUDA_CHECK(cudaMemcpyAsync(dc, hc.data(), hc.size() * sizeof(float), cudaMemcpyHostToDevice, s));
   cuda::gemm_naive_1d(GemmCall<float>{alpha, dev_view<const float>(da, m, k), dev_view<const float>(db, k, n), beta,
-                                      dev_view<float>(dc, m, n), 1},
+                                      dev_view<float>(dc, m, n), 1, s, Precision::fp32},
                       kSeedBlock);
-  PARRAY_CUDA_CHECK(cudaMemcpy(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  PARRAY_CUDA_CHECK(cudaMemcpyAsync(hc.data(), dc, hc.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  PARRAY_CUDA_CHECK(cudaStreamSynchronize(s));
   PARRAY_CUDA_CHECK(cudaFree(da));
   PARRAY_CUDA_CHECK(cudaFree(db));
   PARRAY_CUDA_CHECK(cudaFree(dc));
@@ -207,7 +212,7 @@ struct Context {
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> ready, done;  // per thread: B slice uploaded; part finished
   std::atomic<int> launched{0};           // the K split's parts launched so far in this call
-  cudaEvent_t entry = nullptr;            // the caller's work on the legacy default stream, at the call
+  cudaEvent_t entry = nullptr;            // the caller's work on the call's stream, at the call
   DevBuf da, db, dc, dw;
   PinBuf ha, hb, hc;
   void ensure_threads(int t) {
@@ -249,30 +254,32 @@ struct RowMajorOperands {
     }
     A = cx.da.get(size_t(M * K)), B = cx.db.get(size_t(K * N)), C = cx.dc.get(size_t(M * N));
     lda = K, ldb = N, ldc = N;
-    if (staged_device) {  // device, other layouts: #copy into the row-major buffers
-      cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K));
-      cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N));
-      if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N));
-      PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+    if (staged_device) {  // device, other layouts: #copy into the row-major buffers, on the caller's
+      // stream, which the split's streams wait for (after_callers_work)
+      const GpuStream s = call.stream;
+      cuda::copy<float>(call.a, dev_view<float>(const_cast<float*>(A), M, K), s);
+      cuda::copy<float>(call.b, dev_view<float>(const_cast<float*>(B), K, N), s);
+      if (call.beta != 0.f) cuda::copy<float>(call.c, dev_view<float>(C, M, N), s);
     }
   }
   void copy_back(const GemmCall<float>& call) const {
     if (!staged_device) return;
-    cuda::copy<float>(dev_view<const float>(C, call.c.rows(), call.c.cols()), call.c);
-    PARRAY_CUDA_CHECK(cudaDeviceSynchronize());
+    cuda::copy<float>(dev_view<const float>(C, call.c.rows(), call.c.cols()), call.c, call.stream);
+    // The context's buffers are the next call's, which may come on another stream.
+    PARRAY_CUDA_CHECK(cudaStreamSynchronize(cuda::on_stream(call.stream)));
   }
 };
 
 // A split on the caller's device operands reads and writes them on streams of
 // its own, which are non-blocking: nothing orders them after the caller's
-// earlier work on the legacy default stream — above all a cudaMemcpy from
-// pageable memory that filled an operand, which returns before its last DMA
-// has landed. Each stream the split uses waits for that work first: without
+// earlier work on the call's stream (GemmCall::stream) — above all a copy
+// that filled an operand, which may return before its last DMA has landed.
+// Each stream the split uses waits for that work first: without
 // it a 1024^3 K split over 4 and 8 parts added into C's last rows before the
 // harness's NaN poison, copied there just before the call, had landed (NaN
 // in C on a 4 x H200 host). tests/gpu_stream_order_test.cpp checks it.
-void after_callers_work(Context& cx, int streams) {
-  PARRAY_CUDA_CHECK(cudaEventRecord(cx.entry, cudaStreamLegacy));
+void after_callers_work(Context& cx, int streams, GpuStream caller) {
+  PARRAY_CUDA_CHECK(cudaEventRecord(cx.entry, cuda::on_stream(caller)));
   for (int i = 0; i < streams; ++i) PARRAY_CUDA_CHECK(cudaStreamWaitEvent(cx.streams[size_t(i)], cx.entry, 0));
 }
 
@@ -321,7 +328,7 @@ void split_rows(const GemmCall<float>& call, int threads, bool host) {
   const long long lda = ops.lda, ldb = ops.ldb, ldc = ops.ldc;
   float *hA = nullptr, *hB = nullptr, *hC = nullptr;
   if (host) hA = cx.ha.get(size_t(M * K)), hB = cx.hb.get(size_t(K * N)), hC = cx.hc.get(size_t(M * N));
-  if (!host) after_callers_work(cx, threads);
+  if (!host) after_callers_work(cx, threads, call.stream);
   const bool in_turn = parts_in_turn(host);
   run_parts(threads, in_turn, cx, [&](const ThreadCoord& t) {
     PARRAY_CUDA_CHECK(cudaSetDevice(device));
@@ -438,7 +445,7 @@ class KSplit {
 
   void run() {
     cx_.launched = 0;
-    if (!host_) after_callers_work(cx_, threads_);
+    if (!host_) after_callers_work(cx_, threads_, call_.stream);
     if (no_barriers_) {
       scale_on_stream(cx_.streams[0], int(M_), int(N_), call_.beta, ops_.C, ops_.ldc);
       PARRAY_CUDA_CHECK(cudaEventRecord(cx_.ready[0], cx_.streams[0]));

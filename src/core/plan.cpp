@@ -1,0 +1,204 @@
+// The default GPU GEMM's cost model (include/parray/plan.hpp,
+// docs/dispatch.md). Host code only: the GPU backend feeds it the device's
+// properties, the tests and `parray plan` any model.
+#include "parray/plan.hpp"
+
+#include "parray/cuda/wgmma_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace parray {
+
+namespace {
+
+// FLOP per clock of one Hopper SM: 128 FP32 FMA lanes; dense tensor cores at
+// 1024 TF32 and 2048 BF16/FP16 multiply-adds per clock.
+constexpr double kFp32FlopsPerClock = 2.0 * 128;
+constexpr double kTf32FlopsPerClock = 2.0 * 1024;
+constexpr double kHalfFlopsPerClock = 2.0 * 2048;
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+constexpr index_t kFewVectorsMax = 8;  // GEMV step 7's columns (src/cuda/gemv/launch_any_shape.hpp)
+
+}  // namespace
+
+double GpuModel::sm_flops_per_us(Precision p) const {
+  const double per_clock = p == Precision::tf32                            ? kTf32FlopsPerClock
+                           : p == Precision::bf16 || p == Precision::fp16 ? kHalfFlopsPerClock
+                                                                          : kFp32FlopsPerClock;
+  return per_clock * clock_ghz * 1e3;
+}
+
+// Clocks under a sustained GEMM load and the bandwidth a streaming copy
+// reaches (~90 % of the data sheet's 3.35 / 4.8 TB/s).
+GpuModel GpuModel::h100() { return {"H100 SXM (model)", 132, 1.755, 3000, 2.0, true}; }
+GpuModel GpuModel::h200() { return {"H200 (model)", 132, 1.755, 4300, 2.0, true}; }
+
+const char* plan_kernel_name(PlanKernel k) {
+  switch (k) {
+    case PlanKernel::gemv: return "gemv";
+    case PlanKernel::few_vectors: return "few-vectors";
+    case PlanKernel::cuda_small: return "cuda-cores-64x64";
+    case PlanKernel::cuda_best: return "cuda-cores";
+    case PlanKernel::tc_3xtf32: return "tensor-3xtf32";
+    case PlanKernel::tc_tf32: return "tensor-tf32";
+    case PlanKernel::tc_bf16: return "tensor-bf16";
+    case PlanKernel::tc_fp16: return "tensor-fp16";
+  }
+  return "?";
+}
+
+// The main loops' efficiencies are what steps 12 and 15 reach on large
+// squares (bench/results: step 12 at 78-80 % of the CUDA cores' peak, step 15
+// TF32 at ~76 % of the tensor cores', BF16 ~72 %, 3xTF32 ~75 % over its three
+// products); the 64 x 64 tile's is its share at 1024^3 and below. Passes: the
+// FP32-accurate kernel splits A and B into TF32 big and small parts (read 4,
+// write 8 bytes an element; A is split in registers instead where N <= 2048,
+// see gpu.wgmma_a_registers), TF32 copies B (4 + 4) and reads A in place, the
+// 16-bit kernels round both (4 + 2).
+const std::vector<KernelCosts>& kernel_costs() {
+  static const std::vector<KernelCosts> table = {
+      // kernel, impl, delivers, rate, bm, bn, bk, blocks/SM, efficiency, products, fixed steps,
+      // pass bytes of A and B, launches, host us, lone block's rate, persistent, tensor cores
+      {PlanKernel::gemv, "gemv-gpu-06-shapes", Precision::fp32, Precision::fp32, 0, 0, 0, 0, 0.92, 1, 0, 0, 0, 1, 0, 1,
+       false, false},
+      {PlanKernel::few_vectors, "gemv-07-few-vectors", Precision::fp32, Precision::fp32, 0, 0, 0, 0, 0.85, 1, 0, 0, 0,
+       1, 0, 1, false, false},
+      {PlanKernel::cuda_small, "cuda-12-best", Precision::fp32, Precision::fp32, 64, 64, 16, 4, 0.55, 1, 3, 0, 0, 1, 0,
+       0.35, false, false},
+      {PlanKernel::cuda_best, "cuda-12-best", Precision::fp32, Precision::fp32, 128, 128, 16, 2, 0.79, 1, 3, 0, 0, 1,
+       0, 0.6, false, false},
+      {PlanKernel::tc_3xtf32, "cuda-15-3xtf32", Precision::fp32, Precision::tf32, 128, 128, 32, 1, 0.75, 3, 2, 12, 12,
+       2, 10, 1, true, true},
+      {PlanKernel::tc_tf32, "cuda-15-tf32", Precision::tf32, Precision::tf32, 128, 256, 32, 1, 0.76, 1, 2, 0, 8, 2, 10,
+       1, true, true},
+      {PlanKernel::tc_bf16, "cuda-15-bf16", Precision::bf16, Precision::bf16, 128, 256, 64, 1, 0.72, 1, 2, 6, 6, 2, 10,
+       1, true, true},
+      {PlanKernel::tc_fp16, "cuda-15-fp16", Precision::fp16, Precision::fp16, 128, 256, 64, 1, 0.72, 1, 2, 6, 6, 2, 10,
+       1, true, true},
+  };
+  return table;
+}
+
+int plan_k_splits(long long tiles, int kts, long long slots, index_t m, index_t n, double step_us,
+                  double dram_bytes_per_us, double launch_us) {
+  constexpr int kMinSteps = 4, kMaxSplits = 16;
+  if (slots <= 0 || tiles >= slots) return 1;
+  // Waves of tiles x parts, each part's k-steps, plus the parts written to
+  // the workspace, read back once and C written (the sum's own launch).
+  auto cost = [&](int s) {
+    const double waves = double(ceil_div(tiles * s, slots)), steps = double(ceil_div(kts, s));
+    const double sum = s > 1 ? double(2 * s + 1) * double(m) * double(n) * 4.0 / dram_bytes_per_us + launch_us : 0.0;
+    return waves * steps * step_us + sum;
+  };
+  int best = 1;
+  double best_cost = cost(1);
+  for (int s = 2; s <= kMaxSplits && ceil_div(kts, s) >= kMinSteps; ++s)
+    if (const double c = cost(s); c < best_cost) best = s, best_cost = c;
+  return best;
+}
+
+namespace {
+
+// Why kernel `kc` cannot take this call here, or "".
+std::string cannot(const GpuModel& gpu, const PlanProblem& p, const KernelCosts& kc) {
+  if (!meets(kc.delivers, p.precision))
+    return std::string("delivers ") + precision_name(kc.delivers) + ", the call asks for " + precision_name(p.precision);
+  if (kc.needs_tensor && !gpu.tensor_kernels) return "needs a Hopper GPU and an sm_90a build";
+  if (kc.kernel == PlanKernel::gemv && !(p.m == 1 || p.n == 1)) return "M and N both > 1";
+  if (kc.kernel == PlanKernel::gemv && !p.gemv_ok) return "the vector or C is not contiguous";
+  if (kc.kernel == PlanKernel::few_vectors && std::min(p.m, p.n) > kFewVectorsMax) return "M and N both > 8";
+  if (kc.kernel == PlanKernel::few_vectors && !p.few_ok) return "an operand is not strided along k or m";
+  if (kc.kernel == PlanKernel::cuda_small && !(p.a_unit_stride && p.b_unit_stride))
+    return "the 64 x 64 tile takes row- or column-major A and B";
+  return "";
+}
+
+// The time of a bandwidth-bound GEMV: the matrix read once.
+PlanOption gemv_option(const GpuModel& gpu, const PlanProblem& p, const KernelCosts& kc) {
+  PlanOption o{kc.kernel, kc.impl, kc.delivers, 0, 0, 1, 0, 0, 0, ""};
+  const double matrix = 4.0 * double(p.m == 1 ? p.k * p.n : p.m * p.k);
+  const double vectors = 4.0 * double(p.m + p.n + p.k);
+  o.predicted_us = gpu.launch_us * (kc.launches + 1) + kc.host_us + (matrix + vectors) / (gpu.dram_gbs * 1e3 * kc.efficiency);
+  return o;
+}
+
+// GEMV step 7: the many-row operand read once (its few columns' sums in
+// registers), never faster than the CUDA cores at half their peak; a sliced
+// K adds the last block's sum.
+PlanOption few_option(const GpuModel& gpu, const PlanProblem& p, const KernelCosts& kc) {
+  PlanOption o{kc.kernel, kc.impl, kc.delivers, 0, 0, 1, 0, 0, 0, ""};
+  const double rows = double(std::max(p.m, p.n)), cols = double(std::min(p.m, p.n));
+  const double bytes = 4.0 * (rows * double(p.k) + double(p.k) * cols + 2.0 * rows * cols);
+  const double flops = 2.0 * rows * cols * double(p.k);
+  const double compute_us = flops / (gpu.sm_flops_per_us(Precision::fp32) * gpu.sms * 0.5);
+  o.predicted_us = gpu.launch_us * (kc.launches + 1) + std::max(bytes / (gpu.dram_gbs * 1e3 * kc.efficiency), compute_us);
+  return o;
+}
+
+// The time of a tile kernel: its passes, then the waves of (split) tiles on
+// the block slots, never faster than the operands' compulsory traffic.
+PlanOption tile_option(const GpuModel& gpu, const PlanProblem& p, const KernelCosts& kc) {
+  PlanOption o{kc.kernel, kc.impl, kc.delivers, kc.bm, kc.bn, 1, 0, 0, 0, ""};
+  const double bw = gpu.dram_gbs * 1e3;  // bytes per microsecond
+  o.tiles = ceil_div(p.m, kc.bm) * ceil_div(p.n, kc.bn);
+  const int kts = int(std::min<long long>(ceil_div(p.k, kc.bk), 1ll << 30));
+  const long long slots = static_cast<long long>(gpu.sms) * kc.blocks_per_sm;
+  // One k-step of one block, its SM shared with blocks_per_sm - 1 others,
+  // or alone where the grid leaves SMs idle (a lone block hides less latency).
+  const double sm_rate = gpu.sm_flops_per_us(kc.rate) * kc.efficiency;
+  const double step_flops = 2.0 * kc.bm * kc.bn * kc.bk * kc.products;
+  const double full_step_us = step_flops * kc.blocks_per_sm / sm_rate, lone_step_us = step_flops / (sm_rate * kc.alone);
+  if (kc.persistent) {  // step 15 plans its own split: the same rule, so the prediction is of what runs
+    const int bytes = kc.rate == Precision::tf32 ? 4 : 2;
+    o.splits = cuda::plan_wgmma_work(p.m, p.n, p.k, kc.bm, kc.bn, kc.bk, gpu.sms,
+                                     cuda::wgmma_step_us(bytes, kc.bm, kc.bn, kc.bk, kc.products))
+                   .splits;
+  } else {
+    o.splits = plan_k_splits(o.tiles, kts, slots, p.m, p.n, std::min(full_step_us, lone_step_us), bw, gpu.launch_us);
+  }
+  const long long units = o.tiles * o.splits;
+  o.waves = double(units) / double(slots);
+  const double step_us = units <= gpu.sms ? lone_step_us : full_step_us;
+  const double steps = double(ceil_div(kts, o.splits) + kc.fixed_steps);
+  const double main_us = double(ceil_div(units, slots)) * steps * step_us;
+  const double traffic = 4.0 * double(p.m * p.k + p.k * p.n + 2 * p.m * p.n);
+  // Step 15 splits A in registers where it reads A in place (row- or
+  // column-major): FP32 accuracy where N <= 2048 (gpu.wgmma_a_registers).
+  const bool a_in_place = kc.kernel == PlanKernel::tc_3xtf32 && p.n <= 2048 && p.a_unit_stride;
+  const double passes = (a_in_place ? 0.0 : kc.pass_bytes_a) * double(p.m * p.k) + kc.pass_bytes_b * double(p.k * p.n);
+  const double sum = o.splits > 1 ? double(2 * o.splits + 1) * double(p.m * p.n) * 4.0 / bw + gpu.launch_us : 0.0;
+  o.predicted_us = gpu.launch_us * (kc.launches + 1) + kc.host_us + passes / bw + std::max(main_us, traffic / bw) + sum;
+  return o;
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p) {
+  if (p.m < 1 || p.n < 1 || p.k < 1) throw Error("plan: M, N and K must be >= 1");
+  if (gpu.sms < 1 || gpu.clock_ghz <= 0 || gpu.dram_gbs <= 0) throw Error("plan: the GPU model '" + gpu.name + "' is incomplete");
+  GemmPlan plan;
+  for (const KernelCosts& kc : kernel_costs()) {
+    PlanOption o = kc.kernel == PlanKernel::gemv          ? gemv_option(gpu, p, kc)
+                   : kc.kernel == PlanKernel::few_vectors ? few_option(gpu, p, kc)
+                                                          : tile_option(gpu, p, kc);
+    o.note = cannot(gpu, p, kc);
+    plan.options.push_back(o);
+  }
+  // The fastest that can run; among equals, the earlier in the table (the
+  // more accurate or the simpler).
+  const PlanOption* best = nullptr;
+  for (const PlanOption& o : plan.options)
+    if (o.note.empty() && (!best || o.predicted_us < best->predicted_us)) best = &o;
+  if (!best) throw Error(std::string("plan: no GPU kernel delivers ") + precision_name(p.precision));
+  plan.chosen = *best;
+  std::stable_sort(plan.options.begin(), plan.options.end(), [](const PlanOption& a, const PlanOption& b) {
+    if (a.note.empty() != b.note.empty()) return a.note.empty();
+    return a.predicted_us < b.predicted_us;
+  });
+  return plan;
+}
+
+}  // namespace parray

@@ -1,0 +1,131 @@
+// GEMV step 6: step 5's bandwidth at every shape, wide-short to tall-narrow.
+// Step 5 gives a row-major row one warp and a column-major block 256 * kVec
+// rows: a row of 32 elements then keeps 8 of a warp's 32 lanes busy, 32
+// long rows make 32 warps for the whole GPU, and a column of 32 elements
+// leaves 248 of a block's 256 threads idle. Step 6 sizes the work to the
+// shape:
+//
+//  * rows_grouped (row-major): a row is read by a group of kLanes lanes —
+//    32 for long rows, 16, 8 or 4 for rows that short, so that a warp reads
+//    several rows at once — and where the rows are too few to fill the GPU
+//    each row is cut into `slices` column ranges (grid.y) read by different
+//    groups;
+//  * cols_grouped (column-major, M <= 256 * kVec): a column is read by
+//    ceil(M / kVec) threads, one 16-byte load each, and a block walks
+//    256 / that many columns at a time; its column groups' sums are added in
+//    shared memory in a fixed order; the columns are cut into slices (grid.y)
+//    so that the blocks fill the GPU.
+//
+// Sliced work writes one partial y per slice to a workspace; the last block
+// to finish (a ticket counter, reset by that block) adds the slices in slice
+// order and applies alpha and beta: deterministic, and no second launch —
+// the launch gap of a reduce kernel is a third of a 32 x 10^5 GEMV's time.
+#pragma once
+
+#include "05_tuned.cuh"
+
+namespace parray::cuda::gemv_kernels {
+
+// The last block of the grid (every block calls it once its partial sums are
+// stored) adds part[s * m + i] over the slices in order into y. Others return.
+template <class T>
+__device__ __forceinline__ void last_block_sums(index_t m, int slices, const T* part, T* __restrict__ y, T alpha, T beta,
+                                                unsigned* ticket) {
+  __shared__ bool last;
+  __threadfence();  // this block's partial sums are visible before its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x * gridDim.y - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (index_t i = threadIdx.x; i < m; i += blockDim.x) {
+    T s = 0;
+    for (int q = 0; q < slices; ++q) s += __ldcg(part + index_t(q) * m + i);  // L2: other blocks wrote them
+    y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
+  }
+  if (threadIdx.x == 0) *ticket = 0;  // ready for the next launch on this workspace
+}
+
+// Row-major A (A(i, j) = a[i * ld + j]), rows in groups of kLanes lanes;
+// slice blockIdx.y reads columns [jb, jb + cols_per_slice), a multiple of
+// kLanes * kVec wide.
+template <class T, int kVec, int kLanes>
+__global__ void __launch_bounds__(256) rows_grouped(index_t m, index_t n, const T* __restrict__ a, index_t ld,
+                                                    const T* __restrict__ x, index_t cols_per_slice, T* part,
+                                                    T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
+  constexpr int kGroups = 256 / kLanes, kUnroll = 4;
+  constexpr index_t kStep = index_t(kLanes) * kVec;
+  const int lane = threadIdx.x % kLanes;
+  const int slices = int(gridDim.y);
+  const index_t jb = index_t(blockIdx.y) * cols_per_slice, je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
+  // A warp's groups take consecutive rows and stay in step (the shuffles
+  // need the whole warp): a group past the last row adds nothing.
+  const index_t stride = index_t(gridDim.x) * kGroups;
+  for (index_t i0 = index_t(blockIdx.x) * kGroups + threadIdx.x / 32 * (32 / kLanes); i0 < m; i0 += stride) {
+    const index_t i = i0 + threadIdx.x % 32 / kLanes;
+    const T* row = a + (i < m ? i : i0) * ld;
+    T acc = 0;
+    const index_t nv = jb + (je - jb) / kStep * kStep;  // vectorised part of the slice
+    index_t j = jb + lane * kVec;
+    for (; j + (kUnroll - 1) * kStep < nv; j += kUnroll * kStep) {
+      T v[kUnroll][kVec], w[kUnroll][kVec];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(row + j + u * kStep, v[u]);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(x + j + u * kStep, w[u]);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc += v[u][e] * w[u][e];
+    }
+    for (; j < nv; j += kStep) {
+      T v[kVec], w[kVec];
+      load_vec<T, kVec>(row + j, v);
+      load_vec<T, kVec>(x + j, w);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc += v[e] * w[e];
+    }
+    for (index_t t = nv + lane; t < je; t += kLanes) acc += row[t] * x[t];  // the slice's tail
+    if (i >= m) acc = 0;
+#pragma unroll
+    for (int o = kLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0 && i < m) {
+      if (slices == 1) y[i] = beta == T(0) ? alpha * acc : alpha * acc + beta * y[i];
+      else part[index_t(blockIdx.y) * m + i] = acc;
+    }
+  }
+  if (slices > 1) last_block_sums(m, slices, part, y, alpha, beta, ticket);
+}
+
+// Column-major A (A(i, j) = a[j * ld + i]) of m <= 256 * kVec rows: thread
+// t reads rows [r * kVec, r * kVec + kVec) of column group g, r = t mod
+// col_threads, g = t / col_threads; the block's groups walk the slice's
+// columns groups apart, kUnroll columns in flight each.
+template <class T, int kVec>
+__global__ void __launch_bounds__(256) cols_grouped(index_t m, index_t n, const T* __restrict__ a, index_t ld,
+                                                    const T* __restrict__ x, int col_threads, index_t cols_per_slice,
+                                                    T* part, T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
+  constexpr int kUnroll = 4;
+  __shared__ T sums[256 * kVec];  // [group][row]
+  const int groups = 256 / col_threads, r = threadIdx.x % col_threads, g = threadIdx.x / col_threads;
+  const int slices = int(gridDim.y);
+  const index_t jb = index_t(blockIdx.y) * cols_per_slice, je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
+  const index_t i0 = index_t(r) * kVec;
+  T acc[kVec] = {};
+  if (g < groups) {
+    column_sums<T, kVec, kUnroll>(m, a, ld, x, i0, jb + g, je, groups, acc);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (i0 + e < m) sums[g * m + i0 + e] = acc[e];
+  }
+  __syncthreads();
+  for (index_t i = threadIdx.x; i < m; i += 256) {
+    T s = 0;
+    for (int q = 0; q < groups; ++q) s += sums[q * m + i];
+    if (slices == 1) y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
+    else part[index_t(blockIdx.y) * m + i] = s;
+  }
+  if (slices > 1) last_block_sums(m, slices, part, y, alpha, beta, ticket);
+}
+
+}  // namespace parray::cuda::gemv_kernels

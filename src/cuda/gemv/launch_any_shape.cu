@@ -1,0 +1,211 @@
+// Launchers of GEMV steps 6 (06_any_shape.cuh: the group of lanes a row or a
+// column gets, and the slices that fill the GPU where the rows or the
+// columns are too few; column-major A of more than 256 * kVec rows goes to
+// step 5's column kernels) and 7 (07_few_vectors.cuh: a GEMM with at most 8
+// columns or rows, for the default GEMM).
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "../stream_workspace.hpp"
+#include "06_any_shape.cuh"
+#include "07_few_vectors.cuh"
+#include "launch_any_shape.hpp"
+#include "parray/cuda/gemm_launchers.hpp"
+
+namespace parray::cuda {
+
+namespace {
+
+using namespace gemv_kernels;
+
+// Blocks of 256 threads that fill an SM (2048 threads).
+constexpr int kBlocksPerSm = 8;
+
+// The sliced kernels' workspace: a ticket counter (zeroed when allocated,
+// reset by each launch's last block) and the partial sums, per host thread
+// and device; a use on another stream waits for the last use.
+struct SliceWorkspace {
+  StreamOrder order;
+  StreamBuffer buffer;
+};
+SliceWorkspace& slice_workspace() { return per_thread_on_device<SliceWorkspace>(); }
+
+constexpr std::size_t kTicketBytes = 256;  // keeps the partial sums 256-byte aligned
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// Lanes a row of `elems` loads gets: about 4 loads each (in flight
+// together), at least 4 lanes and at most a warp.
+int lanes_for(index_t elems) { return elems <= 16 ? 4 : elems <= 32 ? 8 : elems <= 64 ? 16 : 32; }
+
+template <class T, int kVec>
+void rows_launch(int lanes, dim3 grid, cudaStream_t s, index_t m, index_t n, const T* a, index_t ld, const T* x,
+                 index_t per_slice, T* part, T* y, T alpha, T beta, unsigned* ticket) {
+  switch (lanes) {
+    case 4: rows_grouped<T, kVec, 4><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket); break;
+    case 8: rows_grouped<T, kVec, 8><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket); break;
+    case 16: rows_grouped<T, kVec, 16><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket); break;
+    default: rows_grouped<T, kVec, 32><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket);
+  }
+  PARRAY_CUDA_CHECK_LAUNCH();
+}
+
+// Runs `launch(part, ticket)` with a workspace for `slices` partial y's of m
+// (none when slices == 1).
+template <class T, class Launch>
+void with_slices(int slices, index_t m, cudaStream_t s, Launch&& launch) {
+  if (slices == 1) return launch(static_cast<T*>(nullptr), static_cast<unsigned*>(nullptr));
+  SliceWorkspace& w = slice_workspace();
+  auto* base = static_cast<char*>(w.buffer.get(kTicketBytes + std::size_t(slices) * std::size_t(m) * sizeof(T), s,
+                                              w.order, true));
+  launch(reinterpret_cast<T*>(base + kTicketBytes), reinterpret_cast<unsigned*>(base));
+  w.order.leave(s);
+}
+
+// The slice count that brings `blocks` blocks of a slice up to `target`
+// blocks, each slice keeping >= min_cols columns; and the columns per
+// slice, a multiple of `multiple`.
+std::pair<int, index_t> slicing(index_t blocks, index_t n, index_t min_cols, index_t multiple,
+                                index_t target = index_t(sm_count()) * kBlocksPerSm) {
+  index_t slices = blocks >= target ? 1 : (target + blocks - 1) / blocks;
+  slices = std::clamp<index_t>(std::min(slices, n / std::max<index_t>(min_cols, 1)), 1, 65535);
+  index_t per = (n + slices - 1) / slices;
+  per = (per + multiple - 1) / multiple * multiple;
+  return {int((n + per - 1) / per), per};
+}
+
+template <class T>
+void run_rows(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
+  constexpr int kVec = 16 / sizeof(T);
+  const index_t m = c.a.rows(), n = c.a.cols();
+  const bool vec = ld % kVec == 0 && aligned16(c.a.data) && aligned16(c.x);
+  const int kv = vec ? kVec : 1, lanes = lanes_for((n + kv - 1) / kv);
+  const index_t blocks = (m + 256 / lanes - 1) / (256 / lanes);
+  // Slices only where the rows leave SMs without two blocks: step 5's one
+  // pass ran 8192^2 at 120 % of cuBLAS, two slices at 95 % (H100).
+  const auto [slices, per] = slicing(blocks, n, index_t(lanes) * kv * 4, index_t(lanes) * kv, index_t(sm_count()) * 2);
+  const dim3 grid(unsigned(std::min<index_t>(blocks, index_t(sm_count()) * kBlocksPerSm * 4)), unsigned(slices));
+  with_slices<T>(slices, m, s, [&](T* part, unsigned* ticket) {
+    if (vec) rows_launch<T, kVec>(lanes, grid, s, m, n, c.a.data, ld, c.x, per, part, c.y, c.alpha, c.beta, ticket);
+    else rows_launch<T, 1>(lanes, grid, s, m, n, c.a.data, ld, c.x, per, part, c.y, c.alpha, c.beta, ticket);
+  });
+}
+
+template <class T, int kVec>
+void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
+  const index_t m = c.a.rows(), n = c.a.cols();
+  const int col_threads = int((m + kVec - 1) / kVec), groups = 256 / col_threads;
+  // Fewer, longer slices than the rows' (the last block's sum reads them all).
+  const auto [slices, per] = slicing(1, n, index_t(groups) * 16, 1, index_t(sm_count()) * 2);
+  with_slices<T>(slices, m, s, [&](T* part, unsigned* ticket) {
+    cols_grouped<T, kVec><<<dim3(1, unsigned(slices)), 256, 0, s>>>(m, n, c.a.data, ld, c.x, col_threads, per, part,
+                                                                    c.y, c.alpha, c.beta, ticket);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace
+
+template <class T>
+bool gemv_any_shape(const GemvCall<T>& c) {
+  const cudaStream_t s = on_stream(c.stream);
+  const MatrixLayout& l = c.a.layout;
+  const index_t m = c.a.rows(), n = c.a.cols();
+  if (m < 1 || n < 1 || !l.is_strided()) return false;
+  const bool row_major = (l.cols.stride[0] == 1 || n == 1) && !(l.rows.stride[0] == 1 && m > 1 && n > 1);
+  if (row_major) {
+    run_rows(c, s, m == 1 ? n : l.rows.stride[0]);
+    return true;
+  }
+  if (!(l.rows.stride[0] == 1 || m == 1)) return false;
+  constexpr int kVec = 16 / sizeof(T);
+  const index_t ld = n == 1 ? m : l.cols.stride[0];
+  const bool vec = ld % kVec == 0 && aligned16(c.a.data);
+  if (vec && m <= 256 * kVec) run_short_cols<T, kVec>(c, s, ld);
+  else if (!vec && m <= 256) run_short_cols<T, 1>(c, s, ld);
+  else return false;  // step 5's column kernels
+  return true;
+}
+
+namespace {
+
+// A (m x k) along k or along m, B (k x n, any strides), C (m x n, any strides).
+struct FewVectors {
+  index_t m, n, k;
+  const float* a;
+  index_t lda;
+  bool a_along_k;
+  const float* b;
+  index_t rsb, csb;
+  float* c;
+  index_t rsc, csc;
+  float alpha, beta;
+};
+
+template <int NV>
+void launch_few(const FewVectors& p, cudaStream_t s) {
+  constexpr int kVec = 4;
+  const bool vec = p.lda % kVec == 0 && aligned16(p.a);
+  const index_t target = index_t(sm_count()) * kBlocksPerSm;
+  index_t blocks, per;
+  int slices;
+  if (p.a_along_k) {  // a warp per 4 rows, 8 warps a block; slices of whole 128-wide k-steps
+    blocks = (p.m + 31) / 32;
+    std::tie(slices, per) = slicing(blocks, p.k, vec ? 128 * 4 : 32 * 4, vec ? 128 : 32);
+  } else {  // a thread per kVec rows; slices of >= 16 k
+    blocks = (p.m + 256 * (vec ? kVec : 1) - 1) / (256 * (vec ? kVec : 1));
+    std::tie(slices, per) = slicing(blocks, p.k, 16, 1);
+  }
+  const dim3 grid(unsigned(std::min(blocks, target * 4)), unsigned(slices));
+  with_slices<float>(slices, p.m * NV, s, [&](float* part, unsigned* ticket) {
+    const gemv_kernels::FewOut out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, part, ticket};
+    if (p.a_along_k) {
+      if (vec) few_vectors_rows<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+      else few_vectors_rows<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+    } else {
+      if (vec) few_vectors_cols<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+      else few_vectors_cols<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+    }
+    PARRAY_CUDA_CHECK_LAUNCH();
+  });
+}
+
+bool unit(const Axis& x) { return x.is_strided() && (x.stride[0] == 1 || x.size <= 1); }
+
+}  // namespace
+
+bool gemm_few_vectors(const GemmCall<float>& call) {
+  MatrixView<const float> a = call.a, b = call.b;
+  MatrixView<float> c = call.c;
+  if (c.cols() > kFewVectors) {  // C^T = B^T A^T: the few rows become the few columns
+    if (c.rows() > kFewVectors) return false;
+    std::swap(a, b);
+    a = a.t(), b = b.t(), c = c.t();
+  }
+  if (!a.layout.is_strided() || !b.layout.is_strided() || !c.layout.is_strided()) return false;
+  const bool along_k = unit(a.layout.cols) && a.rows() > 1, along_m = unit(a.layout.rows);
+  if (!along_k && !along_m) return false;
+  FewVectors p{c.rows(), c.cols(), a.cols(), a.data, along_k ? a.layout.rows.stride[0] : a.layout.cols.stride[0],
+               along_k, b.data, b.layout.rows.stride[0], b.layout.cols.stride[0], c.data, c.layout.rows.stride[0],
+               c.layout.cols.stride[0], call.alpha, call.beta};
+  if (p.m == 1 && !along_k) p.lda = p.k > 1 ? a.layout.cols.stride[0] : 1;
+  // The column kernel's grid has a thread per 4 rows and no grid-stride loop.
+  if (!along_k && p.m > index_t(sm_count()) * kBlocksPerSm * 4 * 1024) return false;
+  const cudaStream_t s = on_stream(call.stream);
+  switch (p.n) {
+    case 1: launch_few<1>(p, s); break;
+    case 2: launch_few<2>(p, s); break;
+    case 3:
+    case 4: launch_few<4>(p, s); break;
+    default: launch_few<8>(p, s); break;
+  }
+  return true;
+}
+
+template bool gemv_any_shape<float>(const GemvCall<float>&);
+template bool gemv_any_shape<double>(const GemvCall<double>&);
+
+}  // namespace parray::cuda

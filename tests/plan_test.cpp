@@ -1,0 +1,140 @@
+// The default GPU GEMM's planner (include/parray/plan.hpp), checked on the
+// host: the class of kernel each class of shape gets, the precision rules,
+// and the K split's bounds. No GPU needed: the planner runs on a model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "parray/plan.hpp"
+
+namespace parray {
+namespace {
+
+PlanProblem problem(index_t m, index_t n, index_t k, Precision p = Precision::fp32) {
+  PlanProblem x;
+  x.m = m, x.n = n, x.k = k, x.precision = p;
+  return x;
+}
+
+PlanKernel chosen(const GpuModel& g, const PlanProblem& p) { return plan_gemm(g, p).chosen.kernel; }
+
+bool tensor(PlanKernel k) {
+  return k == PlanKernel::tc_3xtf32 || k == PlanKernel::tc_tf32 || k == PlanKernel::tc_bf16 || k == PlanKernel::tc_fp16;
+}
+
+class PlanOnGpu : public ::testing::TestWithParam<int> {
+ protected:
+  GpuModel gpu() const { return GetParam() == 0 ? GpuModel::h100() : GpuModel::h200(); }
+};
+
+TEST_P(PlanOnGpu, VectorShapesGoToTheGemv) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    EXPECT_EQ(chosen(gpu(), problem(1, 4096, 4096, p)), PlanKernel::gemv);
+    EXPECT_EQ(chosen(gpu(), problem(4096, 1, 4096, p)), PlanKernel::gemv);
+    EXPECT_EQ(chosen(gpu(), problem(1, 100000, 32, p)), PlanKernel::gemv);
+    EXPECT_EQ(chosen(gpu(), problem(32, 1, 100000, p)), PlanKernel::gemv);
+  }
+  PlanProblem strided = problem(1, 4096, 4096);
+  strided.gemv_ok = false;  // a vector with a stride: a tile kernel takes it
+  EXPECT_NE(chosen(gpu(), strided), PlanKernel::gemv);
+  EXPECT_NE(chosen(gpu(), problem(2, 4096, 4096)), PlanKernel::gemv);
+}
+
+TEST_P(PlanOnGpu, SmallProductsTakeTheSmallTile) {
+  for (index_t s : {16, 32, 64, 100, 128})
+    EXPECT_EQ(chosen(gpu(), problem(s, s, s)), PlanKernel::cuda_small) << s;
+  PlanProblem blocked = problem(64, 64, 64);
+  blocked.a_unit_stride = false;  // the 64 x 64 tile reads row- or column-major operands only
+  EXPECT_NE(chosen(gpu(), blocked), PlanKernel::cuda_small);
+}
+
+TEST_P(PlanOnGpu, FewColumnsOrRowsTakeGemvStep7) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    EXPECT_EQ(chosen(gpu(), problem(4192, 3, 2493, p)), PlanKernel::few_vectors);
+    EXPECT_EQ(chosen(gpu(), problem(3, 13, 2374, p)), PlanKernel::few_vectors);
+    EXPECT_EQ(chosen(gpu(), problem(8, 4096, 4096, p)), PlanKernel::few_vectors);
+  }
+  PlanProblem blocked = problem(4192, 3, 2493);
+  blocked.few_ok = false;
+  EXPECT_NE(chosen(gpu(), blocked), PlanKernel::few_vectors);
+  EXPECT_NE(chosen(gpu(), problem(9, 4096, 4096)), PlanKernel::few_vectors);
+}
+
+TEST_P(PlanOnGpu, SmallCWithLongKIsSplit) {
+  for (const auto& [m, n, k] : {std::array<index_t, 3>{96, 96, 12288}, {256, 256, 65536}, {64, 512, 30000}}) {
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16})
+      EXPECT_GT(plan_gemm(gpu(), problem(m, n, k, p)).chosen.splits, 1) << m << "x" << n << "x" << k;
+  }
+}
+
+TEST_P(PlanOnGpu, LargeProductsTakeTheTensorCoresAtTheAskedPrecision) {
+  for (index_t s : {2048, 4096, 8192}) {
+    EXPECT_EQ(chosen(gpu(), problem(s, s, s, Precision::fp32)), PlanKernel::tc_3xtf32) << s;
+    EXPECT_EQ(chosen(gpu(), problem(s, s, s, Precision::tf32)), PlanKernel::tc_tf32) << s;
+    EXPECT_EQ(chosen(gpu(), problem(s, s, s, Precision::bf16)), PlanKernel::tc_bf16) << s;
+    EXPECT_EQ(chosen(gpu(), problem(s, s, s, Precision::fp16)), PlanKernel::tc_fp16) << s;
+  }
+}
+
+// Over random shapes and every precision: the plan never delivers less than
+// asked, never a kernel that cannot run, and is the fastest of those that can.
+TEST_P(PlanOnGpu, NeverLessAccuracyNeverASlowerKernel) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> log_extent(0.0, std::log(65536.0));
+  for (int i = 0; i < 2000; ++i) {
+    const auto draw = [&] { return index_t(std::exp(log_extent(rng))); };
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16}) {
+      const GemmPlan plan = plan_gemm(gpu(), problem(std::max<index_t>(1, draw()), std::max<index_t>(1, draw()),
+                                                     std::max<index_t>(1, draw()), p));
+      ASSERT_TRUE(meets(plan.chosen.delivers, p));
+      ASSERT_TRUE(plan.chosen.note.empty());
+      ASSERT_GT(plan.chosen.predicted_us, 0.0);
+      for (const PlanOption& o : plan.options) {
+        if (o.note.empty()) {
+          ASSERT_LE(plan.chosen.predicted_us, o.predicted_us);
+        }
+        if (!meets(o.delivers, p)) {
+          ASSERT_FALSE(o.note.empty()) << o.impl;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PlanOnGpu, Bf16IsNeverServedByFp16) {
+  for (index_t s : {256, 4096})
+    for (const PlanOption& o : plan_gemm(gpu(), problem(s, s, s, Precision::bf16)).options)
+      if (o.kernel == PlanKernel::tc_fp16) {
+        EXPECT_FALSE(o.note.empty());
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PlanOnGpu, ::testing::Values(0, 1),
+                         [](const auto& info) { return info.param == 0 ? "H100" : "H200"; });
+
+TEST(Plan, WithoutTensorKernelsEverythingRunsOnTheCudaCores) {
+  GpuModel g = GpuModel::h100();
+  g.tensor_kernels = false;
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16})
+    EXPECT_FALSE(tensor(chosen(g, problem(4096, 4096, 4096, p))));
+}
+
+TEST(Plan, KSplitBounds) {
+  EXPECT_EQ(plan_k_splits(1000, 256, 264, 4096, 4096, 1.0, 3e6, 2.0), 1);  // tiles fill the slots
+  EXPECT_EQ(plan_k_splits(4, 7, 264, 256, 256, 1.0, 3e6, 2.0) * 4 <= 8, true);  // each part >= 4 k-steps
+  EXPECT_EQ(plan_k_splits(4, 6, 264, 256, 256, 1.0, 3e6, 2.0), 1);              // too few k-steps to split
+  const int s = plan_k_splits(1, 768, 264, 96, 96, 1.0, 3e6, 2.0);
+  EXPECT_GT(s, 1);
+  EXPECT_LE(s, 16);
+  EXPECT_GE((768 + s - 1) / s, 4);
+}
+
+TEST(Plan, BadInputThrows) {
+  EXPECT_THROW(plan_gemm(GpuModel::h100(), problem(0, 4, 4)), Error);
+  GpuModel empty;
+  EXPECT_THROW(plan_gemm(empty, problem(4, 4, 4)), Error);
+}
+
+}  // namespace
+}  // namespace parray
