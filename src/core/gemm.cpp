@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "parray/config.hpp"
 #include "parray/registry.hpp"
@@ -53,6 +54,24 @@ void scale_c(T beta, const MatrixView<T>& c) {
   }
 }
 
+// The implementation a name resolves to, remembered by the calling thread
+// while the registry's table and defaults stay as they were (a registration
+// moves or grows the table): a look-up compares the name with every entry.
+const GemmImpl& find_impl(const std::string& name) {
+  thread_local std::string last_name;
+  thread_local const GemmImpl* last = nullptr;
+  thread_local const GemmImpl* table = nullptr;
+  thread_local std::size_t entries = 0;
+  const std::vector<GemmImpl>& all = registry().all();
+  const bool hit = last && all.data() == table && all.size() == entries && name == last_name &&
+                   (name != "gpu" || last->name == registry().default_name(Device::gpu)) &&
+                   (name != "cpu" || last->name == registry().default_name(Device::cpu));
+  if (hit) return *last;
+  last = &registry().find(name);
+  last_name = name, table = all.data(), entries = all.size();
+  return *last;
+}
+
 int resolve_threads(int requested) {
   if (requested < 0) throw Error("gemm: thread count " + std::to_string(requested) + " is negative");
   return requested > 0 ? requested : omp_get_max_threads();
@@ -65,7 +84,7 @@ int resolve_threads(int requested) {
 template <class T>
 void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           const GemmOptions& options) {
-  gemm<T>(registry().find(options.impl), alpha, a, b, beta, c, options.threads, options.precision, options.stream);
+  gemm<T>(find_impl(options.impl), alpha, a, b, beta, c, options.threads, options.precision, options.stream);
 }
 
 template <class T>

@@ -7,6 +7,7 @@
 #include "blocking.hpp"
 #include "direct.hpp"
 #include "isa.hpp"
+#include "parray/gemv.hpp"
 
 namespace parray::cpu {
 
@@ -74,8 +75,31 @@ void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
 
 }  // namespace
 
+// M = 1 or N = 1 with the vector operand and C contiguous: a GEMV (gemv-cpu),
+// which streams the matrix once; the packed path would pack a whole panel
+// for one row or column of C.
+template <class T>
+bool ran_as_gemv(const GemmCall<T>& call) {
+  auto unit = [](const Axis& a, index_t size) { return size <= 1 || (a.is_strided() && a.stride[0] == 1); };
+  const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
+  // Below 2^14 elements the GEMV's set-up (an OpenMP region even for one
+  // thread, a block of y) costs more than the small path's whole product.
+  if ((n != 1 && m != 1) || m * n * k < (index_t(1) << 14)) return false;
+  static const GemvImpl& gemv = gemv_registry().find("gemv-cpu");
+  if (n == 1 && unit(call.b.layout.rows, k) && unit(call.c.layout.rows, m)) {
+    gemv.run(GemvCall<T>{call.alpha, call.a, call.b.data, call.beta, call.c.data, call.threads});
+    return true;
+  }
+  if (m == 1 && unit(call.a.layout.cols, k) && unit(call.c.layout.cols, n)) {
+    gemv.run(GemvCall<T>{call.alpha, call.b.t(), call.a.data, call.beta, call.c.data, call.threads});
+    return true;
+  }
+  return false;
+}
+
 template <class T>
 void cpu_gemm(const GemmCall<T>& call, Isa isa) {
+  if (ran_as_gemv(call)) return;
   // Only the transposed problem is built anew: a GemmCall is three views of
   // ~170 bytes each, and copying it showed up in a 64^3 product's profile.
   if (wants_c_transposed(call))
