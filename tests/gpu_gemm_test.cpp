@@ -412,3 +412,22 @@ TEST(GpuPlanner, KSplitsAreDeterministic) {
     }
   }
 }
+
+// GEMV step 7 (C of at most 8 columns or rows) at sizes small enough for
+// compute-sanitizer: K sliced and not, fewer columns than the kernel's
+// register width, A along k and along m, and the transposed case (few rows).
+TEST(GpuPlanner, FewVectorsAtSanitizerSizes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& gpu_auto = registry().find("gpu-auto");
+  const std::vector<Shape> shapes = {{94, 1999, 3}, {601, 99, 8}, {5, 301, 700}, {3, 2374, 13}, {77, 33, 1}};
+  for (const Shape& s : shapes)
+    for (const char* layout : {"row", "col"}) {
+      GemmProblem p;
+      p.m = s.m, p.k = s.k, p.n = s.n;
+      p.layout_a = p.layout_b = p.layout_c = layout;
+      p.beta = 0.5;
+      GemmCase gcase(p);
+      const CheckResult r = gcase.run_and_check(gpu_auto, 1);
+      EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << layout << ": " << r.reason;
+    }
+}

@@ -106,15 +106,15 @@ struct PlanKeyHash {
   }
 };
 
-// The planned kernel of a call, remembered per thread and device (planning
-// is ~1 us of host time; a look-up is tens of nanoseconds, and a
-// thread's own map needs no lock).
+// The planned kernel of a call, remembered per thread and device, keyed by
+// everything the plan reads (a thread's own map needs no lock).
 PlanKernel planned(const GemmCall<float>& call) {
   const PlanProblem p = problem_of(call);
   int device = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&device));
   const PlanKey key{p.m, p.n, p.k,
-                    int(p.precision) | p.a_unit_stride << 4 | p.b_unit_stride << 5 | p.gemv_ok << 6 | device << 7};
+                    int(p.precision) | p.a_unit_stride << 4 | p.b_unit_stride << 5 | p.gemv_ok << 6 | p.few_ok << 7 |
+                        device << 8};
   thread_local std::unordered_map<PlanKey, PlanKernel, PlanKeyHash> memo;
   if (const auto it = memo.find(key); it != memo.end()) return it->second;
   if (memo.size() > 4096) memo.clear();
