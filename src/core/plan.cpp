@@ -57,7 +57,9 @@ const char* plan_kernel_name(PlanKernel k) {
 // FP32-accurate kernel splits A and B into TF32 big and small parts (read 4,
 // write 8 bytes an element; A is split in registers instead where N <= 2048,
 // see gpu.wgmma_a_registers), TF32 copies B (4 + 4) and reads A in place, the
-// 16-bit kernels round both (4 + 2).
+// 16-bit kernels round both (4 + 2). The tensor-core kernels' 10 us of host
+// work and fixed cost per call: with 4, products of K <= 253 and a large C
+// ran 10-25 us above the model on an H100 (h100-2026-12-06-gemm-shapes.csv).
 const std::vector<KernelCosts>& kernel_costs() {
   static const std::vector<KernelCosts> table = {
       // kernel, impl, delivers, rate, bm, bn, bk, blocks/SM, efficiency, products, fixed steps,

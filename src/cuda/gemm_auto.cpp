@@ -139,12 +139,6 @@ void run_gemv(const GemmCall<float>& c) {
 
 }  // namespace
 
-std::string gemm_auto_choice(index_t m, index_t n, index_t k) {
-  PlanProblem p;
-  p.m = m, p.n = n, p.k = k;
-  return plan_gemm(current_model(), p).chosen.impl;
-}
-
 GpuModel current_gpu_model() { return current_model(); }
 
 void gemm_auto(const GemmCall<float>& call) {
@@ -154,7 +148,7 @@ void gemm_auto(const GemmCall<float>& call) {
       if (!gemm_few_vectors(call)) gemm_best(call);
       return;
     case PlanKernel::cuda_small:
-      if (!gemm_best_candidate(call, 14)) gemm_best(call);
+      if (!gemm_best_candidate(call, kBestSmallShape)) gemm_best(call);
       return;
     case PlanKernel::cuda_best: return gemm_best(call);
     case PlanKernel::tc_3xtf32: return gemm_persistent_3xtf32(call);

@@ -1,5 +1,6 @@
 // Candidate tile shapes of ladder step 12, for tuning (gpu.best_shape;
-// docs/perf-notes.md has what each measured). Only row-major A and B
+// docs/perf-notes.md has what each measured); S14, the 64 x 64 tile, is also
+// the default GEMM's kernel for small products (gemm_auto.cpp). Only row-major A and B
 // (k-contiguous A, n-contiguous B) and strided C are instantiated here; any
 // other case returns false and runs the default shape.
 #include "pipelined_common.cuh"
@@ -27,6 +28,7 @@ using S11 = BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 8>;  // the wide t
 using S12 = BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 4>;  // the wide tile, 4 k-steps per loop body
 using S13 = BestShape<128, 256, 32, 64, 64, 1, 4, 8, 4, 3, 1, 8>;  // BK = 32, 8 k-steps per loop body
 using S14 = BestShape<64, 64, 16, 32, 32, 1, 1, 4, 8, 3, 4>;       // 64 x 64, 128 threads, 4 x 8: small products
+static_assert(kBestSmallShape == 14, "the small products' shape is S14");
 using S15 = BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2, 8>;  // the default with 8 k-steps per loop body
 }  // namespace
 

@@ -43,14 +43,15 @@ void gemm_persistent_fp16(const GemmCall<float>& call);    // step 15, inputs ro
 void gemm_persistent_3xtf32(const GemmCall<float>& call);  // step 15, FP32 accuracy
 // Why step 14 cannot run here ("" when it can): not a Hopper GPU, or not built for sm_90a.
 std::string wgmma_unsupported();
-// Step 12 with candidate tile shape `shape` (tuning); false when the operands
-// are not a case the candidates are built for.
+// Step 12 with candidate tile shape `shape` (tuning, and the default GEMM's
+// small products: kBestSmallShape); false when the operands are not a case
+// the candidates are built for.
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);
+// The candidate of step 12 with the 64 x 64 tile (launch_best_sweep.cu).
+constexpr int kBestSmallShape = 14;
 
 // gpu-auto, the default: the kernel the planner picks for this call (src/cuda/gemm_auto.cpp).
 void gemm_auto(const GemmCall<float>& call);
-// The implementation the planner picks for a row-major FP32 product on the current GPU.
-std::string gemm_auto_choice(index_t m, index_t n, index_t k);
 // The current GPU as the planner models it (include/parray/plan.hpp).
 GpuModel current_gpu_model();
 
