@@ -19,7 +19,9 @@ struct Shape {
 std::vector<GemmProblem> grid() {
   const std::vector<Shape> shapes = {{1, 1, 1},    {1, 50, 33},  {33, 50, 1},   {17, 1, 19}, {0, 5, 7},
                                      {5, 0, 7},    {5, 7, 0},    {37, 41, 43},  {64, 64, 64}, {129, 67, 33},
-                                     {4, 4, 4},    {3, 200, 5},  {100, 3, 90}};
+                                     {4, 4, 4},    {3, 200, 5},  {100, 3, 90},
+                                     // parray-cpu's GEMV and few-column paths (>= 2^14 multiply-adds)
+                                     {600, 40, 1}, {1, 200, 100}, {300, 70, 3}, {130, 129, 8}};
   struct Layouts {
     const char *a, *b, *c;
   };

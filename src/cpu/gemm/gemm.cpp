@@ -6,6 +6,7 @@
 #include "blocked.hpp"
 #include "blocking.hpp"
 #include "direct.hpp"
+#include "../gemv/few_columns.hpp"
 #include "isa.hpp"
 #include "parray/gemv.hpp"
 
@@ -99,7 +100,7 @@ bool ran_as_gemv(const GemmCall<T>& call) {
 
 template <class T>
 void cpu_gemm(const GemmCall<T>& call, Isa isa) {
-  if (ran_as_gemv(call)) return;
+  if (ran_as_gemv(call) || gemm_few_columns(call)) return;
   // Only the transposed problem is built anew: a GemmCall is three views of
   // ~170 bytes each, and copying it showed up in a 64^3 product's profile.
   if (wants_c_transposed(call))
