@@ -51,15 +51,14 @@ const char* plan_kernel_name(PlanKernel k) {
 }
 
 // The main loops' efficiencies are what steps 12 and 15 reach on large
-// squares (bench/results: step 12 at 78-80 % of the CUDA cores' peak, step 15
-// TF32 at ~76 % of the tensor cores', BF16 ~72 %, 3xTF32 ~75 % over its three
-// products); the 64 x 64 tile's is its share at 1024^3 and below. Passes: the
+// squares, the 64 x 64 tile's its share at 1024^3 and below (docs/dispatch.md
+// gives the figures and their files). Passes: the
 // FP32-accurate kernel splits A and B into TF32 big and small parts (read 4,
 // write 8 bytes an element; A is split in registers instead where N <= 2048,
 // see gpu.wgmma_a_registers), TF32 copies B (4 + 4) and reads A in place, the
-// 16-bit kernels round both (4 + 2). The tensor-core kernels' 10 us of host
-// work and fixed cost per call: with 4, products of K <= 253 and a large C
-// ran 10-25 us above the model on an H100 (h100-2026-12-06-gemm-shapes.csv).
+// 16-bit kernels round both (4 + 2). The tensor-core kernels' host work and
+// fixed cost per call is set from products of a short K and a large C, which
+// a smaller one predicted well below their time (docs/dispatch.md).
 const std::vector<KernelCosts>& kernel_costs() {
   static const std::vector<KernelCosts> table = {
       // kernel, impl, delivers, rate, bm, bn, bk, blocks/SM, efficiency, products, fixed steps,

@@ -173,8 +173,8 @@ bool gemm_few_columns(const GemmCall<T>& call) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   const MatrixLayout& la = call.a.layout;
   // Short rows (K < 128) pay a dot4 call per four columns of every row for
-  // little work: 712 x 32 x 6 ran at 15 % of OpenBLAS this way, where the
-  // small path's one loop nest ran it at par.
+  // little work; the small path's one loop nest is faster there
+  // (docs/cpu-gemm.md has the figures).
   if (n < 2 || n > kFewColumns || k < 128 || m * n * k < (index_t(1) << 14)) return false;
   if (!la.is_strided() || !(la.cols.stride[0] == 1 || k == 1)) return false;
   const index_t rows4 = (n + 3) / 4 * 4;  // B^T's rows, padded with zeros to whole dot4s

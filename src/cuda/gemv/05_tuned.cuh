@@ -45,37 +45,46 @@ __device__ __forceinline__ void load_vec(const T* p, T (&v)[kVec]) {
   }
 }
 
+// One lane's share of row[jb, je) . x[jb, je): the kLanes lanes of a row
+// take kVec elements each per step, kUnroll steps' loads in flight; the part
+// past the last whole step one element a lane.
+template <class T, int kVec, int kUnroll, int kLanes>
+__device__ __forceinline__ T row_dot(const T* __restrict__ row, const T* __restrict__ x, index_t jb, index_t je,
+                                     int lane) {
+  constexpr index_t kStep = index_t(kLanes) * kVec;  // elements the row's lanes read per load
+  T acc = 0;
+  const index_t nv = jb + (je - jb) / kStep * kStep;  // vectorised part
+  index_t j = jb + lane * kVec;
+  for (; j + (kUnroll - 1) * kStep < nv; j += kUnroll * kStep) {
+    T v[kUnroll][kVec], w[kUnroll][kVec];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(row + j + u * kStep, v[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(x + j + u * kStep, w[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc += v[u][e] * w[u][e];
+  }
+  for (; j < nv; j += kStep) {
+    T v[kVec], w[kVec];
+    load_vec<T, kVec>(row + j, v);
+    load_vec<T, kVec>(x + j, w);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc += v[e] * w[e];
+  }
+  for (index_t t = nv + lane; t < je; t += kLanes) acc += row[t] * x[t];  // tail
+  return acc;
+}
+
 // One warp per row; rows are blockDim.y apart. A(i, j) = a[i * ld + j].
 template <class T, int kVec, int kUnroll>
 __global__ void __launch_bounds__(256) tuned_rows(index_t m, index_t n, const T* __restrict__ a, index_t ld,
                                                   const T* __restrict__ x, T* __restrict__ y, T alpha, T beta) {
   const int lane = threadIdx.x & 31;
   const index_t warps = index_t(gridDim.x) * (blockDim.x / 32);
-  constexpr index_t kStep = 32 * kVec;  // elements one warp reads per load
   for (index_t i = index_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; i < m; i += warps) {
-    const T* row = a + i * ld;
-    T acc = 0;
-    const index_t nv = n / kStep * kStep;  // vectorised part
-    index_t j = lane * kVec;
-    for (; j + (kUnroll - 1) * kStep < nv; j += kUnroll * kStep) {
-      T v[kUnroll][kVec], w[kUnroll][kVec];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(row + j + u * kStep, v[u]);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(x + j + u * kStep, w[u]);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc += v[u][e] * w[u][e];
-    }
-    for (; j < nv; j += kStep) {
-      T v[kVec], w[kVec];
-      load_vec<T, kVec>(row + j, v);
-      load_vec<T, kVec>(x + j, w);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc += v[e] * w[e];
-    }
-    for (index_t t = nv + lane; t < n; t += 32) acc += row[t] * x[t];  // tail
+    T acc = row_dot<T, kVec, kUnroll, 32>(a + i * ld, x, 0, n, lane);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (lane == 0) y[i] = beta == T(0) ? alpha * acc : alpha * acc + beta * y[i];

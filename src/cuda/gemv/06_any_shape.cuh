@@ -18,8 +18,8 @@
 //
 // Sliced work writes one partial y per slice to a workspace; the last block
 // to finish (a ticket counter, reset by that block) adds the slices in slice
-// order and applies alpha and beta: deterministic, and no second launch —
-// the launch gap of a reduce kernel is a third of a 32 x 10^5 GEMV's time.
+// order and applies alpha and beta: deterministic, and no second launch,
+// whose gap is a large share of a short GEMV's time.
 #pragma once
 
 #include "05_tuned.cuh"
@@ -53,8 +53,7 @@ template <class T, int kVec, int kLanes>
 __global__ void __launch_bounds__(256) rows_grouped(index_t m, index_t n, const T* __restrict__ a, index_t ld,
                                                     const T* __restrict__ x, index_t cols_per_slice, T* part,
                                                     T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
-  constexpr int kGroups = 256 / kLanes, kUnroll = 4;
-  constexpr index_t kStep = index_t(kLanes) * kVec;
+  constexpr int kGroups = 256 / kLanes;
   const int lane = threadIdx.x % kLanes;
   const int slices = int(gridDim.y);
   const index_t jb = index_t(blockIdx.y) * cols_per_slice, je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
@@ -63,29 +62,7 @@ __global__ void __launch_bounds__(256) rows_grouped(index_t m, index_t n, const 
   const index_t stride = index_t(gridDim.x) * kGroups;
   for (index_t i0 = index_t(blockIdx.x) * kGroups + threadIdx.x / 32 * (32 / kLanes); i0 < m; i0 += stride) {
     const index_t i = i0 + threadIdx.x % 32 / kLanes;
-    const T* row = a + (i < m ? i : i0) * ld;
-    T acc = 0;
-    const index_t nv = jb + (je - jb) / kStep * kStep;  // vectorised part of the slice
-    index_t j = jb + lane * kVec;
-    for (; j + (kUnroll - 1) * kStep < nv; j += kUnroll * kStep) {
-      T v[kUnroll][kVec], w[kUnroll][kVec];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(row + j + u * kStep, v[u]);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_vec<T, kVec>(x + j + u * kStep, w[u]);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc += v[u][e] * w[u][e];
-    }
-    for (; j < nv; j += kStep) {
-      T v[kVec], w[kVec];
-      load_vec<T, kVec>(row + j, v);
-      load_vec<T, kVec>(x + j, w);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc += v[e] * w[e];
-    }
-    for (index_t t = nv + lane; t < je; t += kLanes) acc += row[t] * x[t];  // the slice's tail
+    T acc = row_dot<T, kVec, 4, kLanes>(a + (i < m ? i : i0) * ld, x, jb, je, lane);
     if (i >= m) acc = 0;
 #pragma unroll
     for (int o = kLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);

@@ -84,8 +84,8 @@ void run_rows(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   const bool vec = ld % kVec == 0 && aligned16(c.a.data) && aligned16(c.x);
   const int kv = vec ? kVec : 1, lanes = lanes_for((n + kv - 1) / kv);
   const index_t blocks = (m + 256 / lanes - 1) / (256 / lanes);
-  // Slices only where the rows leave SMs without two blocks: step 5's one
-  // pass ran 8192^2 at 120 % of cuBLAS, two slices at 95 % (H100).
+  // Slices only where the rows leave SMs without two blocks: elsewhere the
+  // partial sums and the last block's sum cost more than the idle SMs do.
   const auto [slices, per] = slicing(blocks, n, index_t(lanes) * kv * 4, index_t(lanes) * kv, index_t(sm_count()) * 2);
   const dim3 grid(unsigned(std::min<index_t>(blocks, index_t(sm_count()) * kBlocksPerSm * 4)), unsigned(slices));
   with_slices<T>(slices, m, s, [&](T* part, unsigned* ticket) {
