@@ -4,17 +4,22 @@
 // columns and run far below the bandwidth of reading A once; this reads A
 // once, at step 6's bandwidth, and keeps the NV columns' sums in registers.
 //
+//  * B is staged in shared memory a chunk of kChunk k at a time, 4 k's NV
+//    values side by side (a lane's 4 x NV values are NV 16-byte loads) and
+//    each group padded to an odd number of 16-byte units (no bank conflict);
+//    read from global memory per lane instead, B's scattered loads outnumber
+//    A's coalesced ones by 8 to 1 and the L1 becomes the limit;
 //  * few_vectors_rows (A along k: A(i, k) = a[i * lda + k]): a warp takes 4
-//    rows, its lanes 16 bytes of each row per step, B's 4 x NV values for
-//    those k read once and used for the 4 rows; the lanes' sums are added by
-//    shuffles at the end;
+//    rows, its lanes 16 bytes of each row per step; the lanes' sums are
+//    added by shuffles at the end;
 //  * few_vectors_cols (A along m: A(i, k) = a[i + k * lda]): a thread takes
-//    kVec consecutive rows (one 16-byte load per k), the warp's lanes share
-//    each k, so B(k, j) is one broadcast load.
+//    kVec consecutive rows (one 16-byte load per k), every lane reads the
+//    same B values (a shared-memory broadcast).
 //
 // Where the rows are too few to fill the GPU, K is cut into slices (grid.y);
-// each slice's sums go to a workspace and the last block to finish adds them
-// in slice order (deterministic), as in step 6.
+// each slice's sums go to a workspace and, per block of rows, the last of
+// its slices to finish adds them in slice order (deterministic): the sum is
+// spread over the row blocks, not left to one block.
 #pragma once
 
 #include "05_tuned.cuh"
@@ -29,8 +34,63 @@ struct FewOut {
   index_t rsc, csc;
   float alpha, beta;
   float* part;       // with slices > 1
-  unsigned* ticket;  // with slices > 1
+  unsigned* ticket;  // with slices > 1: one per block of rows (blockIdx.x)
 };
+
+// k's a block stages of B at a time, and the shared floats that takes: 4 k's
+// NV values per group, the group padded to an odd count of 16-byte units.
+constexpr int kFewChunk = 512;
+template <int NV>
+constexpr int few_group_floats() {
+  return NV % 2 == 0 ? 4 * NV + 4 : 4 * NV;
+}
+template <int NV>
+constexpr int few_stage_floats() {
+  return kFewChunk / 4 * few_group_floats<NV>();
+}
+
+// B(k, j) for k in [c0, c1) into bs, zero past c1 and past n_cols (so the
+// padded columns add nothing). Along B's unit stride where it has one.
+template <int NV>
+__device__ __forceinline__ void few_stage_b(float* bs, const float* __restrict__ b, index_t rsb, index_t csb,
+                                            index_t n_cols, index_t c0, index_t c1) {
+  constexpr int G = few_group_floats<NV>();
+  const bool k_fastest = rsb == 1 && csb != 1;
+  for (int e = threadIdx.x; e < kFewChunk * NV; e += blockDim.x) {
+    const int kl = k_fastest ? e % kFewChunk : e / NV, j = k_fastest ? e / kFewChunk : e % NV;
+    const index_t k = c0 + kl;
+    bs[(kl / 4) * G + (kl % 4) * NV + j] = k < c1 && j < n_cols ? __ldg(b + k * rsb + j * csb) : 0.f;
+  }
+}
+
+// The 4 x NV staged values of the 4 k's from local k `kl` (a multiple of 4).
+template <int NV>
+__device__ __forceinline__ void few_read4(const float* bs, int kl, float (&bv)[4][NV]) {
+  const float4* g = reinterpret_cast<const float4*>(bs + (kl / 4) * few_group_floats<NV>());
+#pragma unroll
+  for (int q = 0; q < NV; ++q) {
+    const float4 w = g[q];
+    const float f[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) bv[(4 * q + t) / NV][(4 * q + t) % NV] = f[t];
+  }
+}
+
+// The NV staged values of k = kl + e (kl a multiple of 4; NV a multiple of 4).
+template <int NV>
+__device__ __forceinline__ void few_read1(const float* bs, int kl, int e, float (&v)[NV]) {
+  const float4* g = reinterpret_cast<const float4*>(bs + (kl / 4) * few_group_floats<NV>() + e * NV);
+#pragma unroll
+  for (int q = 0; q < NV / 4; ++q) {
+    const float4 w = g[q];
+    v[4 * q] = w.x, v[4 * q + 1] = w.y, v[4 * q + 2] = w.z, v[4 * q + 3] = w.w;
+  }
+}
+
+template <int NV>
+__device__ __forceinline__ float few_at(const float* bs, int kl, int j) {
+  return bs[(kl / 4) * few_group_floats<NV>() + (kl % 4) * NV + j];
+}
 
 template <int NV>
 __device__ __forceinline__ void few_store(const FewOut& o, index_t m, index_t i, int j, float s) {
@@ -42,65 +102,93 @@ __device__ __forceinline__ void few_store(const FewOut& o, index_t m, index_t i,
   }
 }
 
-// The last block of a sliced launch adds the slices in order into C.
+// The last of a row block's slices adds the slices of rows [r0, r1) in order
+// into C. A sliced grid has one block per row block (no grid stride).
 template <int NV>
-__device__ __forceinline__ void few_last_block(const FewOut& o, index_t m) {
+__device__ __forceinline__ void few_last_block(const FewOut& o, index_t m, index_t r0, index_t r1) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(o.ticket, 1u) == gridDim.x * gridDim.y - 1;
+  if (threadIdx.x == 0) last = atomicAdd(o.ticket + blockIdx.x, 1u) == gridDim.y - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
   const int slices = int(gridDim.y);
-  for (index_t e = threadIdx.x; e < m * NV; e += blockDim.x) {
+  r1 = r1 < m ? r1 : m;
+  for (index_t e = r0 * NV + threadIdx.x; e < r1 * NV; e += blockDim.x) {
     if (e % NV >= o.n) continue;  // a padding column: C has none there
     float s = 0.f;
+#pragma unroll 8
     for (int q = 0; q < slices; ++q) s += __ldcg(o.part + index_t(q) * m * NV + e);
     float& c = o.c[(e / NV) * o.rsc + (e % NV) * o.csc];
     c = o.beta == 0.f ? o.alpha * s : o.alpha * s + o.beta * c;
   }
-  if (threadIdx.x == 0) *o.ticket = 0;
+  if (threadIdx.x == 0) o.ticket[blockIdx.x] = 0;
 }
 
-// A along k. Slice blockIdx.y covers k in [kb, ke), kb a multiple of kVec.
+// A along k: a block of 8 warps takes 32 rows (grid stride over blocks of
+// rows), a warp 4 of them. Slice blockIdx.y covers k in [kb, ke), kb a
+// multiple of kVec.
 template <int NV, int kVec>
 __global__ void __launch_bounds__(256) few_vectors_rows(index_t m, index_t n_cols, index_t k, const float* __restrict__ a,
                                                         index_t lda, const float* __restrict__ b, index_t rsb,
                                                         index_t csb, index_t k_per_slice, FewOut out) {
-  constexpr int kRows = 4;
-  constexpr index_t kStep = 32 * kVec;
+  constexpr int kRows = 4, kBlockRows = 8 * kRows;
+  __shared__ __align__(16) float bs[few_stage_floats<NV>()];
   const int lane = threadIdx.x % 32;
   const index_t kb = index_t(blockIdx.y) * k_per_slice, ke = kb + k_per_slice < k ? kb + k_per_slice : k;
-  const index_t warps = index_t(gridDim.x) * 8;
-  for (index_t i0 = (index_t(blockIdx.x) * 8 + threadIdx.x / 32) * kRows; i0 < m; i0 += warps * kRows) {
+  for (index_t r0 = index_t(blockIdx.x) * kBlockRows; r0 < m; r0 += index_t(gridDim.x) * kBlockRows) {
+    const index_t i0 = r0 + threadIdx.x / 32 * kRows;
     float acc[kRows][NV] = {};
     const float* rows[kRows];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) rows[r] = a + (i0 + r < m ? i0 + r : i0) * lda;
-    const index_t kv = kb + (ke - kb) / kStep * kStep;
-    for (index_t kk = kb + lane * kVec; kk < kv; kk += kStep) {
-      float av[kRows][kVec], bv[kVec][NV];
+    for (int r = 0; r < kRows; ++r) rows[r] = a + (i0 + r < m ? i0 + r : m - 1) * lda;
+    for (index_t c0 = kb; c0 < ke; c0 += kFewChunk) {
+      const index_t c1 = c0 + kFewChunk < ke ? c0 + kFewChunk : ke;
+      __syncthreads();  // the last chunk's readers are done
+      few_stage_b<NV>(bs, b, rsb, csb, n_cols, c0, c1);
+      __syncthreads();
+      index_t kk = c0 + lane * kVec;
+      for (; kk + kVec <= c1; kk += 32 * kVec) {
+        float av[kRows][kVec];
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) load_vec<float, kVec>(rows[r] + kk, av[r]);
+        for (int r = 0; r < kRows; ++r) load_vec<float, kVec>(rows[r] + kk, av[r]);
+        if constexpr (kVec == 4 && NV % 4 == 0) {  // one k's values at a time: fewer registers
 #pragma unroll
-      for (int e = 0; e < kVec; ++e)
+          for (int e = 0; e < 4; ++e) {
+            float bv[NV];
+            few_read1<NV>(bs, int(kk - c0), e, bv);
 #pragma unroll
-        for (int j = 0; j < NV; ++j) bv[e][j] = j < n_cols ? __ldg(b + (kk + e) * rsb + j * csb) : 0.f;
+            for (int r = 0; r < kRows; ++r)
 #pragma unroll
-      for (int r = 0; r < kRows; ++r)
+              for (int j = 0; j < NV; ++j) acc[r][j] += av[r][e] * bv[j];
+          }
+        } else if constexpr (kVec == 4) {
+          float bv[4][NV];
+          few_read4<NV>(bs, int(kk - c0), bv);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e)
+          for (int r = 0; r < kRows; ++r)
 #pragma unroll
-          for (int j = 0; j < NV; ++j) acc[r][j] += av[r][e] * bv[e][j];
-    }
-    for (index_t kk = kv + lane; kk < ke; kk += 32)  // the slice's tail
+            for (int e = 0; e < 4; ++e)
 #pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        const float bj = j < n_cols ? b[kk * rsb + j * csb] : 0.f;
+              for (int j = 0; j < NV; ++j) acc[r][j] += av[r][e] * bv[e][j];
+        } else {
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[r][j] += rows[r][kk] * bj;
+          for (int j = 0; j < NV; ++j) {
+            const float bj = few_at<NV>(bs, int(kk - c0), j);
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) acc[r][j] += av[r][0] * bj;
+          }
+        }
       }
+      for (kk = c0 + (c1 - c0) / kVec * kVec + lane; kk < c1; kk += 32)  // fewer than kVec k's left
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+          const float bj = few_at<NV>(bs, int(kk - c0), j);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) acc[r][j] += rows[r][kk] * bj;
+        }
+    }
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
 #pragma unroll
@@ -111,49 +199,48 @@ __global__ void __launch_bounds__(256) few_vectors_rows(index_t m, index_t n_col
         if (lane == (r * NV + j) % 32 && i0 + r < m && j < n_cols) few_store<NV>(out, m, i0 + r, j, s);
       }
   }
-  if (gridDim.y > 1) few_last_block<NV>(out, m);
+  if (gridDim.y > 1) few_last_block<NV>(out, m, index_t(blockIdx.x) * kBlockRows, index_t(blockIdx.x + 1) * kBlockRows);
 }
 
-// A along m. Thread t of the grid takes rows [t * kVec, t * kVec + kVec).
+// A along m: thread t of the grid takes rows [t * kVec, t * kVec + kVec).
 template <int NV, int kVec>
 __global__ void __launch_bounds__(256) few_vectors_cols(index_t m, index_t n_cols, index_t k, const float* __restrict__ a,
                                                         index_t lda, const float* __restrict__ b, index_t rsb,
                                                         index_t csb, index_t k_per_slice, FewOut out) {
   constexpr int kUnroll = 4;
+  __shared__ __align__(16) float bs[few_stage_floats<NV>()];
   const index_t kb = index_t(blockIdx.y) * k_per_slice, ke = kb + k_per_slice < k ? kb + k_per_slice : k;
   const index_t i0 = (index_t(blockIdx.x) * 256 + threadIdx.x) * kVec;
+  const bool whole = i0 + kVec <= m;
   float acc[kVec][NV] = {};
-  if (i0 + kVec <= m) {
-    index_t kk = kb;
-    for (; kk + kUnroll <= ke; kk += kUnroll) {
-      float av[kUnroll][kVec];
+  for (index_t c0 = kb; c0 < ke; c0 += kFewChunk) {
+    const index_t c1 = c0 + kFewChunk < ke ? c0 + kFewChunk : ke;
+    __syncthreads();
+    few_stage_b<NV>(bs, b, rsb, csb, n_cols, c0, c1);
+    __syncthreads();
+    index_t kk = c0;
+    if (whole) {
+      for (; kk + kUnroll <= c1; kk += kUnroll) {
+        float av[kUnroll][kVec];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) load_vec<float, kVec>(a + (kk + u) * lda + i0, av[u]);
+        for (int u = 0; u < kUnroll; ++u) load_vec<float, kVec>(a + (kk + u) * lda + i0, av[u]);
+        float bv[4][NV];  // kUnroll == 4, kk - c0 a multiple of 4
+        few_read4<NV>(bs, int(kk - c0), bv);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
+        for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-        for (int j = 0; j < NV; ++j) {
-          const float bj = j < n_cols ? __ldg(b + (kk + u) * rsb + j * csb) : 0.f;
+          for (int j = 0; j < NV; ++j)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) acc[e][j] += av[u][e] * bj;
-        }
-    }
-    for (; kk < ke; ++kk) {
-      float av[kVec];
-      load_vec<float, kVec>(a + kk * lda + i0, av);
-#pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        const float bj = j < n_cols ? __ldg(b + kk * rsb + j * csb) : 0.f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[e][j] += av[e] * bj;
+            for (int e = 0; e < kVec; ++e) acc[e][j] += av[u][e] * bv[u][j];
       }
     }
-  } else {
-    for (index_t kk = kb; kk < ke; ++kk)
+    for (; kk < c1; ++kk)
 #pragma unroll
       for (int j = 0; j < NV; ++j) {
-        const float bj = j < n_cols ? b[kk * rsb + j * csb] : 0.f;
-        for (int e = 0; e < kVec && i0 + e < m; ++e) acc[e][j] += a[kk * lda + i0 + e] * bj;
+        const float bj = few_at<NV>(bs, int(kk - c0), j);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e)
+          if (i0 + e < m) acc[e][j] += a[kk * lda + i0 + e] * bj;
       }
   }
 #pragma unroll
@@ -161,7 +248,7 @@ __global__ void __launch_bounds__(256) few_vectors_cols(index_t m, index_t n_col
 #pragma unroll
     for (int j = 0; j < NV; ++j)
       if (i0 + e < m && j < n_cols) few_store<NV>(out, m, i0 + e, j, acc[e][j]);
-  if (gridDim.y > 1) few_last_block<NV>(out, m);
+  if (gridDim.y > 1) few_last_block<NV>(out, m, index_t(blockIdx.x) * 256 * kVec, index_t(blockIdx.x + 1) * 256 * kVec);
 }
 
 }  // namespace parray::cuda::gemv_kernels

@@ -33,7 +33,10 @@ struct SliceWorkspace {
 };
 SliceWorkspace& slice_workspace() { return per_thread_on_device<SliceWorkspace>(); }
 
-constexpr std::size_t kTicketBytes = 256;  // keeps the partial sums 256-byte aligned
+// Tickets ahead of the partial sums: one per block of rows of a sliced
+// launch (step 7's row blocks), a multiple of 256 bytes so that the sums stay
+// 256-byte aligned. Always the same bytes, so they stay zero between calls.
+constexpr std::size_t kTickets = 4096, kTicketBytes = kTickets * sizeof(unsigned);
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -155,10 +158,11 @@ void launch_few(const FewVectors& p, cudaStream_t s) {
   if (p.a_along_k) {  // a warp per 4 rows, 8 warps a block; slices of whole 128-wide k-steps
     blocks = (p.m + 31) / 32;
     std::tie(slices, per) = slicing(blocks, p.k, vec ? 128 * 4 : 32 * 4, vec ? 128 : 32);
-  } else {  // a thread per kVec rows; slices of >= 16 k
+  } else {  // a thread per kVec rows; slices of >= 128 k (the partial sums, NV per row, stay small beside A)
     blocks = (p.m + 256 * (vec ? kVec : 1) - 1) / (256 * (vec ? kVec : 1));
-    std::tie(slices, per) = slicing(blocks, p.k, 16, 1);
+    std::tie(slices, per) = slicing(blocks, p.k, 128, 4);
   }
+  if (blocks > index_t(kTickets)) slices = 1, per = p.k;  // a ticket per block of rows
   const dim3 grid(unsigned(std::min(blocks, target * 4)), unsigned(slices));
   with_slices<float>(slices, p.m * NV, s, [&](float* part, unsigned* ticket) {
     const gemv_kernels::FewOut out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, part, ticket};
