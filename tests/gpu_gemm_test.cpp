@@ -119,9 +119,11 @@ TEST_P(GpuGemm, AgreesWithFp64Reference) {
     }
     GemmCase& gcase = rounded ? *rounded : fp_case;
     if (std::string why = gcase.why_not(impl); !why.empty()) {
-      // Only the cuBLAS baseline may decline a layout, and step 14 a GPU that
-      // is not a Hopper; parray's kernels take every layout.
-      EXPECT_TRUE(impl.baseline || why == why_not_anywhere(impl)) << impl.name << " declined: " << why;
+      // Only the cuBLAS baseline may decline a layout, step 14 a GPU that is
+      // not a Hopper, and step 17 (made for the default GEMM's calls of
+      // K <= 32 on strided layouts) the rest; parray's kernels take every layout.
+      EXPECT_TRUE(impl.baseline || why == why_not_anywhere(impl) || impl.name == "cuda-17-short-k")
+          << impl.name << " declined: " << why;
       continue;
     }
     const CheckResult r = gcase.run_and_check(impl, 1);
@@ -368,7 +370,9 @@ TEST(GpuPlanner, EveryPlannedPathAtEveryPrecision) {
   const std::vector<Shape> shapes = {{1, 4096, 3000},  {3000, 4096, 1}, {1, 1, 77},       {4192, 2493, 3},
                                      {94, 7983, 3},    {5, 3001, 7000}, {3, 2374, 13},    {6001, 999, 8},
                                      {64, 64, 64},     {513, 129, 257}, {96, 12288, 96},  {256, 30000, 64},
-                                     {4000, 17, 3000}, {2048, 2048, 2048}};
+                                     {4000, 17, 3000}, {3001, 5, 2222}, {177, 2, 9001},   {1000, 32, 999},
+                                     {20000, 700, 12}, {12, 3000, 5000},
+                                     {2048, 2048, 2048}};
   for (const Shape& s : shapes)
     for (const char* layout : {"row", "col", "fig18"})
       for (Precision asked : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16}) {
@@ -413,13 +417,40 @@ TEST(GpuPlanner, KSplitsAreDeterministic) {
   }
 }
 
+// Step 17 (K <= 32) at sizes small enough for compute-sanitizer: C's rows
+// stored 16 bytes at a time and not (odd N), beta read and not, partial
+// tiles, A and B read along either stride, C column-major (transposed).
+TEST(GpuPlanner, ShortKAtSanitizerSizes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& short_k = registry().find("cuda-17-short-k");
+  const std::vector<Shape> shapes = {{70, 1, 130}, {129, 5, 257}, {64, 32, 128}, {200, 31, 9}, {3, 7, 300}};
+  struct Layouts {
+    const char *a, *b, *c;
+  };
+  for (const Shape& s : shapes)
+    for (const Layouts l : {Layouts{"row", "row", "row"}, Layouts{"col", "col", "col"}, Layouts{"col", "row", "row"},
+                            Layouts{"row", "col", "col"}, Layouts{"row-pad", "row-pad", "row-pad"}})
+      for (double beta : {0.0, 0.5}) {
+        GemmProblem p;
+        p.m = s.m, p.k = s.k, p.n = s.n;
+        p.layout_a = l.a, p.layout_b = l.b, p.layout_c = l.c;
+        p.beta = beta;
+        GemmCase gcase(p);
+        ASSERT_EQ(gcase.why_not(short_k), "") << l.a << " " << l.b << " " << l.c;
+        const CheckResult r = gcase.run_and_check(short_k, 1);
+        EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << l.a << "/" << l.b << "/" << l.c << " beta "
+                          << beta << ": " << r.reason;
+      }
+}
+
 // GEMV step 7 (C of at most 8 columns or rows) at sizes small enough for
 // compute-sanitizer: K sliced and not, fewer columns than the kernel's
 // register width, A along k and along m, and the transposed case (few rows).
 TEST(GpuPlanner, FewVectorsAtSanitizerSizes) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
   const GemmImpl& gpu_auto = registry().find("gpu-auto");
-  const std::vector<Shape> shapes = {{94, 1999, 3}, {601, 99, 8}, {5, 301, 700}, {3, 2374, 13}, {77, 33, 1}};
+  const std::vector<Shape> shapes = {{94, 1999, 3}, {601, 99, 8}, {5, 301, 700}, {3, 2374, 13},
+                                     {77, 33, 1},  {4, 1100, 2100}};
   for (const Shape& s : shapes)
     for (const char* layout : {"row", "col"}) {
       GemmProblem p;

@@ -163,43 +163,47 @@ void hold_until_written(Hold h, float* a, index_t count, cudaStream_t s, cudaStr
   check(cudaStreamWaitEvent(s, written, 0), "cudaStreamWaitEvent");
 }
 
-bool reads_device_row_major(const GemmImpl& impl) {
-  const MatrixLayout one = MatrixLayout::row_major(1, 1, 1);
+bool reads_device_row_major(const GemmImpl& impl, index_t m, index_t k, index_t n) {
   return impl.device == Device::gpu && impl.supports(Dtype::f32) && impl.operand_memory == Memory::device &&
-         impl.why_not(one, one, one).empty();
+         impl.why_not(MatrixLayout::row_major(m, k, k), MatrixLayout::row_major(k, n, n), MatrixLayout::row_major(m, n, n))
+             .empty();
 }
 
-// C = ones(M x K) B: every element of row i is column j's sum of B.
+// C = ones(M x K) B: every element of row i is column j's sum of B. A K of
+// 100 and one of 8 (the kernels made for a short K).
 TEST(GpuStreams, EveryGemmWaitsForWorkQueuedBeforeIt) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device (or parray built without CUDA): GPU tests skipped";
-  constexpr index_t m = 300, k = 100, n = 200;
-  const std::vector<float> b = integers(k * n, 5);
-  std::vector<float> col_sum(n, 0.f);
-  for (index_t p = 0; p < k; ++p)
-    for (index_t j = 0; j < n; ++j) col_sum[std::size_t(j)] += b[std::size_t(p * n + j)];
+  constexpr index_t m = 300, n = 200;
   OwnStream s, other;
   OwnEvent written;
-  Array<float> da(Layout::dense({m, k}), Memory::device), dc(Layout::dense({m, n}), Memory::device);
-  Array<float> db = device_copy(b, k, n, s.s);
   int ran = 0;
-  for (const GemmImpl& impl : registry().all()) {
-    if (!reads_device_row_major(impl)) continue;
-    for (Hold h : {Hold::same_stream, Hold::event}) {
-      check(cudaMemsetAsync(dc.data(), 0xff, std::size_t(m * n) * sizeof(float), s.s), "poison C");
-      hold_until_written(h, da.data(), m * k, s.s, other.s, written.e);
-      gemm<float>(impl, 1.f, MatrixView<const float>(da.view()), MatrixView<const float>(db.view()), 0.f, dc.view(),
-                  1, impl.delivers(Dtype::f32), s.s);
-      check(cudaStreamSynchronize(s.s), "cudaStreamSynchronize");
-      const std::vector<float> c = host_copy(dc, s.s);
-      index_t wrong = 0;
-      for (index_t i = 0; i < m; ++i)
-        for (index_t j = 0; j < n; ++j) wrong += c[std::size_t(i * n + j)] != col_sum[std::size_t(j)];
-      EXPECT_EQ(wrong, 0) << impl.name << " (" << hold_name(h) << "): elements of C computed before A was written";
+  for (const index_t k : {index_t(100), index_t(8)}) {
+    const std::vector<float> b = integers(k * n, 5);
+    std::vector<float> col_sum(n, 0.f);
+    for (index_t p = 0; p < k; ++p)
+      for (index_t j = 0; j < n; ++j) col_sum[std::size_t(j)] += b[std::size_t(p * n + j)];
+    Array<float> da(Layout::dense({m, k}), Memory::device), dc(Layout::dense({m, n}), Memory::device);
+    Array<float> db = device_copy(b, k, n, s.s);
+    for (const GemmImpl& impl : registry().all()) {
+      if (!reads_device_row_major(impl, m, k, n)) continue;
+      for (Hold h : {Hold::same_stream, Hold::event}) {
+        check(cudaMemsetAsync(dc.data(), 0xff, std::size_t(m * n) * sizeof(float), s.s), "poison C");
+        hold_until_written(h, da.data(), m * k, s.s, other.s, written.e);
+        gemm<float>(impl, 1.f, MatrixView<const float>(da.view()), MatrixView<const float>(db.view()), 0.f,
+                    dc.view(), 1, impl.delivers(Dtype::f32), s.s);
+        check(cudaStreamSynchronize(s.s), "cudaStreamSynchronize");
+        const std::vector<float> c = host_copy(dc, s.s);
+        index_t wrong = 0;
+        for (index_t i = 0; i < m; ++i)
+          for (index_t j = 0; j < n; ++j) wrong += c[std::size_t(i * n + j)] != col_sum[std::size_t(j)];
+        EXPECT_EQ(wrong, 0) << impl.name << " K " << k << " (" << hold_name(h)
+                            << "): elements of C computed before A was written";
+      }
+      ++ran;
     }
-    ++ran;
+    check(cudaStreamSynchronize(other.s), "cudaStreamSynchronize");
   }
-  check(cudaStreamSynchronize(other.s), "cudaStreamSynchronize");
-  EXPECT_GE(ran, 1);
+  EXPECT_GE(ran, 2);
 }
 
 // y = ones(M x N) x: every element is the sum of x.

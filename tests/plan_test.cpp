@@ -42,7 +42,7 @@ TEST_P(PlanOnGpu, VectorShapesGoToTheGemv) {
 }
 
 TEST_P(PlanOnGpu, SmallProductsTakeTheSmallTile) {
-  for (index_t s : {16, 32, 64, 100, 128})
+  for (index_t s : {64, 100, 128, 256})
     EXPECT_EQ(chosen(gpu(), problem(s, s, s)), PlanKernel::cuda_small) << s;
   PlanProblem blocked = problem(64, 64, 64);
   blocked.a_unit_stride = false;  // the 64 x 64 tile reads row- or column-major operands only
@@ -59,6 +59,20 @@ TEST_P(PlanOnGpu, FewColumnsOrRowsTakeGemvStep7) {
   blocked.few_ok = false;
   EXPECT_NE(chosen(gpu(), blocked), PlanKernel::few_vectors);
   EXPECT_NE(chosen(gpu(), problem(9, 4096, 4096)), PlanKernel::few_vectors);
+}
+
+// K <= 32 with a C of any size: the product is C's traffic (step 17), at
+// every precision (FP32 products are at least as accurate as asked).
+TEST_P(PlanOnGpu, ShortKTakesStep17) {
+  for (const auto& [m, n, k] : {std::array<index_t, 3>{7445, 3671, 5}, {177, 20731, 2}, {28488, 203, 9},
+                                {4096, 4096, 32}, {403, 4842, 5}, {40, 40, 16}}) {
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
+      EXPECT_EQ(chosen(gpu(), problem(m, n, k, p)), PlanKernel::short_k) << m << "x" << n << "x" << k;
+  }
+  EXPECT_NE(chosen(gpu(), problem(4096, 4096, 33)), PlanKernel::short_k);
+  PlanProblem blocked = problem(4096, 4096, 8);
+  blocked.all_strided = false;  // step 17 reads strided layouts only
+  EXPECT_NE(chosen(gpu(), blocked), PlanKernel::short_k);
 }
 
 TEST_P(PlanOnGpu, SmallCWithLongKIsSplit) {

@@ -60,6 +60,10 @@ bool unit_stride_layout(const std::string& name, index_t rows, index_t cols) {
   return l.is_strided() && (l.rows.stride[0] == 1 || l.cols.stride[0] == 1 || rows == 1 || cols == 1);
 }
 
+bool strided_layout(const std::string& name, index_t rows, index_t cols) {
+  return MatrixLayout::from(make_matrix_type(name, rows, cols).view).is_strided();
+}
+
 std::string tile_text(const PlanOption& o) {
   if (o.bm == 0) return "-";
   return fmt::format("{}x{}", o.bm, o.bn);
@@ -74,6 +78,8 @@ int run_plan(const PlanArgs& a) {
   if (p.precision == Precision::fp64) throw Error("plan: the GPU planner plans FP32 data (fp32, tf32, bf16, fp16)");
   p.a_unit_stride = unit_stride_layout(a.layout_a, a.m, a.k);
   p.b_unit_stride = unit_stride_layout(a.layout_b, a.k, a.n);
+  p.all_strided = strided_layout(a.layout_a, a.m, a.k) && strided_layout(a.layout_b, a.k, a.n);  // C row-major
+  p.few_ok = p.all_strided && (p.n <= 8 ? p.a_unit_stride : p.m <= 8 && p.b_unit_stride);
   const GemmPlan plan = plan_gemm(gpu, p);
   const PlanOption& c = plan.chosen;
   std::cout << fmt::format("GPU {}: {} SMs, {:.3f} GHz under load, {:.0f} GB/s, tensor-core kernels {}\n", gpu.name,

@@ -43,6 +43,7 @@ struct GpuModel {
 enum class PlanKernel {
   gemv,           // M = 1 or N = 1: the GEMV (bandwidth-bound)
   few_vectors,    // M or N <= 8: GEMV step 7, A read once for all the columns (bandwidth-bound)
+  short_k,        // K <= 32: step 17, C written once at the bandwidth (its traffic, not its arithmetic)
   cuda_small,     // step 12's 64 x 64 tile on the CUDA cores: small problems
   cuda_best,      // step 12: 128 x 128 (128 x 256 where it fills the GPU), split-K, stream-K tail
   tc_3xtf32,      // step 15, FP32-accurate: three TF32 products of split operands
@@ -85,6 +86,7 @@ struct PlanProblem {
   bool b_unit_stride = true;
   bool gemv_ok = true;        // the vector operand and C are contiguous (GEMV takes M = 1 / N = 1)
   bool few_ok = true;         // all three strided, the many-row operand along k or m (GEMV step 7)
+  bool all_strided = true;    // A, B and C strided layouts (step 17)
 };
 
 struct PlanOption {

@@ -21,6 +21,7 @@ constexpr double kHalfFlopsPerClock = 2.0 * 2048;
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 constexpr index_t kFewVectorsMax = 8;  // GEMV step 7's columns (src/cuda/gemv/launch_any_shape.hpp)
+constexpr index_t kShortKMax = 32;     // step 17's K (src/cuda/gemm/17_short_k.cuh)
 
 }  // namespace
 
@@ -40,6 +41,7 @@ const char* plan_kernel_name(PlanKernel k) {
   switch (k) {
     case PlanKernel::gemv: return "gemv";
     case PlanKernel::few_vectors: return "few-vectors";
+    case PlanKernel::short_k: return "short-k";
     case PlanKernel::cuda_small: return "cuda-cores-64x64";
     case PlanKernel::cuda_best: return "cuda-cores";
     case PlanKernel::tc_3xtf32: return "tensor-3xtf32";
@@ -67,6 +69,8 @@ const std::vector<KernelCosts>& kernel_costs() {
        false, false},
       {PlanKernel::few_vectors, "gemv-07-few-vectors", Precision::fp32, Precision::fp32, 0, 0, 0, 0, 0.85, 1, 0, 0, 0,
        1, 0, 1, false, false},
+      {PlanKernel::short_k, "cuda-17-short-k", Precision::fp32, Precision::fp32, 64, 128, 32, 4, 0.5, 1, 0, 0, 0, 1,
+       0, 1, false, false},
       {PlanKernel::cuda_small, "cuda-12-best", Precision::fp32, Precision::fp32, 64, 64, 16, 4, 0.55, 1, 3, 0, 0, 1, 0,
        0.35, false, false},
       {PlanKernel::cuda_best, "cuda-12-best", Precision::fp32, Precision::fp32, 128, 128, 16, 2, 0.79, 1, 3, 0, 0, 1,
@@ -112,6 +116,10 @@ std::string cannot(const GpuModel& gpu, const PlanProblem& p, const KernelCosts&
   if (kc.kernel == PlanKernel::gemv && !p.gemv_ok) return "the vector or C is not contiguous";
   if (kc.kernel == PlanKernel::few_vectors && std::min(p.m, p.n) > kFewVectorsMax) return "M and N both > 8";
   if (kc.kernel == PlanKernel::few_vectors && !p.few_ok) return "an operand is not strided along k or m";
+  if (kc.kernel == PlanKernel::short_k && p.k > kShortKMax) return "K > 32";
+  if (kc.kernel == PlanKernel::short_k && !p.all_strided) return "an operand is not strided";
+  if (kc.kernel == PlanKernel::short_k && std::min(p.m, p.n) <= kFewVectorsMax && (p.gemv_ok || p.few_ok))
+    return "M or N <= 8: the GEMV kernels read the long operand once";  // a 64 x 128 tile of 1-8 rows idles
   if (kc.kernel == PlanKernel::cuda_small && !(p.a_unit_stride && p.b_unit_stride))
     return "the 64 x 64 tile takes row- or column-major A and B";
   return "";
@@ -136,6 +144,20 @@ PlanOption few_option(const GpuModel& gpu, const PlanProblem& p, const KernelCos
   const double flops = 2.0 * rows * cols * double(p.k);
   const double compute_us = flops / (gpu.sm_flops_per_us(Precision::fp32) * gpu.sms * 0.5);
   o.predicted_us = gpu.launch_us * (kc.launches + 1) + std::max(bytes / (gpu.dram_gbs * 1e3 * kc.efficiency), compute_us);
+  return o;
+}
+
+// Step 17 (K <= 32): C's traffic and the panels', never faster than the
+// CUDA cores at the kernel's efficiency (a k-loop of at most 32 steps after
+// the panels' copy).
+PlanOption short_k_option(const GpuModel& gpu, const PlanProblem& p, const KernelCosts& kc) {
+  PlanOption o{kc.kernel, kc.impl, kc.delivers, kc.bm, kc.bn, 1, 0, 0, 0, ""};
+  o.tiles = ceil_div(p.m, kc.bm) * ceil_div(p.n, kc.bn);
+  o.waves = double(o.tiles) / (double(gpu.sms) * kc.blocks_per_sm);
+  const double bytes = 4.0 * double(p.m * p.k + p.k * p.n + 2 * p.m * p.n);
+  const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
+  const double compute_us = flops / (gpu.sm_flops_per_us(Precision::fp32) * gpu.sms * kc.efficiency);
+  o.predicted_us = gpu.launch_us * (kc.launches + 1) + std::max(bytes / (gpu.dram_gbs * 1e3), compute_us);
   return o;
 }
 
@@ -184,6 +206,7 @@ GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p) {
   for (const KernelCosts& kc : kernel_costs()) {
     PlanOption o = kc.kernel == PlanKernel::gemv          ? gemv_option(gpu, p, kc)
                    : kc.kernel == PlanKernel::few_vectors ? few_option(gpu, p, kc)
+                   : kc.kernel == PlanKernel::short_k     ? short_k_option(gpu, p, kc)
                                                           : tile_option(gpu, p, kc);
     o.note = cannot(gpu, p, kc);
     plan.options.push_back(o);

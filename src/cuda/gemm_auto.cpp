@@ -1,7 +1,7 @@
 // gpu-auto, the default GPU GEMM: per call, the kernel the planner
 // (include/parray/plan.hpp, docs/dispatch.md) predicts fastest on this GPU
 // among those that deliver the precision asked — the GEMV for M = 1 or
-// N = 1, GEMV step 7 for M or N <= 8, step 12's 64 x 64 tile for small products, step 12 with its
+// N = 1, GEMV step 7 for M or N <= 8, step 17 for K <= 32, step 12's 64 x 64 tile for small products, step 12 with its
 // deterministic K split, step 15 on the tensor cores (TF32, BF16, FP16, or
 // FP32-accurate 3xTF32). A speed table measured by `parray tune`
 // (gpu.speed_table) refines the FP32 choice where it has measured a shape.
@@ -80,6 +80,7 @@ PlanProblem problem_of(const GemmCall<float>& c) {
   p.gemv_ok = gemv_fits(c);
   // GEMV step 7 reads the operand of many rows along k or m; all three strided.
   const bool strided = c.a.layout.is_strided() && c.b.layout.is_strided() && c.c.layout.is_strided();
+  p.all_strided = strided;
   p.few_ok = strided && (p.n <= kFewVectors ? p.a_unit_stride : p.m <= kFewVectors && p.b_unit_stride);
   return p;
 }
@@ -146,6 +147,9 @@ void gemm_auto(const GemmCall<float>& call) {
     case PlanKernel::gemv: return run_gemv(call);
     case PlanKernel::few_vectors:
       if (!gemm_few_vectors(call)) gemm_best(call);
+      return;
+    case PlanKernel::short_k:
+      if (!gemm_short_k(call)) gemm_best(call);
       return;
     case PlanKernel::cuda_small:
       if (!gemm_best_candidate(call, kBestSmallShape)) gemm_best(call);

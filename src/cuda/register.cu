@@ -243,11 +243,23 @@ void register_cuda_backend(Registry& r) {
       p.description = std::string("ladder 15: step 14's kernel (") +
                       (precision ? precision_name(*precision) : std::string("FP32-accurate 3xTF32")) +
                       ") on a persistent grid, one block per SM walking the tiles (the next tile's copies overlap "
-                      "the last one's epilogue), K split with atomic adds when the tiles are fewer than the SMs";
+                      "the last one's epilogue), K split into workspace slices summed in a fixed order when the tiles are fewer than the SMs";
       p.run_f32 = run;
       p.rounds_inputs = precision;
       r.add(std::move(p));
     }
+  }
+  {
+    GemmImpl i = gpu("cuda-17-short-k",
+                     "ladder 17: K <= 32, where C's traffic is the cost: 64x128 tiles, A and B panels in shared "
+                     "memory once, 16-byte coalesced stores of C",
+                     "K <= 32; strided layouts");
+    i.tags = {"ladder", "gpu-ladder"};
+    i.run_f32 = gemm_short_k_only;
+    i.unsupported = [](const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) {
+      return short_k_unsupported(a.cols.size, a, b, c);
+    };
+    r.add(std::move(i));
   }
   {
     GemmImpl i = gpu("gpu-auto",

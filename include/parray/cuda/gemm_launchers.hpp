@@ -41,6 +41,11 @@ void gemm_persistent_tf32(const GemmCall<float>& call);    // step 15 (persisten
 void gemm_persistent_bf16(const GemmCall<float>& call);    // step 15, inputs rounded to BF16
 void gemm_persistent_fp16(const GemmCall<float>& call);    // step 15, inputs rounded to FP16
 void gemm_persistent_3xtf32(const GemmCall<float>& call);  // step 15, FP32 accuracy
+// Step 17 (K <= 32, strided layouts); false where it cannot take the call.
+bool gemm_short_k(const GemmCall<float>& call);
+void gemm_short_k_only(const GemmCall<float>& call);  // the same, an error where it cannot
+// Why step 17 cannot take operands of these layouts and this K ("" when it can).
+std::string short_k_unsupported(index_t k, const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c);
 // Why step 14 cannot run here ("" when it can): not a Hopper GPU, or not built for sm_90a.
 std::string wgmma_unsupported();
 // Step 12 with candidate tile shape `shape` (tuning, and the default GEMM's
