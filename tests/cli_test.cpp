@@ -43,6 +43,8 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench shapes --device tpu", "--device is gpu or cpu");
   expect_cli_bad_input("bench shapes --count 0", "--count must be");
   expect_cli_bad_input("bench calls --calls 0", "--calls must be");
+  expect_cli_bad_input("bench calls --threads 0 --timeline t.csv", "--threads must be");
+  expect_cli_bad_input("bench calls --impl no-such-gemm", "unknown implementation");
 }
 
 // parray plan on a model (no GPU needed): the class of kernel a class of

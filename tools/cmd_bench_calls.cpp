@@ -118,7 +118,6 @@ int run_host_time(const CallsArgs& a) {
 
 // Each thread's calls between events; all timed from `origin`.
 int run_timeline(const CallsArgs& a) {
-  if (a.threads < 1 || a.threads > 256) throw Error("bench calls: --threads must be in 1..256");
   std::ofstream csv(a.timeline);
   if (!csv) throw Error("bench calls: cannot write " + a.timeline);
   cudaEvent_t origin = nullptr;
@@ -177,6 +176,7 @@ int run_timeline(const CallsArgs& a) {
 int run_calls(const CallsArgs& a) {
   if (a.m < 1 || a.n < 1 || a.k < 0) throw Error("bench calls: -m and -n must be >= 1, -k >= 0");
   if (a.calls < 1 || a.calls > 1000000) throw Error("bench calls: --calls must be in 1..1000000");
+  if (a.threads < 1 || a.threads > 256) throw Error("bench calls: --threads must be in 1..256");
   registry().find(a.impl);  // a clear error for an unknown name
   parse_precision(a.precision);
 #if PARRAY_HAVE_CUDA
