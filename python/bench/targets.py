@@ -3,6 +3,7 @@
 
   CPU  call overhead of parray.gemm on 8x8x8 over the same library call made from C++  (target <= 5 us)
   CPU  parray.matmul against numpy.matmul (NumPy's own BLAS) at 1024..4096             (target >= 1.0x)
+  CPU  parray.matmul against numpy.matmul on float32 stacks, 256 x 64^3 and 64 x 512^3 (target >= 1.0x)
   GPU  call overhead on 8x8x8 (target <= 10 us); parray.matmul against torch.matmul, FP32 accuracy
        (TF32 off in PyTorch, precision="fp32" in parray) at 4096 (target >= 1.0x); parray.knn against
        torch matmul + topk, exact, 10^6 x 128, 10^4 queries, k = 100 (target >= 2.0x, recall 1.0)
@@ -82,6 +83,23 @@ def cpu_matmul(rows, sizes, dtypes):
                              result=f"{numpy_time / ours:.2f}x numpy (target >= 1.0)"))
 
 
+def cpu_stacks(rows, stacks):
+    """Stacks of float32 matrices, count x n^3: one batched call of parray's against numpy.matmul's loop."""
+    rng = np.random.default_rng(4)
+    for count, n in stacks:
+        a, b = (rng.random((count, n, n)).astype(np.float32) * 2 - 1 for _ in range(2))
+        out = np.empty((count, n, n), np.float32)
+        parray.matmul(a, b, out=out)
+        for i in range(0, count, max(1, count // 4)):
+            check_product(out[i], a[i], b[i])
+        best = in_blocks({"parray": lambda: parray.matmul(a, b, out=out),
+                          "numpy": lambda: np.matmul(a, b, out=out)}, repeats=10)
+        ours, numpy_time = best["parray"], best["numpy"]
+        rows.append(dict(device=cpu_name(), what=f"matmul stack {count} x {n}^3 float32", parray_us=ours * 1e6,
+                         baseline="numpy.matmul", baseline_us=numpy_time * 1e6,
+                         result=f"{numpy_time / ours:.2f}x numpy (target >= 1.0)"))
+
+
 def gpu_part(rows, calls):
     try:
         import torch
@@ -154,6 +172,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1024,2048,4096")
     parser.add_argument("--dtypes", default="float32,float64")
+    parser.add_argument("--stacks", default="256x64,64x512", help="COUNTxN stacks of float32 N x N matrices")
     parser.add_argument("--csv", help="also write the rows to this CSV file")
     parser.add_argument("--calls", type=int, default=100000, help="calls per round of the overhead timings")
     parser.add_argument("--no-gpu", action="store_true")
@@ -161,6 +180,7 @@ def main():
     rows = []
     cpu_overhead(rows, args.calls)
     cpu_matmul(rows, [int(s) for s in args.sizes.split(",")], [np.dtype(t).type for t in args.dtypes.split(",")])
+    cpu_stacks(rows, [tuple(int(x) for x in s.split("x")) for s in args.stacks.split(",") if s])
     if not args.no_gpu:
         gpu_part(rows, args.calls)
     print(f"threads: parray {os.environ.get('OMP_NUM_THREADS', 'all cores')}, NumPy's BLAS its default")

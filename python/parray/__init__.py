@@ -44,8 +44,8 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, precision=None, impl=None, threads
 def matmul(a, b, out=None, precision=None, impl=None):
     """a @ b as numpy.matmul computes it: 1-D operands promoted to a row (a) or a column (b)
     and the added dimension dropped from the result; beyond 2 dimensions, stacks of matrices
-    whose leading (batch) dimensions broadcast as NumPy's do, one GEMM per matrix of the
-    stack, each on views of the operands (no copies)."""
+    whose leading (batch) dimensions broadcast as NumPy's do, one batched call of the library
+    on views of the operands (no copies): small matrices are spread over the CPU threads."""
     a_ndim, b_ndim = _matmul_ndim(a, "a"), _matmul_ndim(b, "b")
     if a_ndim > 2 or b_ndim > 2:
         return _matmul_stack(a, b, out, precision, impl)
@@ -97,7 +97,9 @@ def _matmul_ndim(x, name):
 
 
 def _matmul_stack(a, b, out, precision, impl):
-    """matmul of stacks of matrices: the batch dimensions broadcast, one gemm per matrix."""
+    """matmul of stacks of matrices: the batch dimensions broadcast as NumPy's do; the stack is one strided
+    batch of the library's (parray::gemm_batched) wherever its batch dimensions collapse into one stride per
+    operand, a batch call per index of the rest otherwise."""
     if _is_host(a) and _is_host(b):
         a, b = np.asarray(a), np.asarray(b)  # buffer-protocol objects as NumPy views, not copies
     a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
@@ -119,10 +121,67 @@ def _matmul_stack(a, b, out, precision, impl):
         raise ValueError(f"out: shape {tuple(out.shape)} is not {shape}")
     out2 = out[..., None, :] if a_vec else out
     out2 = out2[..., None] if b_vec else out2
-    for index in np.ndindex(*batch):
-        gemm(a2[_broadcast_index(index, a_batch)], b2[_broadcast_index(index, b_batch)], out2[index],
-             precision=precision, impl=impl)
+    if 0 in batch:
+        return out
+    strides = [_batch_strides(x, x_batch, batch) for x, x_batch in ((a2, a_batch), (b2, b_batch), (out2, batch))]
+    if any(s is None or min(s, default=0) < 0 for s in strides) or _negative_inside(a2, b2, out2):
+        for index in np.ndindex(*batch):  # strides the batched call does not take: one product at a time
+            gemm(a2[_broadcast_index(index, a_batch)], b2[_broadcast_index(index, b_batch)], out2[index],
+                 precision=precision, impl=impl)
+        return out
+    inner, count = _collapsed_batch(batch, strides)
+    outer = tuple(size if d < inner else 1 for d, size in enumerate(batch))
+    for index in np.ndindex(*outer):
+        first = index[:inner] + (0,) * (len(batch) - inner)
+        _gemm_batched(count, a2[_broadcast_index(first, a_batch)], b2[_broadcast_index(first, b_batch)], out2[first],
+                      [s[-1] if s else 0 for s in strides], precision, impl)
     return out
+
+
+def _element_strides(x):
+    """x's strides in elements, or None where one is not a whole number of elements."""
+    if _library(x) == "torch":
+        return tuple(int(s) for s in x.stride())
+    itemsize = int(x.dtype.itemsize)
+    if any(int(s) % itemsize for s in x.strides):
+        return None
+    return tuple(int(s) // itemsize for s in x.strides)
+
+
+def _batch_strides(x, x_batch, batch):
+    """The strides (elements) of x's batch dimensions as broadcast to `batch`: 0 where x repeats."""
+    own = _element_strides(x)
+    if own is None:
+        return None
+    own = own[:len(x_batch)]
+    lead = len(batch) - len(x_batch)
+    return [0 if d < lead or x_batch[d - lead] == 1 else own[d - lead] for d in range(len(batch))]
+
+
+def _negative_inside(*matrices):
+    return any(s is None or min(s[-2:]) < 0 for s in (_element_strides(x) for x in matrices))
+
+
+def _collapsed_batch(batch, strides):
+    """(d, count): the batch dimensions from d on walk one stride per operand (each dimension's stride its
+    inner neighbour's times the neighbour's size), count matrices in all."""
+    d, count = len(batch) - 1, batch[-1]
+    inner = [s[-1] for s in strides]
+    while d > 0 and all(s[d - 1] == i * count for s, i in zip(strides, inner)):
+        d -= 1
+        count *= batch[d]
+    return d, count
+
+
+def _gemm_batched(count, a, b, out, strides, precision, impl):
+    """count products a_i b_i into out_i, each operand's next matrix strides[j] elements on."""
+    if _is_host(a) and _is_host(b) and _is_host(out):
+        _parray.gemm_batched_host(count, a, b, out, *strides, 1.0, 0.0, precision, impl, 0)
+        return
+    device_type, _ = _check_same_placement("a", a, [("b", b), ("out", out)])
+    (ca, cb, cout), stream = _capsules([("a", a), ("b", b), ("out", out)], device_type)
+    _parray.gemm_batched_dlpack(count, ca, cb, cout, *strides, 1.0, 0.0, precision, impl, 0,
+                                stream or _DLPACK_LEGACY_DEFAULT_STREAM)
 
 
 def _broadcast_index(index, batch):

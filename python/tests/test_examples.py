@@ -29,6 +29,6 @@ def test_bench_matmul_example(tmp_path):
 
 def test_targets_benchmark(tmp_path):
     out = run_script("python/bench/targets.py", "--sizes", "64", "--dtypes", "float32", "--calls", "500",
-                     "--no-gpu", "--csv", str(tmp_path / "t.csv"), cwd=tmp_path)
-    assert "us over C++" in out and "x numpy" in out
-    assert (tmp_path / "t.csv").read_text().count("\n") == 5
+                     "--stacks", "8x16", "--no-gpu", "--csv", str(tmp_path / "t.csv"), cwd=tmp_path)
+    assert "us over C++" in out and "x numpy" in out and "matmul stack 8 x 16^3" in out
+    assert (tmp_path / "t.csv").read_text().count("\n") == 6

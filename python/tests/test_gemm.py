@@ -201,3 +201,48 @@ def test_matmul_stack_of_strided_views_into_out(rng):
     assert parray.matmul(a, b, out=out) is out
     for i in range(4):
         assert_gemm_close(out[i], a[i], b)
+
+
+def _count_batched_calls(monkeypatch):
+    calls = []
+    real = parray._parray.gemm_batched_host
+
+    def counting(count, *args):
+        calls.append(count)
+        return real(count, *args)
+
+    monkeypatch.setattr(parray._parray, "gemm_batched_host", counting)
+    return calls
+
+
+def test_matmul_stack_is_one_batched_call(rng, monkeypatch):
+    """A contiguous stack (two batch dimensions, B broadcast) is one call of the library's batch."""
+    calls = _count_batched_calls(monkeypatch)
+    a = (rng.random((4, 64, 9, 7)) * 2 - 1).astype(np.float32)
+    b = (rng.random((7, 5)) * 2 - 1).astype(np.float32)
+    c = parray.matmul(a, b)
+    assert calls == [256]
+    for index in np.ndindex(4, 64):
+        assert_gemm_close(c[index], a[index], b)
+
+
+def test_matmul_stack_strides_that_do_not_collapse(rng, monkeypatch):
+    """A batch dimension cut short (its outer neighbour's stride no longer its stride times its size): a
+    batch call per index of the outer dimension; a reversed batch dimension: one product at a time."""
+    calls = _count_batched_calls(monkeypatch)
+    a = (rng.random((3, 5, 6, 5)) * 2 - 1).astype(np.float64)[:, :4]  # 3 x 4 x 6 x 5
+    b = (rng.random((3, 4, 5, 7)) * 2 - 1).astype(np.float64)
+    c = parray.matmul(a, b)
+    assert calls == [4, 4, 4]
+    for index in np.ndindex(3, 4):
+        assert_gemm_close(c[index], a[index], b[index])
+    reversed_a = a[::-1]
+    c = parray.matmul(reversed_a, b)
+    for index in np.ndindex(3, 4):
+        assert_gemm_close(c[index], reversed_a[index], b[index])
+
+
+def test_matmul_stack_out_overlapping_an_input_is_refused(rng):
+    a = (rng.random((6, 4, 4)) * 2 - 1).astype(np.float32)
+    with pytest.raises(ValueError, match="out"):
+        parray.matmul(a[:3], a[3:], out=a[1:4])
