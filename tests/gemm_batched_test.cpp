@@ -1,10 +1,13 @@
-// The strided batch of GEMMs on the CPU (include/parray/gemm_batched.hpp):
+// The strided and grouped batches of GEMMs on the CPU (include/parray/gemm_batched.hpp):
 // every product checked against an FP64 reference on random data with C
 // poisoned first; broadcasts, batch 0 and 1, empty matrices, alpha and beta,
 // layouts, small products spread over threads and large ones not; bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
+#include <string>
 #include <limits>
 #include <random>
 #include <vector>
@@ -95,6 +98,81 @@ TEST(GemmBatched, BadInput) {
     FAIL() << "C's stride 0 with a batch of two was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+}
+
+// A group of products of different shapes and layouts (row- and
+// column-major, a transposed view), each its own alpha and beta, spread over
+// threads (small) and in turn (one large product among them).
+TEST(GemmGrouped, DifferentShapesAndLayouts) {
+  struct Shape {
+    index_t m, n, k;
+    bool col;
+    float alpha, beta;
+  };
+  for (const bool with_large : {false, true}) {
+    std::vector<Shape> shapes = {{5, 7, 3, false, 1.f, 0.f},  {17, 1, 40, true, -1.f, 0.5f}, {33, 29, 31, false, 2.f, 1.f},
+                                 {1, 64, 9, true, 1.f, 0.f},  {0, 5, 5, false, 1.f, 0.f},   {12, 12, 0, false, 1.f, 0.5f}};
+    if (with_large) shapes.push_back({160, 150, 170, true, 0.5f, 0.25f});
+    std::vector<std::vector<float>> as, bs, cs;
+    std::vector<std::vector<double>> want;
+    std::vector<GroupedGemm<float>> group;
+    for (std::size_t q = 0; q < shapes.size(); ++q) {
+      const Shape& s = shapes[q];
+      as.push_back(random_values(std::size_t(s.m * s.k), 10 + q));
+      bs.push_back(random_values(std::size_t(s.k * s.n), 20 + q));
+      cs.push_back(random_values(std::size_t(s.m * s.n), 30 + q));
+      // A row-major or column-major; B read as the transpose of an N x K row-major matrix; C row-major.
+      std::vector<double> w(std::size_t(s.m * s.n));
+      for (index_t i = 0; i < s.m; ++i)
+        for (index_t j = 0; j < s.n; ++j) {
+          double sum = 0;
+          for (index_t p = 0; p < s.k; ++p)
+            sum += double(as[q][std::size_t(s.col ? i + p * s.m : i * s.k + p)]) * double(bs[q][std::size_t(j * s.k + p)]);
+          w[std::size_t(i * s.n + j)] = s.alpha * sum + (s.beta == 0 ? 0.0 : s.beta * double(cs[q][std::size_t(i * s.n + j)]));
+        }
+      want.push_back(std::move(w));
+      if (s.beta == 0) std::fill(cs[q].begin(), cs[q].end(), std::numeric_limits<float>::quiet_NaN());
+    }
+    for (std::size_t q = 0; q < shapes.size(); ++q) {
+      const Shape& s = shapes[q];
+      const MatrixLayout la = s.col ? MatrixLayout::col_major(s.m, s.k, std::max<index_t>(1, s.m))
+                                    : MatrixLayout::row_major(s.m, s.k, std::max<index_t>(1, s.k));
+      const MatrixView<const float> bt{bs[q].data(), MatrixLayout::row_major(s.n, s.k, std::max<index_t>(1, s.k))};
+      group.push_back({s.alpha, {as[q].data(), la}, bt.t(), s.beta,
+                       {cs[q].data(), MatrixLayout::row_major(s.m, s.n, std::max<index_t>(1, s.n))}});
+    }
+    GemmOptions o;
+    o.threads = 2;
+    gemm_grouped<float>(group, o);
+    for (std::size_t q = 0; q < shapes.size(); ++q)
+      for (std::size_t i = 0; i < want[q].size(); ++i) {
+        ASSERT_FALSE(std::isnan(cs[q][i])) << "product " << q << " element " << i;
+        const double tolerance = 4.0 * std::numeric_limits<float>::epsilon() * double(shapes[q].k + 2);
+        ASSERT_NEAR(cs[q][i], want[q][i], tolerance * (1.0 + std::abs(want[q][i]))) << "product " << q;
+      }
+  }
+}
+
+TEST(GemmGrouped, EmptyGroupAndBadInput) {
+  gemm_grouped<float>(std::span<const GroupedGemm<float>>{});
+  std::vector<float> a(64, 1.f), b(64, 1.f), c(64, 0.f);
+  const MatrixView<const float> va{a.data(), MatrixLayout::row_major(4, 4, 4)}, vb{b.data(), MatrixLayout::row_major(4, 4, 4)};
+  const std::vector<GroupedGemm<float>> overlapping = {{1.f, va, vb, 0.f, {c.data(), MatrixLayout::row_major(4, 4, 4)}},
+                                                       {1.f, va, vb, 0.f, {c.data() + 8, MatrixLayout::row_major(4, 4, 4)}}};
+  try {
+    gemm_grouped<float>(overlapping);
+    FAIL() << "overlapping C's were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+  const std::vector<GroupedGemm<float>> mismatched = {
+      {1.f, va, {b.data(), MatrixLayout::row_major(3, 4, 4)}, 0.f, {c.data(), MatrixLayout::row_major(4, 4, 4)}}};
+  try {
+    gemm_grouped<float>(mismatched);
+    FAIL() << "mismatched dimensions were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("product 0"), std::string::npos) << e.what();
   }
 }
 

@@ -1,12 +1,15 @@
-// The strided batch of GEMMs (include/parray/gemm_batched.hpp): its checks,
-// then the products through the dispatcher, spread over the CPU threads
-// where they are small.
+// Batches of GEMMs (include/parray/gemm_batched.hpp), strided and grouped:
+// their checks, then the products through the dispatcher, spread over the
+// CPU threads where they are small.
 #include "parray/gemm_batched.hpp"
 
 #include <omp.h>
 
+#include <algorithm>
 #include <exception>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "parray/registry.hpp"
 
@@ -24,6 +27,36 @@ V moved(V v, index_t offset) {
   return v;
 }
 
+// Runs product(i, threads) for i < count: spread one per thread where every
+// product is small and the implementation runs on the CPU, else in turn with
+// all the threads. The first error of any product is rethrown.
+template <class Product>
+void run_batch(index_t count, double largest_macs, const GemmImpl& impl, int threads, Product&& product) {
+  const bool spread = impl.device == Device::cpu && threads > 1 && count > 1 && largest_macs < kSmallProduct;
+  if (!spread) {
+    for (index_t i = 0; i < count; ++i) product(i, threads);
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (index_t i = 0; i < count; ++i) {
+    try {
+      product(i, 1);
+    } catch (...) {
+#pragma omp critical(parray_gemm_batch_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+int threads_of(const GemmOptions& o) {
+  if (o.threads < 0) throw Error("gemm: thread count " + std::to_string(o.threads) + " is negative");
+  return o.threads > 0 ? o.threads : omp_get_max_threads();
+}
+
+std::string dims(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+
 }  // namespace
 
 template <class T>
@@ -37,35 +70,46 @@ void gemm_batched(index_t batch, T alpha, MatrixView<const T> a, MatrixView<cons
     throw Error("gemm_batched: C's batch stride " + std::to_string(s.c) + " is less than one C's extent " +
                 std::to_string(c.layout.span()) + ": the products' results would overlap");
   if (a.rows() != c.rows() || b.rows() != a.cols() || b.cols() != c.cols())  // also for an empty batch
-    throw Error("gemm_batched: dimensions do not match: A is " + std::to_string(a.rows()) + "x" +
-                std::to_string(a.cols()) + ", B is " + std::to_string(b.rows()) + "x" + std::to_string(b.cols()) +
-                ", C is " + std::to_string(c.rows()) + "x" + std::to_string(c.cols()) + " (need A MxK, B KxN, C MxN)");
+    throw Error("gemm_batched: dimensions do not match: A is " + dims(a.rows(), a.cols()) + ", B is " +
+                dims(b.rows(), b.cols()) + ", C is " + dims(c.rows(), c.cols()) + " (need A MxK, B KxN, C MxN)");
   if (batch == 0) return;
   const GemmImpl& impl = registry().find(options.impl);
-  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   const double macs = double(c.rows()) * double(c.cols()) * double(a.cols());
-  const bool spread = impl.device == Device::cpu && threads > 1 && batch > 1 && macs < kSmallProduct;
-  auto product = [&](index_t i, int product_threads) {
+  run_batch(batch, macs, impl, threads_of(options), [&](index_t i, int product_threads) {
     gemm<T>(impl, alpha, moved(a, i * s.a), moved(b, i * s.b), beta, moved(c, i * s.c), product_threads,
             options.precision, options.stream);
-  };
-  if (!spread) {
-    for (index_t i = 0; i < batch; ++i) product(i, threads);
-    return;
-  }
-  std::exception_ptr error;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (index_t i = 0; i < batch; ++i) {
-    try {
-      product(i, 1);
-    } catch (...) {
-#pragma omp critical(parray_gemm_batched_error)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  });
 }
 
+template <class T>
+void gemm_grouped(std::span<const GroupedGemm<T>> problems, const GemmOptions& options) {
+  // No two C's may share an element: their address ranges, sorted, must not
+  // intersect (a bound: interleaved but disjoint C's are refused too).
+  std::vector<std::pair<const T*, const T*>> ranges;
+  double largest = 0;
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const GroupedGemm<T>& p = problems[i];
+    if (p.a.rows() != p.c.rows() || p.b.rows() != p.a.cols() || p.b.cols() != p.c.cols())
+      throw Error("gemm_grouped: product " + std::to_string(i) + ": dimensions do not match: A is " +
+                  dims(p.a.rows(), p.a.cols()) + ", B is " + dims(p.b.rows(), p.b.cols()) + ", C is " +
+                  dims(p.c.rows(), p.c.cols()));
+    if (p.c.rows() > 0 && p.c.cols() > 0) ranges.emplace_back(p.c.data, p.c.data + p.c.layout.span());
+    largest = std::max(largest, double(p.c.rows()) * double(p.c.cols()) * double(p.a.cols()));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      throw Error("gemm_grouped: two products' C's overlap: the results would be written over each other");
+  if (problems.empty()) return;
+  const GemmImpl& impl = registry().find(options.impl);
+  run_batch(index_t(problems.size()), largest, impl, threads_of(options), [&](index_t i, int product_threads) {
+    const GroupedGemm<T>& p = problems[std::size_t(i)];
+    gemm<T>(impl, p.alpha, p.a, p.b, p.beta, p.c, product_threads, options.precision, options.stream);
+  });
+}
+
+template void gemm_grouped<float>(std::span<const GroupedGemm<float>>, const GemmOptions&);
+template void gemm_grouped<double>(std::span<const GroupedGemm<double>>, const GemmOptions&);
 template void gemm_batched<float>(index_t, float, MatrixView<const float>, MatrixView<const float>, float,
                                   MatrixView<float>, BatchStrides, const GemmOptions&);
 template void gemm_batched<double>(index_t, double, MatrixView<const double>, MatrixView<const double>, double,
