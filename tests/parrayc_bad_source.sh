@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # parrayc_bad_source.sh PARRAY PARRAYC WORK_DIR: a Parray source with an
-# error, through `parray translate` and `parrayc -o`: each prints one line,
-# FILE:LINE:COLUMN: error: ..., exits with status 2 and writes no output file;
-# a good source translates with status 0.
+# error, through `parray translate` and `parrayc -o`: each prints one line
+# that starts FILE:LINE:COLUMN: error: (as an editor reads a compiler's
+# messages) and says "error" once, exits with status 2 and writes no output
+# file; a good source translates with status 0.
 set -uo pipefail
 parray=$1 parrayc=$2 work=$3
 rm -rf "$work" && mkdir -p "$work"
@@ -18,6 +19,11 @@ check_bad() {
   [ $status -eq 2 ] || fail "$name: exit status $status, not 2"
   [ "$(wc -l <"$work/stderr")" -eq 1 ] || fail "$name: stderr is not one line: $(cat "$work/stderr")"
   grep -qF "$expect" "$work/stderr" || fail "$name: stderr lacks '$expect': $(cat "$work/stderr")"
+  case "$(cat "$work/stderr")" in
+    "$work/bad.pa:2:7: error: "*) ;;
+    *) fail "$name: the message does not start with FILE:LINE:COLUMN: error: $(cat "$work/stderr")" ;;
+  esac
+  [ "$(grep -o 'error' "$work/stderr" | wc -l)" -eq 1 ] || fail "$name: says 'error' more than once: $(cat "$work/stderr")"
   [ ! -e "$work/out.cpp" ] || fail "$name: wrote an output file for a bad source"
 }
 check_bad "parray translate" "$parray" translate "$work/bad.pa"

@@ -252,6 +252,7 @@ TEST(ParraycTranslate, ErrorsNameFileLineColumnAndTheText) {
       {"#parray {paged float [4]} A\nx = $A$;\n", "t.pa:2:6: error: 'A' alone is neither a thread coordinate"},
       {"#parray {pthd [2]} T\n#create T(x)\n", "'T' is not a data type"},
       {"#parray {paged float [4]} A\n#detour A {\n}\n", "t.pa:2:9: error: 'A' is not a thread array"},
+      {"#parray {pagd float [4]} A\n", "t.pa:1:10: error: 'pagd' is not a memory kind (paged, pinned, dmem, smem, rmem)"},
   };
   for (const Case& c : cases) {
     const std::string e = error_of(c.source);

@@ -25,6 +25,7 @@
 #include "parray/tuning.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "parrayc/translate.hpp"
 
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"
@@ -467,7 +468,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
-    std::fprintf(stderr, "parray: error: %s\n", what.c_str());
+    if (pa::is_located_error(what))
+      std::fprintf(stderr, "%s\n", what.c_str());  // a translation error: FILE:LINE:COLUMN: error: WHAT
+    else
+      std::fprintf(stderr, "parray: error: %s\n", what.c_str());
     return 2;
   }
   return 2;

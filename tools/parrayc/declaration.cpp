@@ -103,6 +103,9 @@ Declaration parse_declaration(const Segment& directive, const std::string& file)
     fail_body(at, "an element type (float, double, ...) before the dimensions");
   }
   b.blanks();
+  if (d.kind.empty() && ident_char(b.peek()))  // two words before the dimensions: the first meant as a kind
+    fail_body(at, "'" + first + "' is not a memory kind (paged, pinned, dmem, smem, rmem) or a thread array "
+                  "(pthd, cuda, mpi)");
   if (b.peek() != '[') fail_body(b.where(), "the dimensions, e.g. [1024][1024], after the type");
   const std::size_t dims_at = b.where();
   int depth = 0;

@@ -46,7 +46,10 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "parrayc: %s\n", e.what());
+    if (parray::pa::is_located_error(e.what()))
+      std::fprintf(stderr, "%s\n", e.what());  // FILE:LINE:COLUMN: error: WHAT
+    else
+      std::fprintf(stderr, "parrayc: error: %s\n", e.what());
     return 2;
   }
 }

@@ -153,4 +153,18 @@ std::string read_source(const std::string& path) {
   return s.str();
 }
 
+bool is_located_error(std::string_view message) {
+  const std::size_t tag = message.find(": error: ");
+  if (tag == std::string_view::npos) return false;
+  const std::string_view where = message.substr(0, tag);  // FILE:LINE:COLUMN
+  const std::size_t c2 = where.rfind(':');
+  if (c2 == std::string_view::npos || c2 == 0) return false;
+  const std::size_t c1 = where.rfind(':', c2 - 1);
+  if (c1 == std::string_view::npos || c1 == 0) return false;
+  auto number = [](std::string_view t) {
+    return !t.empty() && t.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return number(where.substr(c1 + 1, c2 - c1 - 1)) && number(where.substr(c2 + 1));
+}
+
 }  // namespace parray::pa

@@ -23,4 +23,9 @@ std::string translate(std::string_view source, const std::string& file);
 // The text of a source file (parray::Error when it cannot be read).
 std::string read_source(const std::string& path);
 
+// Whether an error message already reads FILE:LINE:COLUMN: error: WHAT (a
+// translation error), so that it is printed as it is, the location first, as
+// an editor reads a compiler's messages.
+bool is_located_error(std::string_view message);
+
 }  // namespace parray::pa
