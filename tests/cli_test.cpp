@@ -23,7 +23,18 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("gemm -m 200 -n 200 -k 200 --print", "--print is for small matrices");
   expect_cli_bad_input("bench gemm --impl gold --shapes 3x4", "is not MxKxN");
   expect_cli_bad_input("bench gemm --impl gold", "give --sizes or --shapes");
-  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --threads 0", "out of range");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --threads 2000", "out of range");
+  // Misspelt commands are named, with the commands there are; an option's value is not taken for one.
+  expect_cli_bad_input("gemmm -m 8", "unknown command 'gemmm' (commands: list, gemm, bench");
+  expect_cli_bad_input("bench gemmx", "unknown command 'gemmx' of 'bench' (commands: gemm,");
+  expect_cli_bad_input("--isa portable lst", "unknown command 'lst'");
+  // Output files that cannot be written are refused before the run, which never starts.
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --csv /nonexistent-dir/t.csv", "--csv /nonexistent-dir/t.csv: cannot be written");
+  expect_cli_bad_input("dist --synthetic 10,4 --csv /nonexistent-dir/t.csv", "cannot be written");
+  expect_cli_bad_input("knn --synthetic 10,4,2 --k 1 --out /nonexistent-dir/t.ivecs", "--out /nonexistent-dir/t.ivecs: cannot be written");
+  // Synthetic data too large for this machine: the size, before any allocation.
+  expect_cli_bad_input("knn --synthetic 2000000000,128,10 --k 5", "needs about");
+  expect_cli_bad_input("bench knn --synthetic 2000000000,128,10 --k 5", "needs about");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --stat mean", "use median or min");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --rounds 0", "--rounds 0 is out of range");
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --pin-cpu x", "--pin-cpu (auto, off or a CPU) 'x' is not a whole number");
@@ -33,7 +44,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm16 --sizes 64x64", "is neither N nor MxKxN");
   expect_cli_bad_input("bench gemm16 --sizes 0", "out of range");
   expect_cli_bad_input("bench gemm16 --reps 0", "--reps");
-  expect_cli_bad_input("frobnicate", "subcommand");
+  expect_cli_bad_input("frobnicate", "unknown command 'frobnicate'");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
   expect_cli_bad_input("plan -m 0 -n 8 -k 8 --gpu h100", "must be >= 1");
@@ -87,6 +98,13 @@ TEST(Cli, PrecisionIsNeverLowered) {
   const CliResult bench = run_cli("bench gemm --impl gold --sizes 8 --reps 1 --precision fp64");
   EXPECT_EQ(bench.status, 0) << bench.err;
   EXPECT_NE(bench.out.find("delivers fp32 products"), std::string::npos) << bench.out;
+}
+
+// --threads 0 is every core (OMP_NUM_THREADS where set) in bench gemm, as in gemm and knn.
+TEST(Cli, BenchThreadsZeroIsAllCores) {
+  const CliResult r = run_cli("bench gemm --impl gold --sizes 8 --reps 1 --threads 0");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("gold"), std::string::npos) << r.out;
 }
 
 TEST(Cli, GemmVerifies) {

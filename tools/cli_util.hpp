@@ -3,7 +3,10 @@
 // exit status 2.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,6 +53,29 @@ inline Dtype parse_dtype(const std::string& s) {
   if (s == "f32") return Dtype::f32;
   if (s == "f64") return Dtype::f64;
   throw Error("unknown dtype '" + s + "' (use f32 or f64)");
+}
+
+// Refuses before any work a run whose host memory would not fit: "WHAT needs
+// about X GiB, this machine has Y GiB" (rather than an "out of memory" with
+// no size once the allocation fails).
+inline void check_host_memory(double bytes, const std::string& what) {
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (have > 0 && bytes > 0.9 * have) {
+    char text[160];
+    std::snprintf(text, sizeof text, " needs about %.1f GiB, this machine has %.1f GiB", bytes / (1 << 30),
+                  have / (1 << 30));
+    throw Error(what + text);
+  }
+}
+
+// Refuses before the run an output file that cannot be written (a run's
+// results are not lost at its end). The file is opened to append, so an
+// existing one is left as it is until the run rewrites it.
+inline void check_writable(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) throw Error(option + " " + path + ": cannot be written");
+  std::fclose(f);
 }
 
 }  // namespace parray::tools

@@ -93,6 +93,8 @@ Data load_knn_data(const KnnCli& c) {
     const std::vector<index_t> v = whole_list(c.synthetic, "--synthetic", 1, index_t(1) << 31);
     if (v.size() != 3) throw Error("--synthetic '" + c.synthetic + "' is not N,d,Q");
     x.n = v[0], x.d = v[1], x.q = v[2];
+    // The vectors, and the FP64 ground truth's copies of them.
+    tools::check_host_memory(12.0 * double(x.n + x.q) * double(x.d), "--synthetic " + c.synthetic);
     x.base = synthetic_vectors(x.n, x.d, c.seed, c.offset);
     x.queries = synthetic_vectors(x.q, x.d, c.seed + 1, c.offset);
     x.synthetic = true;
@@ -224,6 +226,7 @@ KnnFound search_and_time(const KnnCli& c, const KnnData& x, const KnnSearch& s, 
 }
 
 int cmd_knn(const KnnCli& c) {
+  tools::check_writable(c.out, "--out");
   Data x = load_knn_data(c);
   if (!c.save_data.empty()) return save_knn_data(c, x);
   const KnnOptions o = knn_options(c, x);
@@ -264,6 +267,7 @@ DistData load_dist_data(const KnnCli& c) {
     const std::vector<index_t> v = whole_list(c.dist_synthetic, "--synthetic", 1, index_t(1) << 31);
     if (v.size() != 2) throw Error("--synthetic '" + c.dist_synthetic + "' is not N,d");
     x.n = v[0], x.d = v[1];
+    tools::check_host_memory(12.0 * double(x.n + 1) * double(x.d), "--synthetic " + c.dist_synthetic);
     x.base = synthetic_vectors(x.n, x.d, c.seed);
     x.query = synthetic_vectors(1, x.d, c.seed + 1);
     return x;
@@ -413,6 +417,7 @@ int cmd_bench_knn(const KnnCli& c) {
   const std::vector<index_t> v = whole_list(c.b_synthetic, "--synthetic", 1, index_t(1) << 31);
   if (v.size() != 3) throw Error("--synthetic '" + c.b_synthetic + "' is not N,d,Q");
   o.n = v[0], o.d = v[1], o.q = v[2];
+  tools::check_host_memory(12.0 * double(o.n + o.q) * double(o.d), "--synthetic " + c.b_synthetic);
   o.ks = whole_list(c.b_k, "--k", 1, INT32_MAX);
   o.metric = parse_metric(c.b_metric);
   o.storage = parse_storage(c.b_storage);

@@ -35,6 +35,8 @@ using namespace parray;
 using tools::parse_dtype;
 using tools::split_list;
 using tools::whole;
+using tools::check_host_memory;
+using tools::check_writable;
 
 namespace {
 
@@ -62,10 +64,7 @@ void check_fits(const GemmProblem& p) {
   // A, B, C and C's initial copy in the dtype (padded layouts need a little
   // more), plus the FP64 reference of C and FP64 copies of A and B (twice).
   const double need = elem * (m * k + k * n + 2 * m * n) * 1.05 + 8.0 * (m * n + 3 * (m * k + k * n));
-  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (need > 0.9 * have)
-    throw Error(fmt::format("a {}x{}x{} {} problem needs about {:.1f} GiB, this machine has {:.1f} GiB", p.m, p.k,
-                            p.n, dtype_name(p.dtype), need / (1 << 30), have / (1 << 30)));
+  check_host_memory(need, fmt::format("a {}x{}x{} {} problem", p.m, p.k, p.n, dtype_name(p.dtype)));
 }
 
 // The implementations carrying tag `tag` (GemmImpl::tags) that can run here:
@@ -274,10 +273,10 @@ int cmd_bench_gemm(const BenchArgs& b) {
   BenchOptions o;
   o.impls = expand_impls(b.impls);
   o.threads.clear();
-  for (const std::string& t : split_list(b.threads, ',')) {
+  for (const std::string& t : split_list(b.threads, ',')) {  // 0: OMP_NUM_THREADS or all cores, as in `gemm`
     const index_t v = whole(t, "--threads");
-    if (v < 1 || v > 1024) throw Error("--threads " + t + " is out of range 1..1024");
-    o.threads.push_back(static_cast<int>(v));
+    if (v < 0 || v > 1024) throw Error("--threads " + t + " is out of range 0..1024 (0: all cores)");
+    o.threads.push_back(v == 0 ? omp_get_max_threads() : static_cast<int>(v));
   }
   if (o.threads.empty()) throw Error("--threads is empty");
   if (b.reps > 0) o.min_reps = o.max_reps = b.reps;
@@ -345,6 +344,44 @@ int cmd_bench_gemm(const BenchArgs& b) {
 
 }  // namespace
 
+// The output files named on the command line (--csv, --json, --time-csv of
+// any command), checked before any work: a run's results are not lost at its end.
+void check_output_files(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const char* name : {"--csv", "--json", "--time-csv"})
+      if (const CLI::Option* o = sub->get_option_no_throw(name); o && o->count() > 0)
+        check_writable(o->as<std::string>(), name);
+    check_output_files(*sub);
+  }
+}
+
+// Where a command is expected but argv names none: "unknown command 'X'
+// (commands: ...)", or "" when every word is known (CLI11 says only that a
+// subcommand is required). Options' values are stepped over.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* level = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind("-", 0) == 0) {
+      const CLI::Option* o = level->get_option_no_throw(word.substr(0, word.find('=')));
+      if (o && o->get_items_expected_min() > 0 && word.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    const std::vector<CLI::App*> subs = level->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) return "";  // a leaf command's positional argument
+    const auto named = std::find_if(subs.begin(), subs.end(), [&](CLI::App* s) { return s->check_name(word); });
+    if (named != subs.end()) {
+      level = *named;
+      continue;
+    }
+    std::string names;
+    for (const CLI::App* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
+    return "unknown command '" + word + "'" + (level == &app ? "" : " of '" + level->get_name() + "'") +
+           " (commands: " + names + ")";
+  }
+  return "";
+}
+
 int main(int argc, char** argv) {
   // The hidden child of `bench gemm` that times one baseline (src/harness/bench_child.cpp).
   if (argc > 1 && std::string(argv[1]) == "__bench-child") return bench_child_main(argc, argv);
@@ -399,7 +436,7 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--storage-a", b.storage_a, "A's storage type S for a --layout-a over it");
   bench_gemm->add_option("--storage-b", b.storage_b);
   bench_gemm->add_option("--storage-c", b.storage_c);
-  bench_gemm->add_option("--threads", b.threads, "thread counts, comma list");
+  bench_gemm->add_option("--threads", b.threads, "thread counts, comma list (0: OMP_NUM_THREADS or all cores)");
   bench_gemm->add_option("--alpha", b.alpha);
   bench_gemm->add_option("--beta", b.beta);
   bench_gemm->add_option("--reps", b.reps, "timed repeats (default: adaptive)");
@@ -440,6 +477,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    check_output_files(app);
     tuning.apply();
     register_baselines(registry());
     if (list->parsed()) return cmd_list(list_format);
@@ -459,6 +497,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
+    if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) what = unknown;
     std::replace(what.begin(), what.end(), '\n', ' ');
     std::fprintf(stderr, "parray: error: %s\n", what.c_str());
     return 2;
