@@ -224,6 +224,25 @@ TEST(ParraycTranslate, DirectivesOnTheHost) {
                   "} return 0; }\n"));
 }
 
+// A #copy over two lines, as the paper prints fig 21's (broken after its
+// first array or after 'to', or inside parentheses), is the one-line #copy,
+// and the lines after it keep their numbers.
+TEST(ParraycTranslate, CopyContinuedOnTheNextLine) {
+  const std::string head = "#parray {paged float [4][4]} A\n#create A(x)\n#create A(y)\n";
+  const std::string one = translate(head + "#copy A(x) to A(y)\nint z;\n", "t.pa");
+  const std::string copy_line = one.substr(one.find("::parray::pa::copy_arrays"));
+  const std::string expected = copy_line.substr(0, copy_line.find('\n'));
+  for (const char* split : {"#copy A(x)\n  to A(y)\n", "#copy A(x) to\n  A(y)\n", "#copy A(x) to A(\n  y)\n"}) {
+    const std::string out = translate(head + split + "int z;\n", "t.pa");
+    auto spaceless = [](std::string t) { return std::erase(t, ' '), t; };  // a pointer split inside (...) keeps blanks
+    EXPECT_TRUE(has(spaceless(out), spaceless(expected))) << split << "\n  got: " << out;
+    // int z; stays on line 6 of the source: five newlines before it after the #line.
+    const std::string body_text = out.substr(out.find("#line 1"));
+    EXPECT_EQ(std::count(body_text.begin(), body_text.begin() + static_cast<long>(body_text.find("int z;")), '\n'), 6)
+        << split;
+  }
+}
+
 TEST(ParraycTranslate, ErrorsNameFileLineColumnAndTheText) {
   struct Case {
     const char* source;
@@ -252,6 +271,9 @@ TEST(ParraycTranslate, ErrorsNameFileLineColumnAndTheText) {
       {"#parray {paged float [4]} A\nx = $A$;\n", "t.pa:2:6: error: 'A' alone is neither a thread coordinate"},
       {"#parray {pthd [2]} T\n#create T(x)\n", "'T' is not a data type"},
       {"#parray {paged float [4]} A\n#detour A {\n}\n", "t.pa:2:9: error: 'A' is not a thread array"},
+      {"#parray {paged float [4][4]} A\n#create A_2(x)\n", "t.pa:2:9: error: A has 2 dimensions, so no A_2"},
+      {"#parray {paged float [4][4]} A\n#create A(x)\n#create A(y)\n#copy A_1_1(x) to A_1(y)\n",
+       "t.pa:4:7: error: A_1 is one-dimensional"},
       {"#parray {pagd float [4]} A\n", "t.pa:1:10: error: 'pagd' is not a memory kind (paged, pinned, dmem, smem, rmem)"},
   };
   for (const Case& c : cases) {

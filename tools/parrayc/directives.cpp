@@ -311,6 +311,7 @@ void Translator::create(std::string_view args, Position at) {
   }
   if (in_kernel)
     fail(a.position(type_at), "a kernel creates smem and rmem arrays; " + s.decl.name + " is host-created");
+  (void)node_of(s, path, type, a.position(type_at));  // a sub-type path past the type's dimensions fails here
   const std::string memory = s.decl.kind.empty() ? s.memory : memory_of_kind(s.decl.kind);
   out_ += "::parray::pa::Storage<" + s.decl.element + "> parray_pa_s_" + name + "(" + layout_of(s, path) +
           ", ::parray::Memory::" + memory + "); " + s.decl.element + "* " + name + " = parray_pa_s_" + name +
@@ -360,6 +361,7 @@ void Translator::copy(std::string_view args, Position at) {
     } else {
       if (s.form != Form::host && s.form != Form::view)
         fail(p, "'" + s.decl.name + "': #copy on the host is between arrays of host-created types");
+      (void)node_of(s, path, side[k].type, p);  // a sub-type path past the type's dimensions fails here
       out += layout_of(s, path) + ", ::parray::Memory::" + s.memory;
     }
   }

@@ -108,8 +108,34 @@ class Scanner {
       } while (depth > 0 && i_ < s_.size());
       if (depth > 0) fail(hash, "#parray's '{' is never closed");
     }
-    while (i_ < s_.size() && s_[i_] != '\n') advance();
+    directive_rest(word == "copy");
     emit(SegmentKind::directive, from, p);
+  }
+
+  // To the directive's end: its line, and the next ones while a parenthesis
+  // is open or, for #copy, while it stops after its first array or after
+  // 'to' (the paper prints fig 21's #copy A(x) to B(y) over two lines).
+  void directive_rest(bool copy) {
+    int depth = 0, arrays = 0;
+    std::string tail;  // the line's last word or ')', what decides whether a #copy goes on
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (c == '\n') {
+        const bool unfinished_copy = copy && arrays < 2 && (tail == ")" || tail == "to");
+        if (depth == 0 && !unfinished_copy) break;
+      } else if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        if (--depth == 0) ++arrays;
+        tail = ")";
+      } else if (ident_char(c)) {
+        if (!ident_char(at(i_ - 1))) tail.clear();
+        tail += c;
+      } else if (c != ' ' && c != '\t' && c != '\r') {
+        tail.clear();
+      }
+      advance();
+    }
   }
 
   // $...$ with nested $name$ terms.
