@@ -279,6 +279,16 @@ TEST(BenchPeak, RemeasuringKeepsTheHighestPeak) {
   EXPECT_EQ(measured_cpu_peak_gflops(Dtype::f32, 1), highest);
 }
 
+// A product faster than the kept peak raises it (measured again, else to the
+// product's own rate): a % of peak never passes 100.
+TEST(BenchPeak, NoProductOutrunsThePeak) {
+  const double kept = measured_cpu_peak_gflops(Dtype::f64, 1);
+  EXPECT_EQ(cpu_peak_at_least(Dtype::f64, 1, kept * 0.5), kept);  // below the peak: nothing changes
+  const double impossible = kept * 1000.0;  // no measurement reaches it
+  EXPECT_EQ(cpu_peak_at_least(Dtype::f64, 1, impossible), impossible);
+  EXPECT_EQ(measured_cpu_peak_gflops(Dtype::f64, 1), impossible);  // kept for the rows after
+}
+
 // The warm-up lasts min_warmup_seconds before the timed repeats (woken
 // workers after the bench's pause); no warm-up asked for means none.
 TEST(BenchTiming, WarmUpLastsItsMinimumTime) {

@@ -225,7 +225,8 @@ void finish_rows(ProblemRun& run, const BenchOptions& o, std::vector<BenchRow>& 
       // (--stat min) or the median.
       row.ms = reported_ms(timing_stats(c.round_ms), o);
       row.gflops = gflops_of(p, row.ms);
-      const double peak = peak_gflops(*c.impl, p.dtype, row.threads);
+      double peak = peak_gflops(*c.impl, p.dtype, row.threads);
+      if (c.impl->device == Device::cpu && row.gflops > peak) peak = cpu_peak_at_least(p.dtype, row.threads, row.gflops);
       row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0;
     }
     rows.push_back(row);
