@@ -1,4 +1,6 @@
 """Runs the parray Python tests for ctest; exit 77 (skipped) naming what is missing, else pytest's status.
+A module that was built but does not import fails; so does a GPU that cannot be used where
+PARRAY_REQUIRE_GPU=1 (the GPU machine).
 
     run_tests.py          every test but the GPU ones (ctest Python.pytest, label cpu)
     run_tests.py --gpu    the GPU tests, test_gpu.py (ctest Python.pytest.gpu, label gpu)
@@ -10,12 +12,28 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 gpu = "--gpu" in sys.argv[1:]
+def built_module():
+    """The compiled module on the path (a build's python/parray/_parray*.so), or None."""
+    import glob
+    for entry in sys.path:
+        found = glob.glob(os.path.join(entry or ".", "parray", "_parray*.so"))
+        if found:
+            return found[0]
+    return None
+
+
 for requirement in ("numpy", "pytest", "parray"):
     try:
         __import__(requirement)
     except ImportError as e:
+        if requirement == "parray" and built_module():  # built but broken: a failure, not a skip
+            print(f"FAILED: {built_module()} was built but does not import: {e}", file=sys.stderr)
+            sys.exit(1)
         print(f"SKIP: cannot import {requirement} ({e}); Debian: python3-numpy, python3-pytest", file=sys.stderr)
         sys.exit(77)
+
+# On the GPU machine (PARRAY_REQUIRE_GPU=1, scripts/gpu-check) a GPU that cannot be used fails the GPU tests.
+require_gpu = os.environ.get("PARRAY_REQUIRE_GPU") == "1"
 
 
 def gpu_library():
@@ -39,11 +57,11 @@ if gpu:
     import parray
 
     if not parray.built_with_cuda:
-        print("SKIP: parray was built without CUDA", file=sys.stderr)
-        sys.exit(77)
+        print(f"{'FAILED' if require_gpu else 'SKIP'}: parray was built without CUDA", file=sys.stderr)
+        sys.exit(1 if require_gpu else 77)
     if gpu_library() is None:
-        print("SKIP: neither PyTorch nor CuPy sees a CUDA GPU", file=sys.stderr)
-        sys.exit(77)
+        print(f"{'FAILED' if require_gpu else 'SKIP'}: neither PyTorch nor CuPy sees a CUDA GPU", file=sys.stderr)
+        sys.exit(1 if require_gpu else 77)
 
 import pytest  # noqa: E402
 
