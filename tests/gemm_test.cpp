@@ -47,7 +47,7 @@ std::vector<GemmProblem> grid() {
           p.seed = static_cast<std::uint64_t>(s.m * 131 + s.k * 17 + s.n);
           out.push_back(p);
         }
-  // The seeds' odd size on the acceptance layouts (row-major and figure 17).
+  // The source documents' odd size on the acceptance layouts (row-major and figure 17).
   for (const char* l : {"row", "fig17"}) {
     GemmProblem p;
     p.m = 1037, p.k = 1055, p.n = 1031;

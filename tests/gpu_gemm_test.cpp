@@ -81,7 +81,7 @@ std::vector<GemmProblem> grid() {
           p.seed = static_cast<std::uint64_t>(s.m * 131 + s.k * 17 + s.n + 7);
           out.push_back(p);
         }
-  // The seeds' odd size, on row-major, a transpose case and the paper's layouts.
+  // The source documents' odd size, on row-major, a transpose case and the paper's layouts.
   for (const char* l : {"row", "col", "fig17", "fig18"}) {
     GemmProblem p;
     p.m = 1037, p.k = 1055, p.n = 1031;

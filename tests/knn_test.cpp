@@ -122,7 +122,7 @@ TEST(Knn, TiesAndDuplicatesOrderedByIndex) {
       brute_force(base, n, queries, q, d, k, m, ref_d, ref_i);
       EXPECT_EQ(idx, ref_i) << metric_name(m) << " n " << n << " k " << k;
       for (std::size_t i = 0; i < dist.size(); ++i) EXPECT_EQ(double(dist[i]), ref_d[i]);
-      // seed 002's sorted distances: every query against all n, exact too
+      // the GEMV lab report's sorted distances: every query against all n, exact too
       std::vector<float> sd(static_cast<std::size_t>(n));
       std::vector<index_t> si(static_cast<std::size_t>(n));
       std::vector<double> rd;

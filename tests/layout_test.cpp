@@ -1,4 +1,4 @@
-// Parray's array types: every example of the paper (seed 004), static and
+// Parray's array types: every example of the paper, static and
 // dynamic layouts agreeing, the parser, matrix layouts and #copy.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The k-NN and GEMV commands of the parray tool (issue 6):
+// The k-NN and GEMV commands of the parray tool:
 //
 //   parray knn   --base B.fvecs --queries Q.fvecs --k K [--metric l2|ip] [--out I.ivecs] [--gt GT.ivecs]
 //   parray knn   --synthetic N,d,Q --k K ...        (uniform [-1,1) data, recall against FP64 ground truth)
@@ -513,11 +513,11 @@ std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   c->knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
   c->knn->add_option("--save-data", c->save_data, "write the data as PREFIX_base.fvecs / PREFIX_queries.fvecs and exit");
 
-  c->dist = app.add_subcommand("dist", "Seed 002: distances from one query to N vectors, sorted (ties by index)");
+  c->dist = app.add_subcommand("dist", "The GEMV lab report: distances from one query to N vectors, sorted (ties by index)");
   c->dist->add_option("--base", c->base, "vectors (.fvecs or .bvecs)");
   c->dist->add_option("--query", c->query, "query file (default: a base vector)");
   c->dist->add_option("--query-index", c->query_index, "which vector of the query file (or of the base)");
-  c->dist->add_option("--synthetic", c->dist_synthetic, "N,d: random data (the seed's case is 1024,32)");
+  c->dist->add_option("--synthetic", c->dist_synthetic, "N,d: random data (the lab report's case is 1024,32)");
   c->dist->add_option("--metric", c->metric, "l2 or ip");
   c->dist->add_option("--impl", c->impl, "cpu or gpu");
   c->dist->add_option("--threads", c->threads, "CPU threads (default: all)");

@@ -1,9 +1,9 @@
-// `parray multilevel table2|table3`: seed 000 task 2's tables, reproduced and
+// `parray multilevel table2|table3`: the CUDA lab report's task 2 tables, reproduced and
 // verified (include/parray/multilevel.hpp).
 //
 //   parray multilevel table2 [--sizes LIST] [--threads LIST] [--csv F]
 //       split by rows of A; table3: split by K. End-to-end time (ms) by thread
-//       count x size for the seed's way (seed-split-*), done right on host
+//       count x size for the lab report's way (seed-split-*), done right on host
 //       operands (ml-split-*), and the same split on device operands
 //       (ml-dev-split-*) beside the single kernel (cuda-12-best), with each
 //       device-resident split's time as a % of the single kernel's.
@@ -57,7 +57,7 @@ int table(const Args& a, const std::string& split) {
   };
   std::string head = fmt::format("{:<22}", "implementation");
   for (index_t n : sizes) head += fmt::format(" {:>17}", n);
-  std::cout << "Seed 000 " << (split == "rows" ? "table 2: split by rows of A" : "table 3: split by K")
+  std::cout << "The CUDA lab report " << (split == "rows" ? "table 2: split by rows of A" : "table 3: split by K")
             << ", end-to-end ms (ml-dev: % of the single kernel cuda-12-best)\n"
             << head << "\n";
   std::string csv = "impl,split,threads,size,ms,gflops,pct_of_single_kernel,rel_err,ok\n";
@@ -99,7 +99,7 @@ int table(const Args& a, const std::string& split) {
 
 std::vector<tools::CliCommand> add_multilevel_commands(CLI::App& app, CLI::App&) {
   static Args args;
-  CLI::App* ml = app.add_subcommand("multilevel", "seed 000 task 2: CPU threads driving the GPU (tables 2 and 3)");
+  CLI::App* ml = app.add_subcommand("multilevel", "task 2 of the CUDA lab report: CPU threads driving the GPU (tables 2 and 3)");
   ml->require_subcommand(1);
   std::vector<tools::CliCommand> out;
   for (const char* which : {"table2", "table3"}) {

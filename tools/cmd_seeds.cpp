@@ -1,13 +1,13 @@
-// `parray seeds ...`: the seeds' GPU tables, reproduced and verified.
+// `parray seeds ...`: the lab reports' GPU tables, reproduced and verified.
 //
 //   parray seeds table1 [--sizes LIST] [--block-sizes LIST] [--csv F]
-//       seed 000 table 1: kernel 1 (one thread per element, 1-D blocks) time
+//       the CUDA lab report table 1: kernel 1 (one thread per element, 1-D blocks) time
 //       in ms for every block size x matrix size;
 //   parray seeds table4 [--sizes LIST] [--impl LIST] [--csv F]
-//       seed 000 table 4: cuBLAS against the hand kernels, ms and % of cuBLAS;
+//       the CUDA lab report table 4: cuBLAS against the hand kernels, ms and % of cuBLAS;
 //   parray seeds odd [--impl LIST] [--csv F]
-//       seed 003: C(1037x1031) = A(1037x1055) B(1055x1031), CPU ("cpu", the
-//       default CPU GEMM, and "gold", the seed's triple loop) against GPU
+//       the odd-size GEMM note: C(1037x1031) = A(1037x1055) B(1055x1031), CPU ("cpu", the
+//       default CPU GEMM, and "gold", the lab report's triple loop) against GPU
 //       time, kernel only and end to end (device allocation + copies in +
 //       kernel + copy out), and the speed-ups.
 //
@@ -39,7 +39,7 @@ namespace {
 
 using namespace parray;
 
-// Sizes of the seeds' tables: 1 .. 2^20.
+// Sizes of the source documents' tables: 1 .. 2^20.
 std::vector<index_t> parse_sizes(const std::string& s, const std::string& what) {
   return tools::whole_list(s, what, 1, index_t{1} << 20);
 }
@@ -90,7 +90,7 @@ BenchOptions options(const SeedArgs& a) {
   return o;
 }
 
-// Seed 000, table 1: kernel 1, block size x size, ms.
+// The CUDA lab report, table 1: kernel 1, block size x size, ms.
 int table1(const SeedArgs& a) {
   require_gpu("table1");
   const std::vector<index_t> sizes = parse_sizes(a.sizes, "--sizes"), bss = parse_sizes(a.block_sizes, "--block-sizes");
@@ -100,7 +100,7 @@ int table1(const SeedArgs& a) {
   const std::vector<BenchRow> rows = run_gemm_bench(o);
   std::string head = fmt::format("{:<12}", "block size"), csv = "block_size,size,ms,gflops,rel_err,ok\n";
   for (index_t n : sizes) head += fmt::format(" {:>10}", n);
-  std::cout << "Seed 000 table 1: kernel 1 (one thread per element, 1-D blocks), time in ms\n" << head << "\n";
+  std::cout << "The CUDA lab report table 1: kernel 1 (one thread per element, 1-D blocks), time in ms\n" << head << "\n";
   for (index_t bs : bss) {
     const std::string name = "cuda-01-naive-bs" + std::to_string(bs);
     std::string line = fmt::format("{:<12}", bs);
@@ -116,7 +116,7 @@ int table1(const SeedArgs& a) {
   return status_of(rows);
 }
 
-// Seed 000, table 4: cuBLAS against the hand kernels, ms (% of cuBLAS).
+// The CUDA lab report, table 4: cuBLAS against the hand kernels, ms (% of cuBLAS).
 int table4(const SeedArgs& a) {
   require_gpu("table4");
   const std::vector<index_t> sizes = parse_sizes(a.sizes, "--sizes");
@@ -127,7 +127,7 @@ int table4(const SeedArgs& a) {
   const std::vector<BenchRow> rows = run_gemm_bench(o);
   std::string head = fmt::format("{:<22}", "implementation"), csv = "impl,size,ms,gflops,pct_cublas,rel_err,ok\n";
   for (index_t n : sizes) head += fmt::format(" {:>18}", n);
-  std::cout << "Seed 000 table 4: cuBLAS (FP32, no TF32) and the hand kernels, ms (% of cuBLAS)\n" << head << "\n";
+  std::cout << "The CUDA lab report table 4: cuBLAS (FP32, no TF32) and the hand kernels, ms (% of cuBLAS)\n" << head << "\n";
   for (const std::string& name : o.impls) {
     std::string line = fmt::format("{:<22}", name);
     for (index_t n : sizes)
@@ -145,7 +145,7 @@ int table4(const SeedArgs& a) {
 }
 
 #if PARRAY_HAVE_CUDA
-// One end-to-end GPU GEMM as seed 003 times it: device allocation, copies in,
+// One end-to-end GPU GEMM as the odd-size GEMM note times it: device allocation, copies in,
 // the kernel, the copy out (which waits for the kernel). Returns ms.
 double end_to_end_ms(const std::string& impl, const Array<float>& a, const Array<float>& b, Array<float>& c) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -157,13 +157,13 @@ double end_to_end_ms(const std::string& impl, const Array<float>& a, const Array
     go.impl = impl;
     gemm(1.0f, da.view(), db.view(), 0.0f, dc.view(), go);
     copy_bytes(c.data(), Memory::paged, dc.data(), Memory::device, c.storage_elements() * sizeof(float));
-  }  // the device arrays are freed here, inside the timed region (seed 003 frees them too)
+  }  // the device arrays are freed here, inside the timed region (the odd-size GEMM note frees them too)
   cuda::synchronize();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 #endif
 
-// Seed 003: 1037 x 1055 x 1031, CPU against GPU, with and without copies.
+// The odd-size GEMM note: 1037 x 1055 x 1031, CPU against GPU, with and without copies.
 int odd(const SeedArgs& a) {
   require_gpu("odd");
 #if PARRAY_HAVE_CUDA
@@ -216,7 +216,7 @@ int odd(const SeedArgs& a) {
     return std::sqrt(num / den);
   };
   const double tol = 2 * gemm_tolerance(Dtype::f32, K);
-  std::cout << fmt::format("Seed 003: C({}x{}) = A({}x{}) B({}x{}), FP32; {}\n", M, N, M, K, K, N,
+  std::cout << fmt::format("The odd-size GEMM note: C({}x{}) = A({}x{}) B({}x{}), FP32; {}\n", M, N, M, K, K, N,
                            cuda::device_description());
   std::cout << fmt::format("CPU {:<8} {:>10.3f} ms ({} threads)\nCPU {:<8} {:>10.3f} ms (1 thread)\n", cpu_name, cpu.ms,
                            cpu.threads, "gold", gold.ms);
@@ -251,15 +251,15 @@ int odd(const SeedArgs& a) {
 
 std::vector<tools::CliCommand> add_seed_commands(CLI::App& app, CLI::App&) {
   auto args = std::make_shared<SeedArgs>();
-  CLI::App* seeds = app.add_subcommand("seeds", "The seeds' GPU tables, reproduced and verified");
+  CLI::App* seeds = app.add_subcommand("seeds", "The lab reports' GPU tables, reproduced and verified");
   seeds->require_subcommand(1);
-  CLI::App* t1 = seeds->add_subcommand("table1", "Seed 000 table 1: kernel 1, 1-D block size x size, ms");
+  CLI::App* t1 = seeds->add_subcommand("table1", "The CUDA lab report table 1: kernel 1, 1-D block size x size, ms");
   t1->add_option("--sizes", args->sizes, "matrix sizes, comma list (default 512..8192)");
   t1->add_option("--block-sizes", args->block_sizes, "1-D block sizes, comma list (default 32..512)");
-  CLI::App* t4 = seeds->add_subcommand("table4", "Seed 000 table 4: cuBLAS vs the hand kernels, ms");
+  CLI::App* t4 = seeds->add_subcommand("table4", "The CUDA lab report table 4: cuBLAS vs the hand kernels, ms");
   t4->add_option("--sizes", args->sizes, "matrix sizes, comma list (default 512..8192)");
   t4->add_option("--impl", args->impls, "implementations, comma list");
-  CLI::App* od = seeds->add_subcommand("odd", "Seed 003: 1037x1055x1031, CPU vs GPU, with and without copies");
+  CLI::App* od = seeds->add_subcommand("odd", "The odd-size GEMM note: 1037x1055x1031, CPU vs GPU, with and without copies");
   od->add_option("--impl", args->odd_impls, "GPU implementations, comma list");
   for (CLI::App* c : {t1, t4, od}) {
     c->add_option("--csv", args->csv, "write the table as CSV");

@@ -385,7 +385,7 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 int main(int argc, char** argv) {
   // The hidden child of `bench gemm` that times one baseline (src/harness/bench_child.cpp).
   if (argc > 1 && std::string(argv[1]) == "__bench-child") return bench_child_main(argc, argv);
-  CLI::App app{"parray: GEMM on layout-typed arrays, from the seed's triple loop to BLAS speed"};
+  CLI::App app{"parray: GEMM on layout-typed arrays, from the lab report's triple loop to BLAS speed"};
   app.require_subcommand(1);
   app.set_version_flag("--version", PARRAY_VERSION);
 

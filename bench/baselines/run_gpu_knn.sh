@@ -5,11 +5,11 @@
 # tests/parray_gpu_tests; $PARRAY_GPU_BASELINE (optional) is a second build's
 # parray tool, timed in the same run on the same data (before/after a change).
 #   tests   GpuGemv*, GpuKnn*, GpuDist* -> gpu-tests.xml; compute-sanitizer
-#           memcheck over the exactness tests and the seed kernel
+#           memcheck over the exactness tests and the lab report's kernel
 #   bench   10 000 x 1 000 000 x 128 uniform [-1, 1), k = 10, 100: parray
 #           (and the baseline build, alternating), PyTorch matmul + topk;
 #           the same sizes offset to [999, 1001): parray and PyTorch, recall
-#           against FP64 for both; GEMV ladder + cuBLAS; seed 002's case
+#           against FP64 for both; GEMV ladder + cuBLAS; the GEMV lab report's case
 # Everything printed goes to OUTDIR/run.log, each step under
 # "== name rc=... Ns"; CSVs beside it.
 set -u

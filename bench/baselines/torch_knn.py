@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's exact k-NN on the GPU, the baseline of issue 6.
+"""PyTorch's exact k-NN on the GPU, the baseline of the exact k-NN.
 
 The same data as parray (written by `parray knn --synthetic N,d,Q --k 1
 --save-data PREFIX`), the same method a PyTorch user writes:
@@ -9,7 +9,7 @@ of --reps runs after a warm-up), data resident on the GPU. Recall@k is checked
 against an FP64 ground truth computed on the GPU from data centered on the
 base's mean (so that data far from the origin is ranked right), a returned
 neighbour counting when its FP64 distance is within a relative 1e-9 of the
-k-th true one (ties count). Also times seed 002's case (1
+k-th true one (ties count). Also times the GEMV lab report's case (1
 query x 1024 x 32, distances + full sort) per call: one call between CUDA
 events, and CUDA events around 2000 back-to-back calls (as parray dist does).
 
@@ -120,7 +120,7 @@ def main():
         seed_call = lambda: torch.sort(((x - qv) ** 2).sum(1))
         ms = time_ms(seed_call, 200)
         print(f"torch-dist-sort,gpu,l2,1024,32,1,1024,1,{ms:.5f},{1 / (ms * 1e-3):.1f},1.0,1,"
-              f"\"seed 002 case: distances + torch.sort, one call between CUDA events (median of 200)\"", flush=True)
+              f"\"the GEMV lab report's case: distances + torch.sort, one call between CUDA events (median of 200)\"", flush=True)
         calls = 2000
         a_ev, b_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a_ev.record()
@@ -130,7 +130,7 @@ def main():
         torch.cuda.synchronize()
         ms = a_ev.elapsed_time(b_ev) / calls
         print(f"torch-dist-sort-b2b,gpu,l2,1024,32,1,1024,1,{ms:.5f},{1 / (ms * 1e-3):.1f},1.0,1,"
-              f"\"seed 002 case: CUDA events around {calls} back-to-back calls, per call\"", flush=True)
+              f"\"the GEMV lab report's case: CUDA events around {calls} back-to-back calls, per call\"", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 // GEMV: y = alpha * A * x + beta * y for A of any matrix layout, and the one
-// table of GEMV implementations (CPU, the GPU ladder of seed 002, baselines)
+// table of GEMV implementations (CPU, the GPU ladder of the GEMV lab report, baselines)
 // that the CLI, the tests and the benchmarks read.
 //
 // BLAS semantics as for gemm(): beta == 0 means y is not read; alpha == 0

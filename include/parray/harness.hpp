@@ -54,7 +54,7 @@ struct CheckResult {
   bool ok = false;
   double rel_err = 0;       // ||C - C_ref||_F / ||C_ref||_F
   double max_abs_err = 0;   // max |C - C_ref|
-  double sum_abs_err = 0;   // seed 001's metric: sum |C_ref - C|
+  double sum_abs_err = 0;   // the CPU/GPU GEMM report's metric: sum |C_ref - C|
   double tolerance = 0;     // for rel_err
   std::string reason;       // why it failed, empty when ok
 };
@@ -91,7 +91,7 @@ class GemmCase {
   // Why this implementation cannot run this problem, or "".
   std::string why_not(const GemmImpl& impl) const;
 
-  // Hand-checkable printout of A, B and C (seed 000's 8x8 integer product).
+  // Hand-checkable printout of A, B and C (the CUDA lab report's 8x8 integer product).
   std::string print() const;
 
   struct Impl;  // the typed operands (src/harness/gemm_case.cpp)

@@ -1,4 +1,4 @@
-// Exact k-nearest-neighbour search and seed 002's sorted distances.
+// Exact k-nearest-neighbour search and the GEMV lab report's sorted distances.
 //
 // Exact: the result equals an FP64 brute force on any finite data, ties by
 // base index (knn_exact.hpp defines the FP64 key and how the search proves it
@@ -62,7 +62,7 @@ void from_16bit(const std::uint16_t* x, index_t count, Storage storage, float* o
 void knn_cpu_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
                    const KnnOptions& options, float* distances, index_t* indices);
 
-// Seed 002: the distances from one query to all n base vectors, sorted with
+// The GEMV lab report: the distances from one query to all n base vectors, sorted with
 // their indices (ties by index). The products come from parray's CPU GEMV.
 template <class T>
 void distances_sorted_cpu(const T* base, index_t n, index_t d, const T* query, Metric metric, int threads,
@@ -97,7 +97,7 @@ void knn_device(const float* base, index_t n, const float* queries, index_t q, i
 // knn_device on the widened (rounded) base.
 void knn_device_16bit(const std::uint16_t* base, Storage storage, index_t n, const float* queries, index_t q, index_t d,
                       const KnnOptions& options, float* distances, index_t* indices);
-// Seed 002 on the GPU: one fused kernel (distances + a bitonic sort in
+// The GEMV lab report on the GPU: one fused kernel (distances + a bitonic sort in
 // registers, warp shuffles and shared memory) for n <= 4096, else a distance
 // kernel + CUB radix sort.
 // Queued on `stream` (nullptr: the calling thread's default stream);

@@ -1,4 +1,4 @@
-// GEMM over several GPUs of one host (issue 5, the level above the CPU-thread
+// GEMM over several GPUs of one host (the level above the CPU-thread
 // splits of multilevel.hpp), docs/multilevel.md "Several GPUs":
 //
 //   summa_2d     C in 2-D blocks over a P x Q array of GPUs; for each K panel

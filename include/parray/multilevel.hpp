@@ -1,7 +1,7 @@
-// Multi-level GEMM (seed 000 task 2, issue 5): CPU threads each driving the
+// Multi-level GEMM (task 2 of the CUDA lab report): CPU threads each driving the
 // GPU on a part of the product, split by rows of A or by K.
 //
-//   seed-split-{rows,k}-t{1,2,4,8}     the seed's way: every OpenMP thread
+//   seed-split-{rows,k}-t{1,2,4,8}     the lab report's way: every OpenMP thread
 //       allocates its own device buffers, copies its part of A and all of B,
 //       runs the task-1 kernel (cuda-01-naive-bs256) and copies back; the K
 //       split sums the partial products on the host in a critical section.

@@ -8,7 +8,7 @@
 //
 // MKL is registered only where its file is found (it is in Debian's non-free
 // section, so no build requires it): it tells how far the vendor's own
-// library gets on an Intel host, the ceiling issue 4's fourth target is read
+// library gets on an Intel host, the ceiling a target is read
 // against (docs/cpu-gemm.md). Its single dynamic library (libmkl_rt) loads its
 // threading layer at first use; parray asks for the GNU OpenMP one, which
 // follows OMP_NUM_THREADS like BLIS, since Intel's libiomp5 is not packaged

@@ -22,7 +22,7 @@ namespace {
 // dst (K x N, row-major, row stride ldd) = B (K x N, column-major: B(k, n)
 // at b[k + n * ldb]), through 32 x 32 tiles in shared memory so that both
 // the reads (along k) and the writes (along n) are coalesced; a tile row of
-// 33 floats keeps the transposed reads free of bank conflicts (seed 001's
+// 33 floats keeps the transposed reads free of bank conflicts (the CPU/GPU GEMM report's
 // question, step 5). blockIdx.x: 32 rows of k; blockIdx.y (and further
 // rounds of it): 32 columns of n.
 __global__ __launch_bounds__(256) void col_to_row_major(int K, int N, const float* b, index_t ldb, float* dst,

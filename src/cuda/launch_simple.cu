@@ -23,7 +23,7 @@ void gemm_naive_1d(const GemmCall<T>& call, int bs) {
   check_int_sizes(call, "cuda-01-naive");
   const int M = int(call.c.rows()), N = int(call.c.cols()), K = int(call.a.cols());
   check_grid_y(ceil_div(N, bs), "cuda-01-naive");
-  const dim3 grid(M, ceil_div(N, bs));  // seed 000: (rows, cols / blocksize)
+  const dim3 grid(M, ceil_div(N, bs));  // the CUDA lab report: (rows, cols / blocksize)
   with_operands(call, [&](auto a, auto b, auto c) {
     switch (bs) {
       case 32: ladder::naive_1d<32><<<grid, 32, 0, s>>>(M, N, K, call.alpha, a, b, call.beta, c); break;

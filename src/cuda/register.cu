@@ -151,7 +151,7 @@ void register_cuda_backend(Registry& r) {
   }
   for (int bs : {32, 64, 128, 256, 512}) {
     GemmImpl i = gpu("cuda-01-naive-bs" + std::to_string(bs),
-                     "ladder 1: seed 000, one thread per element, 1-D blocks of " + std::to_string(bs),
+                     "ladder 1: the CUDA lab report, one thread per element, 1-D blocks of " + std::to_string(bs),
                      "any M, N, K (N / " + std::to_string(bs) + " <= 65535); any layout");
     i.tags = {"ladder", "gpu-ladder"};
     i.run_f32 = [bs](const GemmCall<float>& c) { gemm_naive_1d(c, bs); };
@@ -165,7 +165,7 @@ void register_cuda_backend(Registry& r) {
     i.run_f64 = f64;
     r.add(std::move(i));
   };
-  both("cuda-02-grid-stride", "ladder 2: seed 003, 16x16 blocks, grid-stride loops", gemm_grid_stride_2d<float>,
+  both("cuda-02-grid-stride", "ladder 2: the odd-size GEMM note, 16x16 blocks, grid-stride loops", gemm_grid_stride_2d<float>,
        gemm_grid_stride_2d<double>);
   both("cuda-03-coalesced", "ladder 3: warps span 32 contiguous elements of C", gemm_coalesced<float>,
        gemm_coalesced<double>);
@@ -271,7 +271,7 @@ void register_cuda_backend(Registry& r) {
     i.selects_down_to = {Precision::tf32, Precision::bf16, Precision::fp16};
     r.add(std::move(i));
   }
-  multilevel::register_multilevel(r);  // seed 000 task 2's splits (issue 5)
+  multilevel::register_multilevel(r);  // the CUDA lab report's task 2 splits
   r.set_default(Device::gpu, "gpu-auto");
 }
 

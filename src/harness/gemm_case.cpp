@@ -39,7 +39,7 @@ struct Random {
   double uniform() {  // [-1, 1), 53 random bits
     return static_cast<double>(next() >> 11) * std::ldexp(1.0, -52) - 1.0;
   }
-  int small_int() { return static_cast<int>(next() % 9); }  // 0..8, as in seed 000
+  int small_int() { return static_cast<int>(next() % 9); }  // 0..8, as in the CUDA lab report
 };
 
 // Above this many multiply-adds the element-wise bound is checked on a

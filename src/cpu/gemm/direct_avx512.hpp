@@ -376,7 +376,7 @@ void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b
 // width over row-major A. Per k step 4 loads of B and MR broadcasts of A feed
 // 4 * MR FMAs: 10 loads per 24 FMAs at MR 6, against 14 for the 12-row tile of
 // two vectors. At 64^3 (operands in L1/L2) it ran 12-17 % faster than that
-// tile in assembly, FP32 and FP64 (helper notes, issue 4). With 6 rows GCC
+// tile in assembly, FP32 and FP64 . With 6 rows GCC
 // keeps the 24 accumulators, the row pointers and B in registers.
 // kOverwrite: C = A B (alpha 1, beta 0, the common call) compiled on its own,
 // the sums stored as they are: no alpha multiply, no beta test, fewer values

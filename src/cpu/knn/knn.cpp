@@ -1,4 +1,4 @@
-// Exact k-NN on the CPU with parray's GEMM, and seed 002's sorted distances.
+// Exact k-NN on the CPU with parray's GEMM, and the GEMV lab report's sorted distances.
 //
 // Exact means equal to an FP64 brute force, ties by index (knn_exact.hpp).
 // A search is two steps, repeated for the queries whose proof fails:

@@ -1,6 +1,6 @@
 // Step 1, gold: the plain triple loop, one thread.
 //
-// The reference point of the ladder and the paper's fig-8 loop (seed 001's
+// The reference point of the ladder and the paper's fig-8 loop (the CPU/GPU GEMM report's
 // "Gold"): for each element of C, a register accumulator runs along a row of
 // A and a column of B. It reads every operand through its layout, so it works
 // for any Parray type, but a row-major B is read with a stride of N elements,
@@ -24,7 +24,7 @@ struct Gold {
 }  // namespace
 
 GemmImpl gold() {
-  return ladder_step<Gold>("gold", "plain i,j,k triple loop, one thread (paper fig. 8, seed 001 Gold)", false,
+  return ladder_step<Gold>("gold", "plain i,j,k triple loop, one thread (paper fig. 8, the CPU/GPU GEMM report's Gold)", false,
                            "any layout, any M, N, K; always one thread");
 }
 

@@ -1,8 +1,8 @@
 // Step 2, gold-omp: the same triple loop, rows of C shared out by OpenMP.
 //
-// Adds threads and nothing else (seed 001's "Gold with OpenMP"): the rows of
+// Adds threads and nothing else (the CPU/GPU GEMM report's "Gold with OpenMP"): the rows of
 // C are independent, so `parallel for` over them needs no synchronisation.
-// schedule(dynamic) hands out one row at a time, as the seed does. Each
+// schedule(dynamic) hands out one row at a time, as the report does. Each
 // thread still reads B column by column, as slowly as step 1; but threads on
 // neighbouring rows walk the same columns of B at the same time and share
 // the cache misses, so two threads gave 1.6 GFLOP/s against 0.5 for one.
@@ -27,7 +27,7 @@ struct GoldOmp {
 
 GemmImpl gold_omp() {
   return ladder_step<GoldOmp>("gold-omp",
-                              "triple loop, OpenMP parallel for over rows of C (seed 001 Gold with OpenMP)",
+                              "triple loop, OpenMP parallel for over rows of C (the CPU/GPU GEMM report's Gold with OpenMP)",
                               true, "any layout, any M, N, K");
 }
 

@@ -1,6 +1,6 @@
 // Step 3, transpose: B copied to a contiguous N x K buffer first.
 //
-// Adds a change of B's layout (seed 001's "Transpose"). The inner loop of
+// Adds a change of B's layout (the CPU/GPU GEMM report's "Transpose"). The inner loop of
 // steps 1-2 walks down a column of B; after the copy, bt[j * K + k] holds
 // B(k, j), so the inner loop reads both A's row and B's (former) column along
 // consecutive addresses and every cache line fetched is used sixteen times

@@ -1,6 +1,6 @@
 // Step 4, pack-single: a group of four B columns packed, then used by every row.
 //
-// Adds reuse of A (seed 001's "Single packing"). Step 3 reads a whole row of
+// Adds reuse of A (the CPU/GPU GEMM report's "Single packing"). Step 3 reads a whole row of
 // A for every single element of C. Here each OpenMP task takes four columns
 // of B, packs them side by side into a K x 4 panel (panel[k * 4 + c]), and
 // then computes those four columns of C for all rows: each A(i, k) read now

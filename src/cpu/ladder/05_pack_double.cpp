@@ -1,7 +1,7 @@
 // Step 5, pack-double: a 4x4 block of C from four packed rows of A and four
 // packed columns of B.
 //
-// Adds reuse of B as well (seed 001's "Double packing"). Step 4 reuses each
+// Adds reuse of B as well (the CPU/GPU GEMM report's "Double packing"). Step 4 reuses each
 // A value four times but each B value only once per row. Here a thread holds
 // a 4x4 block of C in sixteen register accumulators; per k it reads four
 // values of A and four of B and does sixteen multiply-adds, so each load now

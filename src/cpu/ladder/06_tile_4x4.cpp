@@ -1,7 +1,7 @@
-// Step 6, tile-4x4: the 4x4 tiling of seed 001, blocked for the caches and
+// Step 6, tile-4x4: the 4x4 tiling of the CPU/GPU GEMM report, blocked for the caches and
 // widened to fill the vector registers.
 //
-// Seed 001's "Tiling" walks K in steps of 4, loads a 4x4 tile of A and a 4x4
+// The CPU/GPU GEMM report's "Tiling" walks K in steps of 4, loads a 4x4 tile of A and a 4x4
 // tile of B into local arrays and accumulates their product into a local 4x4
 // tile of C. Step 5 already keeps a 4x4 block of C in registers; what it lacks
 // is cache reuse: for every block of C it streams a whole K-long panel of A

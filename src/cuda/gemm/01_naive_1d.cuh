@@ -1,4 +1,4 @@
-// Step 1 — seed 000's kernel: one thread per element of C, 1-D thread blocks
+// Step 1 — the CUDA lab report's kernel: one thread per element of C, 1-D thread blocks
 // of BS = 32..512 threads, grid (rows, cols / BS).
 //
 // blockIdx.x is the row of C, blockIdx.y * BS + threadIdx.x the column. A warp

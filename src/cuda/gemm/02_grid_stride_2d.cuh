@@ -1,9 +1,9 @@
-// Step 2 — seed 003's kernel: 2-D 16x16 thread blocks with grid-stride loops,
-// so a fixed grid covers any M x N (1037 x 1031 in the seed).
+// Step 2 — the odd-size GEMM note's kernel: 2-D 16x16 thread blocks with grid-stride loops,
+// so a fixed grid covers any M x N (1037 x 1031 in the odd-size GEMM note).
 //
 // Over step 1: a 2-D block shares each A element between 16 columns and each
 // B element between 16 rows through L1, and the grid no longer depends on the
-// size. A fix over the seed: its inner loop never reset the column index, so
+// size. A fix over the note's kernel: its inner loop never reset the column index, so
 // a grid smaller than the matrix left all rows after the first stride
 // unwritten; here both loops restart (the NaN-poisoned tests catch it).
 // A warp is 2 rows x 16 columns: half-warps read 64-byte pieces of B.

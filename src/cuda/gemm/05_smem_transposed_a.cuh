@@ -1,6 +1,6 @@
-// Step 5 — seed 003's "improvement 2": the A tile stored transposed in shared
+// Step 5 — the odd-size GEMM note's "improvement 2": the A tile stored transposed in shared
 // memory, AsT[k][i], and the bank conflicts that this creates, measured and
-// removed (seed 001's open question).
+// removed (the CPU/GPU GEMM report's open question).
 //
 // Shared memory has 32 banks of 4 bytes; word w lives in bank w % 32. A warp
 // of a 16x16 block is threads (ty, tx) with ty in {0, 1}, tx in 0..15. The
@@ -10,7 +10,7 @@
 // the read side. Pad = 1 makes the row length 17 (Parray's `smem [16][17]`
 // seen as [#S_0][16 #S_1]): word 17 tx + ty, 17 coprime to 32, all banks
 // distinct. ncu's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
-// shows the difference (docs/gpu-ladder.md); seed 001 saw "little gain"
+// shows the difference (docs/gpu-ladder.md); the CPU/GPU GEMM report saw "little gain"
 // because its conflicts were of this kind and its reads were broadcasts.
 #pragma once
 

@@ -1,4 +1,4 @@
-// GEMV step 1 (seed 002, kernel 1 "MatVecMulGlobalMemory"): one thread per
+// GEMV step 1 (the GEMV lab report, kernel 1 "MatVecMulGlobalMemory"): one thread per
 // row of A, everything in global memory, the dot product in a register.
 //
 // On a row-major A the 32 threads of a warp read 32 different rows: every

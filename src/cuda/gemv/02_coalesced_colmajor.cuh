@@ -1,5 +1,5 @@
-// GEMV step 2 (seed 002, kernel 2 "MatVecMulGlobalMemoryAlign"): still one
-// thread per row, but A is stored column-major (the seed transposes it first),
+// GEMV step 2 (the GEMV lab report, kernel 2 "MatVecMulGlobalMemoryAlign"): still one
+// thread per row, but A is stored column-major (the GEMV lab report transposes it first),
 // so at each j the 32 threads of a warp read 32 consecutive elements: one
 // 128-byte line per warp load, fully used. Precondition: unit row stride.
 // Adds over step 1: coalescing. Each thread still has one load in flight per

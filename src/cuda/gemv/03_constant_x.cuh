@@ -1,4 +1,4 @@
-// GEMV step 3 (seed 002, kernel 3 "MatVecMulConstantMemory"): x in constant
+// GEMV step 3 (the GEMV lab report, kernel 3 "MatVecMulConstantMemory"): x in constant
 // memory. All threads of a warp read the same x[j], which the constant cache
 // broadcasts in one transaction, freeing the L1/LSU path for A.
 // Constant memory holds 64 KiB per module, so x is staged in chunks of

@@ -1,4 +1,4 @@
-// GEMV step 4 (seed 002, kernel 4 "MatVecMulSharedMemory"): x staged in
+// GEMV step 4 (the GEMV lab report, kernel 4 "MatVecMulSharedMemory"): x staged in
 // shared memory, blockDim elements at a time: each element of x is loaded
 // from global memory once per block instead of once per thread, and the
 // threads of a block read it back as a shared-memory broadcast. Any strided

@@ -1,4 +1,4 @@
-// Launchers of the GPU GEMV ladder (01-05, seed 002's four kernels and the
+// Launchers of the GPU GEMV ladder (01-05, the GEMV lab report's four kernels and the
 // tuned one) and the cuBLAS SGEMV/DGEMV baseline, registered in the GEMV
 // table. Each launcher checks its layout preconditions; the dispatcher
 // (src/cpu/gemv/gemv.cpp) has checked sizes, memory spaces and M > 0.
@@ -42,7 +42,7 @@ std::string strided_only(const MatrixLayout& a) {
 }
 std::string col_major_only(const MatrixLayout& a) {
   if (!a.is_strided() || !(a.rows.stride[0] == 1 || a.rows.size == 1))
-    return "step 2 needs a column-major A (the seed transposes A first); got " + a.str();
+    return "step 2 needs a column-major A (the GEMV lab report transposes A first); got " + a.str();
   return "";
 }
 std::string unit_stride_only(const MatrixLayout& a) {
@@ -245,15 +245,15 @@ void add_gpu_gemv(GemvRegistry& r, std::string name, std::string description, st
 }  // namespace
 
 void register_cuda_gemv(GemvRegistry& r) {
-  add_gpu_gemv(r, "gemv-gpu-01-global", "seed 002 kernel 1: one thread per row, global memory",
+  add_gpu_gemv(r, "gemv-gpu-01-global", "the GEMV lab report kernel 1: one thread per row, global memory",
                "strided layouts; coalesced only when column-major", launch_global_rows<float>,
                launch_global_rows<double>, strided_only);
   add_gpu_gemv(r, "gemv-gpu-02-coalesced",
-               "seed 002 kernel 2: one thread per row over the transposed (column-major) A", "column-major A",
+               "the GEMV lab report kernel 2: one thread per row over the transposed (column-major) A", "column-major A",
                launch_coalesced<float>, launch_coalesced<double>, col_major_only);
-  add_gpu_gemv(r, "gemv-gpu-03-constant", "seed 002 kernel 3: x in constant memory (32 KiB chunks when it does not fit)",
+  add_gpu_gemv(r, "gemv-gpu-03-constant", "the GEMV lab report kernel 3: x in constant memory (32 KiB chunks when it does not fit)",
                "strided layouts", launch_constant<float>, launch_constant<double>, strided_only);
-  add_gpu_gemv(r, "gemv-gpu-04-shared", "seed 002 kernel 4: x staged in shared memory, 256 at a time",
+  add_gpu_gemv(r, "gemv-gpu-04-shared", "the GEMV lab report kernel 4: x staged in shared memory, 256 at a time",
                "strided layouts", launch_shared<float>, launch_shared<double>, strided_only);
   add_gpu_gemv(r, "gemv-gpu-tuned",
                "step 5: warp per row with 128-bit loads x4 in flight (row-major); 128-bit column loads with split "

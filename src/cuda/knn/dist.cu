@@ -1,7 +1,7 @@
-// Seed 002 on the GPU: distances from one query to N vectors, sorted, ties
+// The GEMV lab report on the GPU: distances from one query to N vectors, sorted, ties
 // by index.
 //
-// N <= 4096 (the seed's case is 1024 x 32): ONE kernel launch of P / E
+// N <= 4096 (the lab report's case is 1024 x 32): ONE kernel launch of P / E
 // threads (P = N rounded up to a power of two, at least 128; E elements per
 // thread, element i = E * thread + e). Each element is one 64-bit sort key:
 // the float key's order-preserving bits above the 32-bit index, so "(key,

@@ -1,4 +1,4 @@
-// Seed 000 task 2's two splits (rows of A; K), the seed's way and done right
+// The CUDA lab report's task 2 two splits (rows of A; K), the lab report's way and done right
 // (include/parray/multilevel.hpp says what each implementation is).
 #include <omp.h>
 
@@ -85,13 +85,13 @@ MatrixView<T> dev_view(T* p, index_t rows, index_t cols) {
   return {p, MatrixLayout{Axis::strided(rows, cols), Axis::strided(cols, 1)}, Memory::device};
 }
 
-// ---- the seed's way -----------------------------------------------------------
+// ---- the lab report's way -----------------------------------------------------------
 
 constexpr int kSeedBlock = 256;  // the task-1 kernel's 1-D block
 
-// The seed's product of one thread: fresh device buffers for ha (m x k), hb
+// The lab report's product of one thread: fresh device buffers for ha (m x k), hb
 // (k x n) and hc (m x n, read when beta != 0), the task-1 kernel, hc back.
-// Allocating per call is the seed's design, and is timed as such. The
+// Allocating per call is the lab report's design, and is timed as such. The
 // operands are on the host, so the work goes on the team thread's own
 // default stream, which waits for no other thread's.
 void seed_device_product(float alpha, const std::vector<float>& ha, const std::vector<float>& hb, float beta,
@@ -115,7 +115,7 @@ void seed_device_product(float alpha, const std::vector<float>& ha, const std::v
   PARRAY_CUDA_CHECK(cudaFree(dc));
 }
 
-// The seed's thread team: `threads` OpenMP threads on the caller's device,
+// The lab report's thread team: `threads` OpenMP threads on the caller's device,
 // thread t running body(its part of [0, extent)); the first exception any
 // thread throws is rethrown once all have finished.
 template <class Body>
@@ -286,7 +286,7 @@ void after_callers_work(Context& cx, int streams, GpuStream caller) {
 // Who enqueues the parts of a split on device operands: "streams" (default) —
 // the calling thread enqueues every part on its stream in turn
 // (StreamThreadArray) and then waits for all of them; "threads" — each part
-// from a host thread of its own (CpuThreadArray, the seed's shape). The body
+// from a host thread of its own (CpuThreadArray, the lab report's shape). The body
 // is the same. In turn was faster on every host measured (docs/multilevel.md): on 4 x H200 rows at 4096^3 101.2-101.6 % of the single
 // kernel against 107.9-109.4 % from threads, the K split over 2 / 4 parts
 // 103.9-104.3 against 110.5-111.6; on an H100 rows 100.7-101.6 against
@@ -589,11 +589,11 @@ GemmImpl make(const std::string& family, const std::string& split, int t, std::s
 void add_all(Registry& r) {
   for (int t : {1, 2, 4, 8}) {
     const std::string ts = std::to_string(t);
-    GemmImpl a = make("seed", "rows", t, "seed 000 task 2a: " + ts +
+    GemmImpl a = make("seed", "rows", t, "task 2 of the CUDA lab reporta: " + ts +
                                              " OpenMP threads, rows of A; each allocates, copies all of B, kernel 1");
     a.run_f32 = [t](const GemmCall<float>& c) { seed_rows(c, t); };
     r.add(std::move(a));
-    GemmImpl b = make("seed", "k", t, "seed 000 task 2b: " + ts +
+    GemmImpl b = make("seed", "k", t, "task 2 of the CUDA lab reportb: " + ts +
                                           " OpenMP threads, K slices, kernel 1, summed on the host (critical)");
     b.run_f32 = [t](const GemmCall<float>& c) { seed_k(c, t); };
     r.add(std::move(b));
