@@ -1,4 +1,4 @@
-// The CUDA lab report's task 2 two splits (rows of A; K), the lab report's way and done right
+// The two splits of the CUDA lab report's task 2 (rows of A; K), the lab report's way and done right
 // (include/parray/multilevel.hpp says what each implementation is).
 #include <omp.h>
 
@@ -589,11 +589,11 @@ GemmImpl make(const std::string& family, const std::string& split, int t, std::s
 void add_all(Registry& r) {
   for (int t : {1, 2, 4, 8}) {
     const std::string ts = std::to_string(t);
-    GemmImpl a = make("seed", "rows", t, "task 2 of the CUDA lab reporta: " + ts +
+    GemmImpl a = make("seed", "rows", t, "task 2a of the CUDA lab report: " + ts +
                                              " OpenMP threads, rows of A; each allocates, copies all of B, kernel 1");
     a.run_f32 = [t](const GemmCall<float>& c) { seed_rows(c, t); };
     r.add(std::move(a));
-    GemmImpl b = make("seed", "k", t, "task 2 of the CUDA lab reportb: " + ts +
+    GemmImpl b = make("seed", "k", t, "task 2b of the CUDA lab report: " + ts +
                                           " OpenMP threads, K slices, kernel 1, summed on the host (critical)");
     b.run_f32 = [t](const GemmCall<float>& c) { seed_k(c, t); };
     r.add(std::move(b));
