@@ -98,13 +98,14 @@ class Registry : public ImplRegistry<GemmImpl> {
 };
 
 // The process-wide registry, filled on first use with parray's own
-// implementations (CPU ladder, and CUDA kernels when built with CUDA).
+// implementations (every backend built in: register_backends).
 // Baselines live outside the library and add themselves through
 // register_baselines() (src/baselines), called by the CLI, tests and benchmarks.
 Registry& registry();
 
-// Registration hooks, one per backend (each in its own translation unit).
-void register_cpu_ladder(Registry& r);
-void register_cuda_backend(Registry& r);  // defined only when built with CUDA
+// Every backend built into the library registers its implementations: a
+// function generated from the build's list of backends (CMakeLists.txt,
+// PARRAY_BACKENDS), each backend's own hook in turn. Called once by registry().
+void register_backends(Registry& r);
 
 }  // namespace parray

@@ -5,7 +5,6 @@
 #include <string_view>
 
 #include "parray/config.hpp"
-#include "../cpu/gemm/gemm.hpp"
 
 namespace parray {
 
@@ -13,11 +12,7 @@ Registry& registry() {
   static Registry r;
   static std::once_flag once;
   std::call_once(once, [] {
-    register_cpu_ladder(r);
-    cpu::register_cpu_gemm(r);  // after the ladder: it becomes the CPU default
-#if PARRAY_HAVE_CUDA
-    register_cuda_backend(r);
-#endif
+    register_backends(r);  // the backends built in, in their order (CMakeLists.txt's PARRAY_BACKENDS)
     // What configure found missing, one "name: reason" per line.
     std::string_view text = PARRAY_CONFIGURE_MISSING;
     while (!text.empty()) {
