@@ -45,6 +45,11 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm16 --sizes 0", "out of range");
   expect_cli_bad_input("bench gemm16 --reps 0", "--reps");
   expect_cli_bad_input("frobnicate", "unknown command 'frobnicate'");
+  // The argument parser's errors in the project's words.
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --bogus", "unknown option '--bogus'");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 extra", "unexpected argument 'extra'");
+  expect_cli_bad_input("knn --k", "--k needs a value");
+  expect_cli_bad_input("bench gemm --impl gold --sizes 8 --reps x", "--reps 'x' is not a value it takes");
   expect_cli_bad_input("list --format xml", "unknown format");
   expect_cli_bad_input("--isa sse9 list", "unknown instruction set 'sse9'");
   expect_cli_bad_input("plan -m 0 -n 8 -k 8 --gpu h100", "must be >= 1");

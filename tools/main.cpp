@@ -382,6 +382,24 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// The argument parser's own messages, said in the project's words.
+std::string in_own_words(const CLI::ParseError& e, const std::string& what) {
+  const std::size_t colon = what.find(": ");
+  const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // "The following argument(s) was/were not expected: X ..."
+    const std::string first = detail.substr(0, detail.find(' '));
+    return (first.rfind("-", 0) == 0 ? "unknown option '" : "unexpected argument '") + first + "' (--help lists them)";
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e))  // "--k: 1 required TEXT missing"
+    return what.substr(0, what.find(':')) + " needs a value";
+  if (dynamic_cast<const CLI::ConversionError*>(&e)) {  // "Could not convert: --reps = x"
+    const std::size_t eq = detail.find(" = ");
+    if (eq != std::string::npos)
+      return detail.substr(0, eq) + " '" + detail.substr(eq + 3) + "' is not a value it takes";
+  }
+  return what;
+}
+
 int main(int argc, char** argv) {
   // The hidden child of `bench gemm` that times one baseline (src/harness/bench_child.cpp).
   if (argc > 1 && std::string(argv[1]) == "__bench-child") return bench_child_main(argc, argv);
@@ -498,6 +516,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) what = unknown;
+    else what = in_own_words(e, what);
     std::replace(what.begin(), what.end(), '\n', ' ');
     std::fprintf(stderr, "parray: error: %s\n", what.c_str());
     return 2;
