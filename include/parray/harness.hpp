@@ -177,8 +177,8 @@ struct BenchOptions {
   int warmup = 1, min_reps = 3, max_reps = 15;
   double target_seconds = 0.5;
   // CPU implementations warm up for at least this long (time_repeated): a
-  // 2-thread 128^3 product timed with --reps 3 after the pause ran at 5-30 %
-  // of its speed in most rounds on a VM, every rep waiting for a woken vCPU.
+  // small threaded product timed right after a pause runs far below its
+  // speed on a VM, every rep waiting for a woken vCPU (docs/perf-notes.md).
   double min_warmup_seconds = 0.02;
   bool progress = true;                // progress lines on stderr
   // Implementations marked own_process (OpenBLAS, BLIS) are timed in a child

@@ -138,7 +138,7 @@ struct MatrixLayout {
   // At most 2 * kMaxLevels digits: kept on the stack (the GEMM dispatcher
   // checks C on every call), and not zeroed first: only the first `count` are
   // read, and an array of std::pair is zeroed with a `rep stos` whose start-up
-  // was 15 % of the dispatcher's own time in a 16^3 product.
+  // weighs on the dispatcher's own time in a tiny product (docs/perf-notes.md).
   bool non_overlapping() const {
     struct Digit {
       index_t stride, extent;

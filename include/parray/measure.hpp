@@ -29,8 +29,8 @@ struct TimingPlan {
   double target_seconds = 0.5;
   // The warm-up goes on (beyond `warmup` runs, when warmup > 0) until it has
   // lasted this long: after an idle pause a threaded run first waits for its
-  // sleeping workers, and on a VM waking an idle vCPU took 0.1-7.6 ms, twice
-  // in a row at times, against 0.03 ms for a 128^3 product (docs/cpu-gemm.md).
+  // sleeping workers, and on a VM waking an idle vCPU takes far longer than
+  // a small product, twice in a row at times (docs/perf-notes.md).
   double min_warmup_seconds = 0;
 };
 

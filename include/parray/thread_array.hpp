@@ -32,9 +32,8 @@ namespace detail {
 // Runs task(0) on the calling thread and task(1) .. task(n - 1) on n - 1
 // other threads at once; returns when all have returned. The other threads
 // are kept between calls (src/core/thread_pool.cpp): a detour that started
-// n - 1 threads and joined them cost ~20-100 us per thread, the first CUDA
-// call of each new thread included — 5 to 25 % of a 3 ms GEMM split over
-// 2..8 streams (docs/multilevel.md). A task must not throw.
+// n - 1 threads and joined them paid each thread's start and its first CUDA
+// call on every call (docs/perf-notes.md). A task must not throw.
 void run_on_threads(int n, const std::function<void(int)>& task);
 // Threads the pool holds now (started and not ended), for tests.
 int pool_threads();

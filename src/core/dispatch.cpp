@@ -27,8 +27,8 @@ std::vector<std::string> csv_fields(const std::string& line) {
 
 // Shapes whose extents are all multiples of 16 and shapes with one that is
 // not are different cases: a kernel built on the tensor cores may lose half
-// its speed between 4096^3 and 4097 x 4095 x 4099 (cuda-13-3xtf32 on an H200:
-// 85.6 against 29.5 TFLOP/s), so one never stands for the other.
+// its speed between 4096^3 and 4097 x 4095 x 4099 (docs/perf-notes.md), so
+// one never stands for the other.
 bool aligned(index_t m, index_t n, index_t k) { return m % 16 == 0 && n % 16 == 0 && k % 16 == 0; }
 
 double log_distance(const SpeedPoint& p, index_t m, index_t n, index_t k) {

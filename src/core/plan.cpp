@@ -33,7 +33,7 @@ double GpuModel::sm_flops_per_us(Precision p) const {
 }
 
 // Clocks under a sustained GEMM load and the bandwidth a streaming copy
-// reaches (~90 % of the data sheet's 3.35 / 4.8 TB/s).
+// reaches (docs/perf-notes.md).
 GpuModel GpuModel::h100() { return {"H100 SXM (model)", 132, 1.755, 3000, 2.0, true}; }
 GpuModel GpuModel::h200() { return {"H200 (model)", 132, 1.755, 4300, 2.0, true}; }
 

@@ -3,10 +3,10 @@
 // Why a pool rather than n - 1 new std::threads per detour: on a GPU a new
 // thread costs more than its creation — its first CUDA call sets up the
 // runtime's per-thread state, and per-thread caches (step 12's split-K
-// workspace) start empty. Measured on an H100 (docs/multilevel.md), a 4096^3
-// product split over 2..8 streams, each driven by a fresh thread, took
-// 0.2..0.8 ms more than the single kernel, whatever the size — a fixed cost
-// per call, not GPU time. The pool keeps its threads: a detour hands each of
+// workspace) start empty. A product split over streams, each driven by a
+// fresh thread, took a fixed time more than the single kernel whatever the
+// size — a cost per call, not GPU time (docs/perf-notes.md). The pool keeps
+// its threads: a detour hands each of
 // n - 1 idle workers its task and waits for them; a nested or concurrent
 // detour that finds too few idle workers starts more (so every detour gets
 // its n threads at once — its body may wait on a barrier over all of them).

@@ -23,8 +23,8 @@ namespace parray::cuda {
 namespace {
 
 // The current device as the planner models it: SMs, the SM clock under
-// load (the data sheet's boost clock times 0.886, what a sustained GEMM holds
-// on an H100 and an H200), DRAM bandwidth at 90 % of the bus's peak.
+// load (the data sheet's boost clock scaled to what a sustained GEMM holds),
+// DRAM bandwidth scaled to what a streaming copy reaches (docs/perf-notes.md).
 GpuModel model_of(int device) {
   auto attr = [device](cudaDeviceAttr a) {
     int v = 0;

@@ -53,9 +53,8 @@ namespace {
 // Row-major A with column-major B (both along k) as row-major A and B: B
 // copied into a row-major workspace first, then the wide tile. Why: with
 // both operands staged through registers only the 128 x 128 tile fits (the
-// wide one spilled), and it ran at 80-84 % of cuBLAS where the copy and the
-// wide tile reach 90-92 % (H100, bench/results/h100-2026-11-22-gemm-b-row-major-copy.csv); the copy
-// moves 8 K N bytes (~1.5 % of the product's time at 4096^3). Taken where the
+// wide one spilled), and the copy (8 K N bytes) followed by the wide tile
+// runs faster (docs/perf-notes.md). Taken where the
 // wide tile fills the SMs (or gpu.best_wide=1, for the tests), one product
 // at a time.
 template <class OpA, class OpC>
@@ -76,9 +75,9 @@ struct Launch {
   template <class OpA, class OpB, class OpC>
   static void run(const OpA& a, const OpB& b, const OpC& c, const LoadPlan&) {
     // The wide tile for A along k and B along n (row-major A and B). With B
-    // along k too the wide tile spilled and the 128 x 128 one reaches 80-84 %
-    // of cuBLAS (bench/results/h100-2026-11-22-gemm-b-row-major-copy.csv): large products copy
-    // B to row-major first and take the wide tile (run_with_b_row_major).
+    // along k too the wide tile spilled and the 128 x 128 one is slower: large
+    // products copy B to row-major first and take the wide tile
+    // (run_with_b_row_major).
     // gpu.best_wide=1 takes it whatever the size (tests, sanitizers).
     const bool force_wide = gpu_tuning().best_wide;
     if constexpr (OpA::strided && AK && !BKc) {

@@ -40,9 +40,8 @@ using InPairs = ladder::WgmmaTiles<Cfg::BN, Cfg::Stages, Cfg::Products, typename
 constexpr int kPromoteTiles = 8;
 // By default (gpu.wgmma_a_registers) step 15 reads A where it lies for TF32
 // whatever N, and for FP32 accuracy up to this N: the kernel with A in
-// registers runs ~9 % longer there (three products per A value split), which
-// outweighs the pass over A beyond it (H200, 4096^3: 2.23x against 2.29x
-// cuBLAS SGEMM through the pass; 2048^3: 1.98x against 1.91x).
+// registers runs longer there (three products per A value split), which
+// outweighs the pass over A beyond it (docs/perf-notes.md).
 constexpr index_t kRegisterAMaxN = 2048;
 // B is read where it lies (computing C^T = B^T A^T) up to this M.
 constexpr index_t kSwapMaxM = 512;
@@ -237,8 +236,8 @@ struct Persistent {
 // A row-major device copy of an operand in a nested (figs 17/18) layout,
 // made by the device #copy (64 x 64 tiles, 16-byte runs). The split pass and
 // the epilogue can read and write a nested layout directly, but compute each
-// element's offset digit by digit: at 4096^3 on an H100 that made fig 17 run
-// at 63 % and fig 18 at 54 % of row-major, the copies cost a few percent.
+// element's offset digit by digit, which costs far more than the copies
+// (docs/perf-notes.md).
 struct RowMajorCopy {
   PoolBuffer buf;
   MatrixView<float> view;
@@ -279,8 +278,8 @@ bool a_in_registers(index_t N, bool fp32_accurate) {
 // Whether step 15 runs in clusters of two (gpu.wgmma_cluster; auto: FP32
 // accuracy where M, N >= kPairsMin). B's multicast halves its reads from L2.
 // On an H200 pairs are never slower and gain only with FP32 accuracy (B's
-// two parts) at 8192^3: median 232 % of cuBLAS SGEMM against 230 % (six runs
-// each); at 4096^3 and for one product (TF32, BF16) they run level.
+// two parts) at 8192^3; at 4096^3 and for one product (TF32, BF16) they run
+// level (docs/perf-notes.md).
 constexpr index_t kPairsMin = 8192;
 bool in_pairs(const GemmCall<float>& call, bool fp32_accurate) {
   const int mode = gpu_tuning().wgmma_cluster;
@@ -444,8 +443,8 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   // where its blocks hold whole tiles), else through a row-major copy: the
   // 16-bit formats' passes and step 14's 16-bit epilogue are built for
   // strided operands alone (half the instantiations to compile), and the
-  // per-element layout addressing made fig 17 run at 63 % and fig 18 at 54 %
-  // of row-major (H100, 4096^3) where the copies cost a few percent.
+  // per-element layout addressing costs far more than the copies
+  // (docs/perf-notes.md).
   constexpr bool kStridedOnly = Format::kBytes == 2;
   const auto copied_first = [&](const MatrixView<const float>& v) {
     return !v.layout.is_strided() && !few_strided_blocks(v) && (kStridedOnly || copy_first(v.layout));

@@ -88,18 +88,15 @@ inline void set_problem(const GemmCall<float>& call, const char* impl) {
 // ---- step 12 ------------------------------------------------------------------
 
 // 128 x 128 x 16, 8 warps of 64 x 32, 8 x 8 per thread (2 x 2 of 4 x 4),
-// 3 stages, <= 128 registers: two blocks per SM. The default; on an H200
-// (docs/perf-notes.md) 90 % of cuBLAS with A along m (column-major A).
+// 3 stages, <= 128 registers: two blocks per SM. The default; at its best
+// with A along m (column-major A; docs/perf-notes.md).
 using BestDefaultShape = ladder::BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2>;
 // 128 x 256 x 16, 8 warps of 64 x 64, 8 x 16 per thread, one block per SM:
-// with A along k and B along n (row-major A and B) 86.8 / 87.4 % of cuBLAS at
-// 4096^3 / 8192^3 against the default's 80.3 / 80.9 % in the same run (H200).
-// The k-loop body holds 8 of the 16 k-steps (KU = 8): fully unrolled, the
-// body was ~34 KB of code and ncu charged 0.12 cycles per instruction to
-// "no instruction" (instruction-cache) stalls, cuBLAS's kernel 0.02; with 8
-// steps per body 89.3 / 89.5 % against 87.7 / 86.9 % (H100, same run; 4
-// steps: 83 %). Used when its tiles still fill the SMs (half as many tiles
-// as the default's).
+// faster than the default with A along k and B along n (row-major A and B;
+// docs/perf-notes.md). The k-loop body holds 8 of the 16 k-steps (KU = 8):
+// fully unrolled, the body was ~34 KB of code and stalled on the instruction
+// cache ("no instruction" in ncu); 4 steps per body were slower. Used when
+// its tiles still fill the SMs (half as many tiles as the default's).
 using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 8>;
 
 // dst (rows x cols, row-major, row stride ldd) = src (rows x cols,
@@ -121,12 +118,11 @@ inline bool best_wide_fits(long long m, long long n, int copies = 1) {
 // full wave), plus the summing pass, which reads every slice of the M x N
 // workspace once and writes C (and is one more launch). Each slice keeps
 // >= 4 k-tiles; 1 when the tiles fill the SMs. The constants are Hopper
-// measurements (H100, 2026-11-21, ncu): a full-wave k-tile step of the
-// 128 x 128 x 16 tile at two blocks per SM ~3.5 us (scaled by the tile's
-// work per SM for other shapes), the summing pass ~2.5 TB/s plus ~3 us.
-// An estimate that left the summing pass at a constant took 11 slices for
-// 1037 x 1055 x 1031: 93 us of kernel + 21 us of summing; counting the pass's
-// bytes takes 3 (bench/results/h100-2026-11-21-ncu-stalls.txt).
+// measurements (docs/perf-notes.md): the time of a full-wave k-tile step of
+// the 128 x 128 x 16 tile at two blocks per SM (scaled by the tile's work
+// per SM for other shapes), the summing pass's rate and its launch. Counting
+// the pass's bytes matters: an estimate that left the pass at a constant
+// took far too many slices for 1037 x 1055 x 1031.
 inline int choose_splits(long long tiles, int kts, int sms, int per_sm, long long block_work, long long m,
                          long long n) {
   const long long slots = static_cast<long long>(sms) * per_sm;

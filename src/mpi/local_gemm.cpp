@@ -15,9 +15,9 @@ namespace parray::mpi {
 
 namespace {
 // The GPU default (gpu-auto) is FP32 only. For FP64 the fastest of
-// parray's own GPU kernels measured on an H200 is ladder step 5 (4.2 TFLOP/s at
-// 1037x1055x1031, bench/results/nvidia-h200-2026-11-21-gpu-check.csv); step 4
-// ties it. cuBLAS (`--local-impl cublas`) is the baseline, not parray's own.
+// parray's own GPU kernels measured on an H200 is ladder step 5
+// (docs/perf-notes.md); step 4 ties it. cuBLAS (`--local-impl cublas`) is the
+// baseline, not parray's own.
 constexpr const char* kGpuFp64Fallback = "cuda-05-smem-at";
 }  // namespace
 

@@ -38,10 +38,9 @@ namespace {
 // How many pieces the CPU's local GEMM is cut into while a broadcast is in
 // flight, with an MPI progress call (MPI_Testall) after each: with one core per
 // rank nothing else moves a large (rendezvous) message along while the GEMM
-// runs. Each extra piece repacks the other operand's panel, and a cut into
-// 4 column pieces of 512 cost FP64 a third of its speed at 4096x256x512
-// (docs/distributed.md), so pieces stay large:
-// 2^30 multiply-adds or more each (about 30 ms on one core), at most 4.
+// runs. Each extra piece repacks the other operand's panel, and small pieces
+// cost the GEMM much of its speed (docs/perf-notes.md), so pieces stay large:
+// 2^30 multiply-adds or more each, at most 4.
 int progress_pieces(const SummaOptions& o, index_t mloc, index_t nloc, index_t w) {
   if (o.progress_pieces > 0) return o.progress_pieces;
   const double madds = static_cast<double>(mloc) * static_cast<double>(nloc) * static_cast<double>(w);

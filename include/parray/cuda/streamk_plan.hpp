@@ -49,12 +49,13 @@ inline StreamKPlan cut_tail(long long dp, long long tail, int kts, long long slo
 // `slots` slots; none (tiles == 0) when there is no partial wave, when the
 // tiles are fewer than the slots (split-K's case), or, unless `always`, when
 // the estimated time is not at least 1.5 % below the plain grid's. The
-// estimate uses choose_splits's constants (a full-wave k-tile step ~3.5 us on
-// an H100), runs the tail's k-tiles at the full waves' speed (the pieces run
-// in a kernel whose k-loop has best_sgemm's register banks: 12_best.cuh) and
-// charges the tail's sums ~2 partial tiles written and read per tail tile,
-// plus C, at ~2.5 TB/s, and ~5 us for the gap between the two launches. On
-// an H100 that takes the tail at 8192^3 and 4096^3 (wide tile).
+// estimate uses choose_splits's constants (the full-wave k-tile step, the
+// summing rate; docs/perf-notes.md), runs the tail's k-tiles at the full
+// waves' speed (the pieces run in a kernel whose k-loop has best_sgemm's
+// register banks: 12_best.cuh) and charges the tail's sums ~2 partial tiles
+// written and read per tail tile, plus C, at that rate, and a measured gap
+// between the two launches. On an H100 that takes the tail at 8192^3 and
+// 4096^3 (wide tile).
 inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, long long tile_floats, bool reads_c,
                                      bool always) {
   StreamKPlan p;
@@ -95,10 +96,9 @@ inline StreamKPlan plan_streamk_tail(long long tiles, int kts, long long slots, 
 // leaves that part's grid of whole tiles so much shorter than the others'
 // that it may finish first and start the pieces early, with the others'
 // last whole tiles then running alone (2 x H200, 4096^3 over 2 parts, 100 of
-// 512 tiles: slower than shared out). 4096^3 over 4 parts on an H100: 104.8-
-// 105.6 % of the single kernel against 106.8-107.1 % shared out
-// (bench/results/h100-2026-11-22-ksplit-tail.csv). Larger tails are shared out
-// as above.
+// 512 tiles: slower than shared out). At 4096^3 over 4 parts on an H100 the
+// last part's whole tail is faster than one shared out (docs/perf-notes.md).
+// Larger tails are shared out as above.
 inline StreamKPlan plan_parts_tail(long long tiles, int kts, long long slots, int parts, int part,
                                    bool always = false, bool last_takes_all = false) {
   StreamKPlan p;

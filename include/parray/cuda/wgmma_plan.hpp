@@ -26,8 +26,9 @@ struct WgmmaWork {
 // least estimated time: waves of units x (k-tiles per unit + kUnitSteps, a
 // unit's first copies and epilogue, which the persistent grid overlaps only
 // in part) x step_us, plus, for a split, C scaled by beta and each part's
-// atomic adds into it (C's bytes (parts + 2) times at ~2.5 TB/s, and ~3 us
-// for the scaling pass's launch). Each part keeps >= kMinSteps k-tiles and
+// atomic adds into it (C's bytes (parts + 2) times at choose_splits's
+// summing rate, plus the scaling pass's launch; docs/perf-notes.md). Each
+// part keeps >= kMinSteps k-tiles and
 // there are at most kMaxSplits.
 // A full k-tile step of one block of step 15 in microseconds: a Hopper SM's
 // dense tensor rate (H100: ~3.7 TFLOP/s per SM in TF32, twice that in

@@ -31,10 +31,9 @@ namespace {
 // The K block that starts with `left` of K to go: KC, but a last block up to
 // an eighth longer takes the rest in one. A short tail block (K = 1055 at KC
 // 1024: 1024 + 31) costs a whole pass of loads and stores over C and a
-// repacking of both operands for a few k steps: 1037 x 31 x 1031 alone runs
-// at half the kernel's rate, ~2 % of the whole product's time
-// (docs/perf-notes.md). The eighth keeps the stretched B micro-panel within
-// the cache its rule sizes it for.
+// repacking of both operands for a few k steps, at a fraction of the
+// kernel's rate (docs/perf-notes.md). The eighth keeps the stretched B
+// micro-panel within the cache its rule sizes it for.
 index_t k_block_limit(index_t kc) { return kc + kc / 8; }
 index_t k_block(index_t left, index_t kc) { return left <= k_block_limit(kc) ? left : kc; }
 
@@ -48,10 +47,9 @@ index_t block_rows(index_t left, index_t mc, index_t least, index_t threads, int
 }
 
 // For a short K and a C that is written to memory, C's traffic is what the
-// time goes to: 4096 x 64 x 4096 ran 49 / 100 GFLOP/s FP64 and 105 / 212-260
-// FP32 (one / two threads) down columns against 83-87 / 173-177 and 153-161 /
-// 300-332 along rows (BLIS 82 / 170 and 153-168 / 278-295); at K = 256 and
-// beyond down columns was ahead again (docs/perf-notes.md).
+// time goes to: down a column of tiles every store waits for its line from
+// memory, along rows the prefetcher follows. At K = 256 and beyond down
+// columns was ahead again (docs/perf-notes.md).
 constexpr index_t kAlongRowsMaxK = 128;
 
 // One call of the packed path: what all threads share, set up by the calling
@@ -147,9 +145,8 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   // counter (position step * m + row): MC rows (evened out over M) while
   // plenty are left, then smaller blocks, down to half of that, so that the
   // threads reach the barrier together. With a fixed half of M each, one
-  // thread waited there for the other 5-13 % of the time at 2048^3 on a
-  // 2-vCPU VM whose cores run at speeds that change within milliseconds
-  // (docs/perf-notes.md).
+  // thread waited there for the other on a 2-vCPU VM whose cores run at
+  // speeds that change within milliseconds (docs/perf-notes.md).
   const index_t even_blocks = std::max<index_t>((m + bs_.mc - 1) / bs_.mc, 1);
   even_mc_ = std::min<index_t>(bs_.mc, ((m + even_blocks - 1) / even_blocks + mr - 1) / mr * mr);
   least_mc_ = std::max<index_t>(mr, even_mc_ / 2 / mr * mr);

@@ -26,8 +26,9 @@ enum class CpuFamily {
 };
 
 // A row: the B micro-panel (KC x NR) lives in L2, not L1 (the "l2 rule").
-// The microkernel alone runs at 96-99 % of the FMA peak with its B panel in
-// L2, and a long KC loads and stores C a few times less often.
+// The microkernel alone runs close to the FMA peak with its B panel in L2
+// (docs/perf-notes.md), and a long KC loads and stores C a few times less
+// often.
 struct FamilyBlocks {
   CpuFamily family;
   const char* name;

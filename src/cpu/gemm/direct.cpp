@@ -25,8 +25,8 @@ constexpr double kDirectThreadWork = 128.0 * 128 * 128;
 
 }  // namespace
 
-// Packing costs a pass over A and B plus the driver's set-up (~4 us at 64^3,
-// a third of the time); it pays back when each packed panel is reused enough
+// Packing costs a pass over A and B plus the driver's set-up (a large share
+// of a small product's time); it pays back when each packed panel is reused enough
 // and the B micro-panel, read straight from strided rows, would miss the TLB
 // (one page per row for wide B). Direct: up to BlockSizes::direct_work
 // multiply-adds (config_table.hpp), and any problem whose K fits one KC block
@@ -36,9 +36,8 @@ bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, c
   const Choice force = cpu_tuning().direct;
   if (force != Choice::automatic) return force == Choice::on;
   // A C larger than the caches goes to the packed path (choose_tile_order):
-  // the direct kernels' stores of each 12-row tile wait for memory, e.g.
-  // 4096 x K x 4096 FP64 on one / two threads 74 / 139 GFLOP/s at K = 192
-  // against 83 / 162 packed (docs/perf-notes.md).
+  // the direct kernels' stores of each 12-row tile wait for memory
+  // (docs/perf-notes.md).
   if (c_outlives_caches(m, n, element_bytes)) return false;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return work <= bs.direct_work || k <= bs.kc_direct;

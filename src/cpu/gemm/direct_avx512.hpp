@@ -375,13 +375,12 @@ void direct_kernel(index_t k, const T* a, index_t a_rs, index_t a_cs, const T* b
 // The wide tile: MR rows x four vectors (FP32 6 x 64, FP64 6 x 32) of full
 // width over row-major A. Per k step 4 loads of B and MR broadcasts of A feed
 // 4 * MR FMAs: 10 loads per 24 FMAs at MR 6, against 14 for the 12-row tile of
-// two vectors. At 64^3 (operands in L1/L2) it ran 12-17 % faster than that
-// tile in assembly, FP32 and FP64 . With 6 rows GCC
+// two vectors, and faster than that tile in assembly with the operands in
+// L1/L2, FP32 and FP64 (docs/perf-notes.md). With 6 rows GCC
 // keeps the 24 accumulators, the row pointers and B in registers.
 // kOverwrite: C = A B (alpha 1, beta 0, the common call) compiled on its own,
 // the sums stored as they are: no alpha multiply, no beta test, fewer values
-// live around the stores. The tile alone ran ~1 % faster at 64^3 FP32 and ~4 %
-// at FP64 than the general instance (docs/perf-notes.md); a
+// live around the stores, a little faster than the general instance; a
 // run-time alpha == 1 test in the general instance gained nothing.
 template <class T, int MR, bool kOverwrite>
 [[gnu::noinline]] void direct_rows_wide(index_t k, const T* a, index_t a_rs, const T* b, index_t b_rs, T alpha, T beta,

@@ -21,11 +21,11 @@
 // instead of three. The loop is unrolled by 4 with one prefetch per cache line
 // of A, 16 steps ahead (A streams from L2), and, when the driver asks, one
 // prefetch into L2 per 4 steps of the next B micro-panel (whose first use
-// otherwise waited for L3 or memory: the first row tile of each panel ran at a
-// third of the speed of the others). At KC 384 the B micro-panel is 72 KiB,
-// more than L1, so it is read partly from L2 on every call; a prefetcht0 of it
-// a few steps ahead was 5-7 % slower (more load uops), and so was keeping it
-// in L1 with a smaller KC (C loaded and stored more often).
+// otherwise waited for L3 or memory, slowing the first row tile of each
+// panel). At KC 384 the B micro-panel is 72 KiB, more than L1, so it is read
+// partly from L2 on every call; a prefetcht0 of it a few steps ahead was
+// slower (more load uops), and so was keeping it in L1 with a smaller KC (C
+// loaded and stored more often; docs/perf-notes.md).
 //
 // The file also holds the AVX-512 packing of A's FP32 panels from row-major A
 // (pack_rows_f32: an 8 x 16 transpose in registers), BLIS's packing kernel

@@ -285,8 +285,8 @@ void filter_tiles(const Filter<T>& f, const T* qf, index_t q, index_t kc, T* key
   // GEMM and read back at once by the selection (L2/L3). The GEMM packs the
   // query tile again for every base tile and the base tile once per query
   // tile, so both tiles want to be large; the block wants to stay in cache.
-  // 1024 was ahead of 512 by ~5-10 % on a 2-core Zen 4; 128..1000 x 256..4096
-  // were otherwise within that machine's noise.
+  // 1024 base vectors were ahead of 512; other tiles of 128..1000 x
+  // 256..4096 ran level (docs/perf-notes.md).
   const index_t nt = std::min(n, f.base_tile > 0 ? f.base_tile : index_t(4096 / sizeof(T)));
   // ... and at most 2^22 heap entries per thread when kc is large.
   const index_t qt_auto = std::max<index_t>(

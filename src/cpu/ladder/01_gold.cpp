@@ -4,10 +4,8 @@
 // "Gold"): for each element of C, a register accumulator runs along a row of
 // A and a column of B. It reads every operand through its layout, so it works
 // for any Parray type, but a row-major B is read with a stride of N elements,
-// one cache line per multiply-add, which is why it runs at well under one
-// GFLOP/s and why every later step first changes how B is read.
-//
-// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3): 0.5 GFLOP/s.
+// one cache line per multiply-add, which is why it is the slowest step and
+// why every later step first changes how B is read.
 #include "common.hpp"
 
 namespace parray::ladder {

@@ -5,9 +5,8 @@
 // schedule(dynamic) hands out one row at a time, as the report does. Each
 // thread still reads B column by column, as slowly as step 1; but threads on
 // neighbouring rows walk the same columns of B at the same time and share
-// the cache misses, so two threads gave 1.6 GFLOP/s against 0.5 for one.
-//
-// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3): 0.5 GFLOP/s.
+// the cache misses, so two threads gain more than a second core's worth
+// (docs/perf-notes.md).
 #include "common.hpp"
 
 namespace parray::ladder {

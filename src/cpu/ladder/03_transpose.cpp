@@ -9,8 +9,7 @@
 // [#B_1][#B_0] and stored in that order, which is exactly what a layout-
 // transforming #copy does.
 //
-// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3): 1.7 GFLOP/s. The
-// accumulator is one scalar chain (no reassociation), so latency bounds it.
+// The accumulator is one scalar chain (no reassociation), so latency bounds it.
 #include "common.hpp"
 
 namespace parray::ladder {

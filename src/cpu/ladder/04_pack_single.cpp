@@ -7,8 +7,6 @@
 // feeds four multiply-adds, and the panel (K x 4 elements) stays in cache for
 // all M rows. The packing reads B through its layout once, so no separate
 // transposed copy of B is needed.
-//
-// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3): 5-6 GFLOP/s.
 #include "common.hpp"
 
 namespace parray::ladder {

@@ -10,8 +10,6 @@
 // rows of A once per row block, so the inner loop reads two short contiguous
 // streams whatever the layouts are. Edge blocks (M or N not a multiple of 4)
 // are packed with zeros and only their valid corner is written back.
-//
-// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3): 21-25 GFLOP/s.
 #include "common.hpp"
 
 namespace parray::ladder {

@@ -22,9 +22,8 @@
 // vectorises tile_product for whatever instruction set it targets, and the
 // explicit AVX2/AVX-512 micro-kernels are the next step (src/cpu/gemm).
 //
-// Measured (1024^3 FP32, one thread, 2-core Xeon 2.8 GHz with AVX-512, -O3):
-// 50-78 GFLOP/s with -march=native (100-150x gold); 23 GFLOP/s in a build
-// without -march, where SSE2 (4 lanes, no FMA) is the ceiling (~50x gold).
+// A build without -march is held to SSE2 (4 lanes, no FMA): much slower
+// than with -march=native (docs/perf-notes.md).
 #include "common.hpp"
 
 namespace parray::ladder {

@@ -10,8 +10,8 @@
 // threads (the array's shape is the program's), whatever GemmCall::threads
 // says; a thread whose quadrant is empty (M or N == 1) does nothing.
 //
-// Measured (1024^3 FP32, 4 threads on 2 cores, -O3): 1.0-1.7 GFLOP/s, the
-// threads sharing step 2's gain and the cores.
+// The four threads share step 2's gain (neighbouring rows share B's cache
+// misses) and the cores.
 #include "common.hpp"
 #include "parray/thread_array.hpp"
 

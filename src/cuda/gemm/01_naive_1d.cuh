@@ -6,7 +6,7 @@
 // of B per k, so B is coalesced; but nothing is reused from on-chip memory:
 // every FMA costs two loads (served by L1/L2), and with one row per block the
 // A row is re-read by every block of that row.
-// Measured (H100, see docs/gpu-ladder.md): a few TFLOP/s, ~5-10 % of cuBLAS.
+// Its speed: docs/gpu-ladder.md.
 #pragma once
 
 #include "parray/cuda/operand.cuh"

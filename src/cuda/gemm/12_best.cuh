@@ -12,8 +12,8 @@
 //    bench/results/h100-2026-11-21-ncu-stalls.txt);
 //  * operands contiguous along k (row-major A, column-major B) loaded with
 //    16-byte loads into registers and stored transposed (KContigStage), not
-//    with 4-byte cp.async: on an H200, column-major B went from 68-76 % to
-//    83-90 % of cuBLAS;
+//    with 4-byte cp.async, which was far slower for them
+//    (docs/perf-notes.md);
 //  * tiles addressed once per tile (AxisRun): the four transpose cases, row
 //    padding and the figure-17/18 layouts all run the strided copy, and
 //    unaligned leading dimensions fall back to 4-byte copies tile by tile;
@@ -24,13 +24,12 @@
 //    and writes raw partial sums through the same epilogue into a workspace,
 //    and splitk_sum adds the slices in a fixed order (deterministic) and
 //    applies alpha and beta; the slice count weighs the summing pass's bytes
-//    (choose_splits: 3 slices there, 82 % of cuBLAS on an H100);
+//    (choose_splits: 3 slices there);
 //  * a stream-K tail where the last wave is partly empty (8192^2 in 128 x
 //    256 tiles: 15.5 waves of 132 SMs): the full waves run whole tiles, the
 //    rest is cut in equal k-runs over all SMs, one block per piece of a run,
 //    the last piece of a tile summing it (best_sgemm_piece;
-//    parray/cuda/streamk_plan.hpp): H100 8192^3 89.5 -> 91.9 %, 4096^3 89.2
-//    -> 90.8 % of cuBLAS.
+//    parray/cuda/streamk_plan.hpp; docs/perf-notes.md).
 #pragma once
 
 #include "12_best_tiles.cuh"
@@ -92,7 +91,7 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
   // along n in B (launch_best.cu runs other parts one by one). Offsetting the
   // pointers per block costs registers: in the 128 x 128 tile with both
   // operands staged through registers it pushed the kernel over its 128 and
-  // spilled 164 bytes (row-major A, column-major B: 83 -> 73 % of cuBLAS).
+  // spilled 164 bytes, a large loss (docs/perf-notes.md).
   if constexpr (AK && !BKc) {
     a.p += batch.a[blockIdx.y];
     b.p += batch.b[blockIdx.y];
@@ -120,8 +119,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
 // finish a tile sums its slots, in slot order (deterministic), into C with
 // alpha and beta — told it is last by a per-tile counter, incremented after
 // a fence and reset by the last. No fixup launch: the sums overlap the other
-// pieces' FMAs (H100 4096^3: 90.1-91.2 % of cuBLAS against 90.1-91.1 % with a
-// fixup kernel after the tail; bench/results/h100-2026-11-22-streamk-fixup.csv).
+// pieces' FMAs, and a fixup kernel after the tail was no faster
+// (docs/perf-notes.md).
 //
 // Why a tail: with one 128 x 256 tile per SM, 8192^2 is 2048 tiles for 132
 // SMs, 15.5 waves run as 16 — 3 % of the SMs' time idle in the last wave, for

@@ -17,9 +17,9 @@
 // Operands contiguous along k (row-major A, column-major B) are not copied
 // with cp.async: cp.async cannot transpose, so step 10 moves them 4 bytes at a
 // time — 8 copy instructions with 64-bit addresses per thread per k-tile for
-// a 128 x 16 tile, and on an H200 the kernel with row-major A ran at 81.5 %
-// of cuBLAS where the same kernel with column-major A (16-byte cp.async) ran
-// at 89.6 %. KContigStage loads such a tile with 16-byte global loads into
+// a 128 x 16 tile, which left the kernel with row-major A well behind the
+// same kernel with column-major A (16-byte cp.async; docs/perf-notes.md).
+// KContigStage loads such a tile with 16-byte global loads into
 // registers at the top of a k-step and stores it transposed into shared
 // memory after that step's FMAs (lanes along x, so the 4-byte stores of a
 // warp hit 32 consecutive banks): the load latency is covered by one k-tile

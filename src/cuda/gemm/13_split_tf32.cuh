@@ -22,10 +22,8 @@
 // split copies) and written K-contiguous, the layout tensor cores read best
 // (cuBLAS's "TN"), chunk by chunk (split_store). The GEMMs are cuBLAS's TF32
 // kernels (launch_3xtf32.cu): wgmma and TMA, which step 12's CUDA-core kernel
-// has no counterpart of. Measured (kc = 256; docs/gpu-ladder.md, step 13):
-// relative error 2.68e-6 at every size; 141 / 137 / 153 % of cuBLAS FP32 at
-// 4096^3 / 8192^3 / 16384^3 on an H100, 170 / 171 % at 4096^3 / 8192^3 on
-// an H200; 61-88 % at 512^3-1024^3.
+// has no counterpart of. Its error and speed per kc: docs/gpu-ladder.md,
+// step 13.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -120,7 +120,7 @@ __device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, i
 // stored in several blocks (figs 17 / 18) is a grid of blocks of
 // a_block_rows x a_block_k, multiples of the tile's (tensor_map_blocked);
 // a_block_rows = 0: one block, a rank-2 map (the rank-4 map and its
-// coordinates cost the row-major TF32 GEMM 2.4 % at 4096^3 on the H200).
+// coordinates slow the row-major TF32 GEMM; docs/perf-notes.md).
 struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
   int a_block_rows, a_block_k;

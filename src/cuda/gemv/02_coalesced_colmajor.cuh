@@ -4,8 +4,8 @@
 // 128-byte line per warp load, fully used. Precondition: unit row stride.
 // Adds over step 1: coalescing. Each thread still has one load in flight per
 // iteration and x[j] is re-read by every thread (from L1).
-// Measured (H200, FP32): 570 GB/s at 16384^2 (13.6 % of copy), 1107 GB/s at
-// 32768 x 8192: 16384-32768 threads with one load each cannot cover HBM latency.
+// Still far below a copy (docs/perf-notes.md): 16384-32768 threads with one
+// load each cannot cover HBM latency.
 #pragma once
 
 #include "parray/core.hpp"

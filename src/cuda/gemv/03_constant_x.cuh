@@ -5,8 +5,7 @@
 // kChunk elements (32 KiB each for FP32 and FP64): the launcher copies a chunk
 // to the symbol and accumulates (beta = 1 after the first chunk) - the
 // fallback when x does not fit. Layout: any strided (coalesced when column-major).
-// Measured (H200, FP32): 497 / 554 GB/s (row / column-major, 16384^2): the
-// memory space of x is not what limits steps 1-4.
+// The memory space of x is not what limits steps 1-4 (docs/perf-notes.md).
 #pragma once
 
 #include "parray/core.hpp"

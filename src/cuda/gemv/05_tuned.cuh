@@ -17,11 +17,7 @@
 // alpha/beta.
 // Alignment fallback: kVec = 1 when the leading dimension or the pointer is
 // not 16-byte aligned.
-// Measured (H200, FP32, bench/results/gemv-gpu-h200-2026-11-21.csv): 98.4-99.1 %
-// of the device-copy bandwidth on 16384^2 and 32768 x 8192, both layouts;
-// 102.7 % / 108.1 % of cuBLAS SGEMV row-major, 96.7 % / 97.9 % column-major
-// (two kernels). H100 with tuned_cols_whole (gemv-gpu-h100-2026-11-21-s3.csv):
-// column-major 103.0 / 104.1 % of cuBLAS, 100.4 / 100.7 % of the copy.
+// It runs at the device copy's bandwidth in both layouts (docs/perf-notes.md).
 #pragma once
 
 #include "parray/core.hpp"
@@ -143,7 +139,7 @@ __global__ void __launch_bounds__(256) tuned_cols_partial(index_t m, index_t n, 
 // goes to group j mod groups), kUnroll columns in flight per thread; the
 // groups' partial sums are added in shared memory in a fixed order. No
 // workspace and no second launch (the split version's reduce pass and launch
-// gap are ~2 % of a 16384^2 GEMV); needs m large enough that the blocks fill
+// gap; docs/perf-notes.md); needs m large enough that the blocks fill
 // the GPU (launch_gemv.cu chooses). Bounds (256, 4): up to 64 registers —
 // with no minimum, nvcc 13's ptxas held it to 32 and spilled the loads in
 // flight.

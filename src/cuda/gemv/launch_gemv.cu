@@ -156,9 +156,9 @@ void launch_tuned(const GemvCall<T>& c) {
   }
   const index_t ld = n == 1 ? std::max<index_t>(m, 1) : l.cols.stride[0];
   const bool vec = ld % kVec == 0 && aligned16(c.a.data);
-  // The one-kernel version (16 lanes) when it has a block for every SM: on
-  // an H100 it ran 16384^2 / 32768 x 8192 at 104.9 / 103.5 % of cuBLAS where
-  // the split version below ran 99.7 / 101.2 % (same run; 8 lanes was slower).
+  // The one-kernel version (16 lanes) when it has a block for every SM: it
+  // runs faster than the split version below, and 8 lanes were slower
+  // (docs/perf-notes.md).
   if (vec) {
     const index_t rows = 16 * kVec, blocks = (m + rows - 1) / rows;
     if (blocks >= sms) {

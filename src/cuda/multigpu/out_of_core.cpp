@@ -38,20 +38,18 @@ constexpr int kSlots = 3;  // K chunks in flight: one being copied, one computed
 constexpr index_t kFirstChunk = 512;
 constexpr int kMaxStrips = 16;  // row strips of the last chunk (C copied back strip by strip)
 
-// The model's rates per GPU: the local GEMM on an H200 (step 12 ~46, cuBLAS
-// ~51 TFLOP/s), HBM for the C block's re-reads, and pinned host memory to
-// and from the GPU as the row blocks this GEMM copies: 47-55 GB/s each way
-// with rows of >= 4096 floats, one or two H200s at once, ~35 each way with
-// both directions busy on both (bench/micro/pcie_rate.cu). The model plans
-// with multigpu.pcie_gbs (default 40; a PCIe 4 host: ~25).
+// The model's rates per GPU, measured on H200s (docs/perf-notes.md): the
+// local GEMM, HBM for the C block's re-reads, and pinned host memory to and
+// from the GPU as the row blocks this GEMM copies (bench/micro/pcie_rate.cu
+// measures it). The model plans with multigpu.pcie_gbs (default 40; lower on
+// a PCIe 4 host).
 constexpr double kFlopRate = 45e12, kHbm = 3e12;
 
 // What the model needs of the local GEMM: its rate, and the device memory it
 // takes beside the chunk buffers, in chunk pairs (tk (tm + tn) floats): step
 // 13 splits A's and B's chunk into three parts each. Its rate: 100 TFLOP/s
-// of FP32 work, a round figure above the 86.9 measured at 8192^3 on an H200
-// (70.5 on an H100); with it the model chose 2 x 2 blocks of 16384^2 for
-// 32768^3 on 2 GPUs, measured at 1.74x cublasXt.
+// of FP32 work, a round figure above its measured rate; with it the model
+// chose 2 x 2 blocks of 16384^2 for 32768^3 on 2 GPUs (docs/perf-notes.md).
 struct LocalModel {
   double flop_rate = kFlopRate;
   int split_pairs = 0;
@@ -121,8 +119,8 @@ Tiling make_tiling(index_t tm, index_t tn, index_t tk, index_t rb, index_t cb, i
 // chunk do not hide. A simpler model, max(compute, copy) + a tenth of the
 // copy, takes the largest blocks (32768^3 on 2 GPUs: 1 x 2 blocks of 32768 x
 // 16384): their 2 GiB copy back at the end, hidden only behind one
-// 1024-wide chunk, and a C block re-read 32 times cost ~7 % (864 ms against
-// ~800 of compute). A GPU with one block holds one C buffer, which
+// 1024-wide chunk, and a C block re-read 32 times cost more than the large
+// blocks save (docs/perf-notes.md). A GPU with one block holds one C buffer, which
 // leaves room for wider chunks: the last one, tk wide, hides more of the
 // copy back.
 Tiling choose_tiling(index_t M, index_t N, index_t K, int G, std::size_t budget, bool beta_nonzero,

@@ -45,9 +45,9 @@ void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, con
 
 // The tile shape cuda-12-best would take (launch_best.cu) for the parts in
 // flight together. One part alone runs as cuda-12-best itself would, with its
-// stream-K tail or split-K (pipelined::launch_best, on `stream`): at 8192^3
-// the tail is worth 2.5 % (docs/multilevel.md), which a
-// one-thread split without it lost against the single kernel.
+// stream-K tail or split-K (pipelined::launch_best, on `stream`): a
+// one-thread split without the tail lost against the single kernel at
+// 8192^3 (docs/perf-notes.md).
 void gemm_best_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, const float* a, long long lda,
                          const float* b, long long ldb, float beta, float* c, long long ldc, int parts_in_flight) {
   if (parts_in_flight == 1) {
@@ -73,17 +73,14 @@ namespace {
 // its share of the parts' joint tail (plan_parts_tail) as pieces.
 // By default the part launched last runs all of it where it is at most a
 // sixth of a part's tiles (plan_parts_tail's last_takes_all; `part` is the
-// order of the parts' launches): 4096^3 t4 ran 104.8-105.6 % of the single
-// kernel on an H100 against 106.8-107.1 shared out
-// (bench/results/h100-2026-11-22-ksplit-tail.csv); larger tails (4096^3 t2,
-// t8) are shared out.
+// order of the parts' launches; faster than shared out at 4096^3 t4:
+// docs/perf-notes.md); larger tails (4096^3 t2, t8) are shared out.
 // multilevel.ksplit_tail=1 shares it out, =0 leaves it out;
 // gpu.best_streamk=n > 0 plans it for n slots (tests: small grids get one).
 // The pieces are a launch of their own, after the whole tiles': one launch of
 // best_sgemm_add_piece whose first blocks are the whole tiles (so that the
-// pieces start as SMs free up) was 4.5 points slower at 8192^3 t2 (107.3
-// against 102.8 % of the single kernel, 2 x H200), 2.6 at 4096^3 t8: the
-// piece kernel runs whole tiles slower than best_sgemm.
+// pieces start as SMs free up) was slower (docs/perf-notes.md): the piece
+// kernel runs whole tiles slower than best_sgemm.
 // AK: A row-major (along k), else column-major (along m; lda its column
 // stride).
 template <class Shape, bool AK = true>
@@ -122,10 +119,8 @@ void add_part_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, c
 // Parts of K <= 512 take the 128 x 128 tile even where the wide one fits:
 // two blocks per SM, so one block's epilogue of atomic additions overlaps
 // the other's k-loop, where the wide tile (one block per SM) waits through
-// it — a large share of a 512-long k-loop. H100, 3 alternating rounds
-// (docs/multilevel.md): 4096^3 over 8 parts 106.8-107.4 % of the single
-// kernel against 109.2-112.2 % wide; with K = 1024 parts (4096^3 over 4,
-// 8192^3 over 8) the wide tile stayed ahead.
+// it — a large share of a 512-long k-loop (docs/perf-notes.md); with
+// K = 1024 parts (4096^3 over 4, 8192^3 over 8) the wide tile stayed ahead.
 bool part_takes_wide_tile(int m, int n, int k, int parts_in_flight) {
   return k > 512 && pipelined::best_wide_fits(m, n, parts_in_flight);
 }

@@ -42,9 +42,9 @@ void gemm_best_add_on_stream(cudaStream_t stream, int m, int n, int k, float alp
 // of K <= 512 take the 128 x 128 tile (two blocks per SM, so one block's
 // epilogue of atomic additions overlaps the other's k-loop), whose k-loop
 // with row-major A — staged through registers and stored transposed — runs
-// ~6 % below the wide tile's; with A along m both operands go by 16-byte
+// below the wide tile's; with A along m both operands go by 16-byte
 // cp.async and the tile ran level with the wide one on a single product
-// (H100, 4096^3).
+// (docs/perf-notes.md).
 // PARRAY_ML_KSPLIT_AT: 0 never; 1 (default) where the parts fill the GPU
 // with wide tiles but are too short for them; 2 wherever a part takes the
 // 128 x 128 tile (tests).

@@ -287,11 +287,9 @@ void after_callers_work(Context& cx, int streams, GpuStream caller) {
 // the calling thread enqueues every part on its stream in turn
 // (StreamThreadArray) and then waits for all of them; "threads" — each part
 // from a host thread of its own (CpuThreadArray, the lab report's shape). The body
-// is the same. In turn was faster on every host measured (docs/multilevel.md): on 4 x H200 rows at 4096^3 101.2-101.6 % of the single
-// kernel against 107.9-109.4 % from threads, the K split over 2 / 4 parts
-// 103.9-104.3 against 110.5-111.6; on an H100 rows 100.7-101.6 against
-// 102.1-103.3 — each host thread's wake-up, the driver's lock and the join on
-// the slowest thread had cost more than one thread's launches in a row.
+// is the same. In turn was faster on every host measured (docs/perf-notes.md):
+// each host thread's wake-up, the driver's lock and the join on the slowest
+// thread had cost more than one thread's launches in a row.
 // multilevel.driver picks; host operands always use threads (each packs and
 // stages its own part, with barriers between).
 bool parts_in_turn(bool host) { return !host && multigpu_tuning().parts_in_turn; }
@@ -390,27 +388,23 @@ bool ksplit_adds() { return multigpu_tuning().ksplit_adds; }
 //
 // Why adding: the pass's partial products cost what the single kernel does
 // not pay — at 4096^3 over 8 threads 512 MiB written while the parts run and
-// 576 MiB read and written by the pass after them, ~0.2 ms of 3.0 that no
-// kernel overlaps. Adds go to L2 as the parts' tiles finish, overlapped with
-// the other tiles' FMAs (2 x H200, same call: 4096^3 t8 110.4-111.1 ->
-// 108.4-109.2 % of the single kernel, 8192^3 t8 104.6-104.8 -> 103.6-103.9 %;
-// t2 and t4 unchanged — docs/multilevel.md). With one chunk
+// 576 MiB read and written by the pass after them, time that no kernel
+// overlaps. Adds go to L2 as the parts' tiles finish, overlapped with the
+// other tiles' FMAs: faster over 8 threads, level over 2 and 4
+// (docs/perf-notes.md). With one chunk
 // per part (device operands) the part launched last also runs the parts'
 // joint stream-K tail (gemm_best_add_on_stream; its share of it for each
 // part with multilevel.ksplit_tail=1).
 //
-// Measured and rejected (H100, docs/multilevel.md): chaining the parts — part
-// i adding into C with beta = 1 after part i - 1, no workspace and no summing
-// pass — took 111.7 / 126.5 % of the single kernel at 4096^3 over 4 / 8
-// threads against 106.7 / 110.7 % summed: 8 dependent kernels, each with its
-// own pipeline fill and a read of C in every epilogue, cost more than one
-// pass over the slices. Also measured and rejected: a ring of
-// row bands (part i adds into band (i + r) mod p of C in round r, after the
-// band's round r - 1): 123 % at 8 threads, every round paying its own partial
-// last wave; and the sum in the parts' epilogue (the last part to finish a
-// tile sums that tile's slices): 116 % at 8, 109 % at 2 threads against 114 /
-// 106 % for this pass — one SM reading 8 slices of a tile is slower than all
-// SMs streaming them.
+// Measured and rejected (docs/perf-notes.md): chaining the parts — part i
+// adding into C with beta = 1 after part i - 1, no workspace and no summing
+// pass: 8 dependent kernels, each with its own pipeline fill and a read of C
+// in every epilogue, cost more than one pass over the slices. A ring of row
+// bands (part i adds into band (i + r) mod p of C in round r, after the
+// band's round r - 1): every round pays its own partial last wave. The sum
+// in the parts' epilogue (the last part to finish a tile sums that tile's
+// slices): one SM reading 8 slices of a tile is slower than all SMs
+// streaming them.
 class KSplit {
  public:
   // cx: locked, with `threads` threads; device: the caller's.
