@@ -112,6 +112,18 @@ TEST(Cli, BenchThreadsZeroIsAllCores) {
   EXPECT_NE(r.out.find("gold"), std::string::npos) << r.out;
 }
 
+// --batch B: a strided batch (parray::gemm_batched), every product checked against FP64.
+TEST(Cli, GemmBatchVerifies) {
+  for (const char* args : {"gemm --impl cpu -m 17 -n 13 -k 29 --batch 37 --reps 1",
+                           "gemm --impl cpu -m 40 -n 30 -k 50 --batch 3 --dtype f64 --alpha -1 --beta 0.5 --reps 1"}) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+    EXPECT_NE(r.out.find("check OK"), std::string::npos) << args << "\n" << r.out;
+  }
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --batch 3 --layout-a col", "--batch takes row-major operands");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --batch -1", "--batch -1 must be >= 1");
+}
+
 TEST(Cli, GemmVerifies) {
   const CliResult r = run_cli("gemm --impl gold -m 37 -n 29 -k 41 --reps 1");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -25,6 +25,7 @@
 #include "parray/tuning.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "gemm_batched_cli.hpp"
 #include "parrayc/translate.hpp"
 
 #if PARRAY_HAVE_CUDA
@@ -196,11 +197,30 @@ struct GemmArgs {
   double alpha = 1.0, beta = 0.0;
   std::uint64_t seed = 42;
   int reps = 0, threads = 0;
+  long long batch = 0;
   bool print = false, int_inputs = false;
   std::string precision;
 };
 
+// --batch B: B products packed one after another, row-major.
+int cmd_gemm_batch(const GemmArgs& g) {
+  if (g.batch < 1) throw Error("--batch " + std::to_string(g.batch) + " must be >= 1");
+  for (const std::string* l : {&g.layout_a, &g.layout_b, &g.layout_c})
+    if (*l != "row") throw Error("--batch takes row-major operands (--layout-a/-b/-c row), not '" + *l + "'");
+  if (g.print || !g.storage_a.empty() || !g.storage_b.empty() || !g.storage_c.empty())
+    throw Error("--batch takes neither --print nor --storage-*");
+  if (g.threads < 0) throw Error("--threads " + std::to_string(g.threads) + " is negative");
+  if (g.reps < 0) throw Error("--reps " + std::to_string(g.reps) + " is negative");
+  tools::BatchedGemmArgs a;
+  a.impl = g.impl, a.dtype = parse_dtype(g.dtype), a.batch = g.batch;
+  a.m = whole(g.m, "-m"), a.n = whole(g.n, "-n"), a.k = whole(g.k, "-k");
+  a.alpha = g.alpha, a.beta = g.beta, a.seed = g.seed, a.threads = g.threads, a.reps = g.reps;
+  if (!g.precision.empty()) a.precision = parse_precision(g.precision);
+  return tools::run_batched_gemm(a);
+}
+
 int cmd_gemm(const GemmArgs& g) {
+  if (g.batch != 0) return cmd_gemm_batch(g);
   GemmProblem p;
   p.dtype = parse_dtype(g.dtype);
   p.m = whole(g.m, "-m");
@@ -432,6 +452,8 @@ int main(int argc, char** argv) {
   gemm->add_option("--beta", g.beta);
   gemm->add_option("--seed", g.seed, "random seed of the inputs");
   gemm->add_option("--reps", g.reps, "timed repeats (default: adaptive)");
+  gemm->add_option("--batch", g.batch,
+                   "a strided batch of this many products, row-major, one call of parray::gemm_batched");
   gemm->add_option("--threads", g.threads, "CPU threads (default: OMP_NUM_THREADS or all cores)");
   gemm->add_flag("--print", g.print, "print A, B and C (small integer inputs 0..8, checkable by hand)");
   gemm->add_flag("--int-inputs", g.int_inputs, "small integer inputs 0..8");

@@ -1,0 +1,27 @@
+// `parray gemm --batch B`: a strided batch of B products (parray::gemm_batched)
+// verified against FP64 and timed, as `parray gemm` does one product.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "parray/core.hpp"
+#include "parray/precision.hpp"
+
+namespace parray::tools {
+
+struct BatchedGemmArgs {
+  std::string impl;
+  Dtype dtype = Dtype::f32;
+  index_t batch = 0, m = 0, n = 0, k = 0;
+  double alpha = 1, beta = 0;
+  std::uint64_t seed = 42;
+  int threads = 0, reps = 0;
+  std::optional<Precision> precision;
+};
+
+// Prints the row and the check; 0 when it passed, 1 when it failed.
+int run_batched_gemm(const BatchedGemmArgs& a);
+
+}  // namespace parray::tools
