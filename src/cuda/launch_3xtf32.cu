@@ -56,7 +56,7 @@ bool keep_small_parts() { return gpu_tuning().tf32x3_small; }
 
 // K per GEMM (see 13_split_tf32.cuh: the tensor cores' truncating
 // accumulation): the error is that of 3 kc terms whatever K
-// (docs/gpu-ladder.md has the measured error and speed per kc).
+// (docs/tensor-cores.md has the measured error and speed per kc).
 constexpr int kChunkK = 256;
 
 bool unit(const Axis& a) { return a.is_strided() && (a.stride[0] == 1 || a.size <= 1); }

@@ -22,7 +22,7 @@
 // split copies) and written K-contiguous, the layout tensor cores read best
 // (cuBLAS's "TN"), chunk by chunk (split_store). The GEMMs are cuBLAS's TF32
 // kernels (launch_3xtf32.cu): wgmma and TMA, which step 12's CUDA-core kernel
-// has no counterpart of. Its error and speed per kc: docs/gpu-ladder.md,
+// has no counterpart of. Its error and speed per kc: docs/tensor-cores.md,
 // step 13.
 #pragma once
 
