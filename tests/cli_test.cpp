@@ -27,6 +27,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   // Misspelt commands are named, with the commands there are; an option's value is not taken for one.
   expect_cli_bad_input("gemmm -m 8", "unknown command 'gemmm' (commands: list, gemm, bench");
   expect_cli_bad_input("bench gemmx", "unknown command 'gemmx' of 'bench' (commands: gemm,");
+  expect_cli_bad_input("bench", "'bench' needs a command (commands: gemm,");
   expect_cli_bad_input("--isa portable lst", "unknown command 'lst'");
   // Output files that cannot be written are refused before the run, which never starts.
   expect_cli_bad_input("bench gemm --impl gold --sizes 8 --csv /nonexistent-dir/t.csv", "--csv /nonexistent-dir/t.csv: cannot be written");

@@ -375,9 +375,18 @@ void check_output_files(const CLI::App& app) {
   }
 }
 
-// Where a command is expected but argv names none: "unknown command 'X'
-// (commands: ...)", or "" when every word is known (CLI11 says only that a
-// subcommand is required). Options' values are stepped over.
+// The commands under `level`, as "a, b, c".
+std::string command_names(CLI::App& level) {
+  std::string names;
+  for (const CLI::App* s : level.get_subcommands([](CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + s->get_name();
+  return names;
+}
+
+// Where a command is expected but argv names an unknown one or none: "unknown
+// command 'X' (commands: ...)" or "'bench' needs a command (commands: ...)";
+// "" when every word is known and no command is missing (CLI11 would say only
+// that a subcommand is required). Options' values are stepped over.
 std::string unknown_command(CLI::App& app, int argc, char** argv) {
   CLI::App* level = &app;
   for (int i = 1; i < argc; ++i) {
@@ -394,11 +403,12 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
       level = *named;
       continue;
     }
-    std::string names;
-    for (const CLI::App* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
     return "unknown command '" + word + "'" + (level == &app ? "" : " of '" + level->get_name() + "'") +
-           " (commands: " + names + ")";
+           " (commands: " + command_names(*level) + ")";
   }
+  if (level->get_require_subcommand_min() > 0)  // stopped where a command must follow
+    return (level == &app ? std::string("a command is needed") : "'" + level->get_name() + "' needs a command") +
+           " (commands: " + command_names(*level) + ")";
   return "";
 }
 
