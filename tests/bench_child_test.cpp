@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 using namespace parray;
 using namespace parray_test;

@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 extern "C" {
 void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);

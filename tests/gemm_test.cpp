@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "gemm_test_names.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 using namespace parray;
 

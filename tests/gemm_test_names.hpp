@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 namespace parray {
 

@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 
 namespace parray_test {
 

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "gemv_check.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 
 using namespace parray;
 

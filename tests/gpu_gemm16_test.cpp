@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "parray/array.hpp"
-#include "parray/gemm16_case.hpp"
+#include "harness/gemm16_case.hpp"
 
 using namespace parray;
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gemm_test_names.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/tuning.hpp"
 
 using namespace parray;

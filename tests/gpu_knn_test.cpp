@@ -9,7 +9,7 @@
 
 #include "gemv_check.hpp"
 #include "parray/array.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 
 using namespace parray;
 

@@ -14,7 +14,7 @@
 
 #include "cli_run.hpp"
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda/memory.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/multilevel.hpp"
 
 namespace {

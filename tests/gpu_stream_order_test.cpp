@@ -17,7 +17,7 @@
 #include "parray/config.hpp"
 #include "parray/cuda_runtime.hpp"
 #include "parray/gemm.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/multilevel.hpp"
 
 #if PARRAY_HAVE_CUDA

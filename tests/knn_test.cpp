@@ -14,7 +14,7 @@
 #include <numeric>
 #include <random>
 
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 #include "parray/vecs_io.hpp"
 #include "cli_run.hpp"
 

@@ -2,7 +2,7 @@
 // broken implementations (registered only in this test binary) must fail.
 #include <gtest/gtest.h>
 
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 using namespace parray;
 

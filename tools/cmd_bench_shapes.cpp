@@ -28,7 +28,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/registry.hpp"
 
 namespace parray {

@@ -42,7 +42,7 @@
 #include <fmt/format.h>
 
 #include "parray/dist_model.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/mpi/check.hpp"
 #include "parray/mpi/gpu.hpp"
 #include "parray/mpi/summa.hpp"

@@ -20,7 +20,7 @@
 #include "parray/config.hpp"
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"
-#include "parray/gemm16_case.hpp"
+#include "harness/gemm16_case.hpp"
 #endif
 
 namespace parray {

@@ -25,8 +25,8 @@
 
 #include "parray/array.hpp"
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/harness.hpp"
+#include "harness/knn_bench.hpp"
 #include "parray/measure.hpp"
 #include "parray/vecs_io.hpp"
 #include "cli_util.hpp"

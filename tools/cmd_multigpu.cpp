@@ -32,7 +32,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda/memory.hpp"

@@ -15,7 +15,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/multilevel.hpp"
 
 namespace {

@@ -29,7 +29,7 @@
 #include "commands.hpp"
 #include "parray/config.hpp"
 #include "parray/gemm.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"

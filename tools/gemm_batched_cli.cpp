@@ -22,7 +22,7 @@
 #include "parray/config.hpp"
 #include "parray/gemm_batched.hpp"
 #include "parray/gemm_check.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 #include "parray/measure.hpp"
 #include "parray/registry.hpp"
 #if PARRAY_HAVE_CUDA

@@ -20,8 +20,8 @@
 
 #include "parray/config.hpp"
 #include "parray/cpu.hpp"
-#include "parray/harness.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/harness.hpp"
+#include "harness/knn_bench.hpp"
 #include "parray/tuning.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"

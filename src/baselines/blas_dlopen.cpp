@@ -29,7 +29,7 @@
 #include <type_traits>
 
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 namespace parray {
 

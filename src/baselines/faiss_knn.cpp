@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 
 #if PARRAY_HAVE_FAISS
 #include <faiss/IndexFlat.h>

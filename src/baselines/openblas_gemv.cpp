@@ -6,7 +6,7 @@
 #include <climits>
 
 #include "parray/config.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 
 namespace parray {
 

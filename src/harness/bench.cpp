@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"

@@ -30,7 +30,7 @@
 
 #include <fmt/format.h>
 
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 extern char** environ;
 

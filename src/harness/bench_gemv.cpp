@@ -16,8 +16,8 @@
 
 #include "parray/array.hpp"
 #include "parray/config.hpp"
-#include "parray/harness.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/harness.hpp"
+#include "harness/knn_bench.hpp"
 #include "parray/named_layouts.hpp"
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"

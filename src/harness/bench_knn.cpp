@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "parray/array.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 #include "parray/measure.hpp"
 
 namespace parray {

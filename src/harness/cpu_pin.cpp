@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 namespace parray {
 

@@ -1,5 +1,5 @@
 // GemmCase: operands in named layouts, poisoning, the FP64 reference and the
-// verification described in include/parray/harness.hpp.
+// verification described in src/harness/include/harness/harness.hpp.
 #include <omp.h>
 
 #include <algorithm>
@@ -10,10 +10,10 @@
 
 #include "parray/config.hpp"
 #include "parray/gemm.hpp"
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 #if PARRAY_HAVE_CUDA
-#include "parray/cuda/reference.hpp"
+#include "harness/reference.hpp"
 #include "parray/cuda_runtime.hpp"
 #endif
 

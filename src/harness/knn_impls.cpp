@@ -9,7 +9,7 @@
 
 #include "parray/array.hpp"
 #include "parray/config.hpp"
-#include "parray/knn_bench.hpp"
+#include "harness/knn_bench.hpp"
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"
 #endif

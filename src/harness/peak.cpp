@@ -13,7 +13,7 @@
 #include <map>
 #include <mutex>
 
-#include "parray/harness.hpp"
+#include "harness/harness.hpp"
 
 namespace parray {
 

@@ -1,8 +1,8 @@
-// The FP64 reference GEMM on the device (parray/cuda/reference.hpp): 16x16
+// The FP64 reference GEMM on the device (harness/reference.hpp): 16x16
 // shared-memory tiles, double accumulation, operands through their layouts.
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/operand.cuh"
-#include "parray/cuda/reference.hpp"
+#include "harness/reference.hpp"
 
 namespace parray::cuda {
 

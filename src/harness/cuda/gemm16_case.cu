@@ -1,4 +1,4 @@
-// Gemm16Case (include/parray/gemm16_case.hpp): a 16-bit GEMM's operands on the
+// Gemm16Case (src/harness/include/harness/gemm16_case.hpp): a 16-bit GEMM's operands on the
 // GPU, its FP64 reference (cuda::reference_gemm_f64 over exact FP32 copies of
 // the 16-bit values) and the check of docs/verification.md's "16-bit data".
 #include <cuda_bf16.h>
@@ -9,11 +9,11 @@
 #include <cstring>
 #include <vector>
 
-#include "gemm/element16.cuh"
+#include "../../cuda/gemm/element16.cuh"
 #include "parray/cuda/check.hpp"
-#include "parray/cuda/reference.hpp"
+#include "harness/reference.hpp"
 #include "parray/cuda_runtime.hpp"
-#include "parray/gemm16_case.hpp"
+#include "harness/gemm16_case.hpp"
 
 namespace parray {
 
