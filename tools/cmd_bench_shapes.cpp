@@ -106,7 +106,6 @@ int run_shapes(const ShapesArgs& a) {
   const std::string ours = a.device == "gpu" ? "gpu-auto" : "parray-cpu";
   for (Precision p : precisions) registry().find(baseline_for(a.device, p));  // a clear error before any run
   registry().find(ours);
-  if (!a.csv.empty() && !std::ofstream(a.csv)) throw Error("bench shapes: cannot write " + a.csv);
 
   const std::vector<Shape> shapes = draw_shapes(a);
   std::vector<BenchRow> all;
