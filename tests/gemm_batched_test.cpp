@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "parray/gemm_batched.hpp"
+#include "random_values.hpp"
 
 namespace parray {
 namespace {
@@ -21,13 +22,7 @@ struct Stack {
   std::vector<float> a, b, c;
 };
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::random_values;
 
 // C_i = alpha A_i B_i + beta C_i in FP64, A_i row-major M x K at i * sa (or
 // column-major where a_col), B_i row-major K x N at i * sb, C_i row-major at i * sc.

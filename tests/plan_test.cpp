@@ -124,6 +124,43 @@ TEST_P(PlanOnGpu, Bf16IsNeverServedByFp16) {
       }
 }
 
+// Batches: step 18 (one launch on the CUDA cores) for stacks of small
+// matrices, step 16's 128 x 256 tensor-core tiles once a matrix fills them;
+// for FP32 data step 18 beats the products in turn wherever each product is
+// small (a call's host time dominates it).
+BatchProblem batch(index_t count, index_t m, index_t n, index_t k, int in_bytes) {
+  BatchProblem b;
+  b.batch = count, b.m = m, b.n = n, b.k = k, b.in_bytes = in_bytes, b.out_bytes = in_bytes;
+  return b;
+}
+
+TEST_P(PlanOnGpu, BatchesOfSmallMatricesTakeStep18) {
+  for (index_t s : {8, 24, 32})
+    EXPECT_LT(plan_batched_small(gpu(), batch(4096, s, s, s, 2)).predicted_us,
+              predict_batched_16bit_us(gpu(), batch(4096, s, s, s, 2)))
+        << s;
+  for (index_t s : {256, 512, 2048})
+    EXPECT_GT(plan_batched_small(gpu(), batch(64, s, s, s, 2)).predicted_us,
+              predict_batched_16bit_us(gpu(), batch(64, s, s, s, 2)))
+        << s;
+  EXPECT_EQ(plan_batched_small(gpu(), batch(10, 32, 30, 500, 4)).tile, 32);
+  EXPECT_EQ(plan_batched_small(gpu(), batch(10, 33, 30, 500, 4)).tile, 64);
+  // FP32: a stack of 64^3 in one launch against 1024 calls in turn.
+  const double in_turn = 1024 * kHostUsPerCall;
+  EXPECT_LT(plan_batched_small(gpu(), batch(1024, 64, 64, 64, 4)).predicted_us, in_turn);
+}
+
+TEST_P(PlanOnGpu, BatchTimeGrowsWithTheBatch) {
+  for (index_t s : {16, 64, 300}) {
+    const double one = plan_batched_small(gpu(), batch(100, s, s, s, 4)).predicted_us;
+    const double four = plan_batched_small(gpu(), batch(400, s, s, s, 4)).predicted_us;
+    EXPECT_GT(four, one) << s;
+    EXPECT_GE(predict_batched_16bit_us(gpu(), batch(400, s, s, s, 2)),
+              predict_batched_16bit_us(gpu(), batch(100, s, s, s, 2)))
+        << s;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, PlanOnGpu, ::testing::Values(0, 1),
                          [](const auto& info) { return info.param == 0 ? "H100" : "H200"; });
 

@@ -1,10 +1,14 @@
 // parray bench gemm16: GEMM on 16-bit data in device memory (gemm16.hpp),
-// parray's step 16 against cuBLAS in the same run.
+// parray's default (gpu), step 16 and, for a batch, step 18 against cuBLAS in
+// the same run.
 //
 //   parray bench gemm16 [--type bf16|fp16] [--c-type same|f32] [--sizes 4096,8192,1037x1055x1031]
-//                       [--trans-a] [--trans-b] [--alpha A] [--beta B] [--pad P] [--reps R] [--csv FILE]
+//                       [--trans-a] [--trans-b] [--alpha A] [--beta B] [--pad P] [--batch B [--broadcast-b]]
+//                       [--reps R] [--csv FILE]
 //
-// Each size is N (N^3) or MxKxN. Every implementation is checked against the
+// Each size is N (N^3) or MxKxN. --batch B: a strided batch of B products of
+// that size in one call (cuBLAS: cublasGemmStridedBatchedEx), --broadcast-b
+// one B for them all. Every implementation is checked against the
 // FP64 reference (gemm16_case.hpp) before it is timed (CUDA events, median of
 // --reps after a warm-up); a failed check is reported and not timed.
 #include <fstream>
@@ -30,7 +34,8 @@ struct Gemm16BenchArgs {
   std::string type = "bf16", c_type = "same", sizes = "4096,8192", csv;
   bool trans_a = false, trans_b = false;
   float alpha = 1.f, beta = 0.f;
-  index_t pad = 0;
+  index_t pad = 0, batch = 1;
+  bool broadcast_b = false;
   int reps = 20;
 };
 
@@ -57,8 +62,9 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
   base.trans_a = a.trans_a ? Trans::yes : Trans::no;
   base.trans_b = a.trans_b ? Trans::yes : Trans::no;
   base.alpha = a.alpha, base.beta = a.beta, base.pad = a.pad;
+  base.batch = a.batch, base.broadcast_b = a.broadcast_b;
   std::cerr << cuda::device_description() << "\n";
-  std::string csv = "type,c_type,trans_a,trans_b,m,k,n,pad,impl,ms,tflops,pct_cublas,frobenius,worst,ok,note\n";
+  std::string csv = "type,c_type,trans_a,trans_b,batch,m,k,n,pad,impl,ms,tflops,pct_cublas,frobenius,worst,ok,note\n";
   bool all_passed = true;
   for (const std::vector<index_t>& d : shapes) {
     Gemm16Problem p = base;
@@ -66,7 +72,10 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
     Gemm16Case c(p);
     double cublas_tflops = 0;
     // cuBLAS first: its figure is the denominator of the others.
-    for (const std::string& impl : {std::string("cublas"), std::string("cuda-16")}) {
+    // gpu: the planner's choice; step 18 on its own only for a batch.
+    std::vector<std::string> impls = {"cublas", "gpu", "cuda-16"};
+    if (p.batch > 1) impls.push_back("cuda-18");
+    for (const std::string& impl : impls) {
       std::string note = gemm16_unsupported(impl);
       Gemm16Check chk;
       double ms = 0, tflops = 0;
@@ -76,16 +85,16 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
         note = chk.note;
         if (chk.passed) {
           ms = c.time_ms(impl, a.reps);
-          tflops = 2.0 * double(p.m) * double(p.n) * double(p.k) / (ms * 1e9);
+          tflops = 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k) / (ms * 1e9);
         } else {
           all_passed = false;
         }
       }
       if (impl == "cublas") cublas_tflops = tflops;
       const double pct = cublas_tflops > 0 && tflops > 0 ? 100.0 * tflops / cublas_tflops : 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type, a.c_type,
-                         int(a.trans_a), int(a.trans_b), p.m, p.k, p.n, p.pad, impl, ms, tflops, pct, chk.frobenius,
-                         chk.worst, chk.passed ? 1 : 0, note);
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type,
+                         a.c_type, int(a.trans_a), int(a.trans_b), p.batch, p.m, p.k, p.n, p.pad, impl, ms, tflops, pct,
+                         chk.frobenius, chk.worst, chk.passed ? 1 : 0, note);
     }
   }
   std::cout << csv;
@@ -108,6 +117,10 @@ std::vector<tools::CliCommand> add_gemm16_commands(CLI::App&, CLI::App& bench) {
   c->add_option("--alpha", args->alpha)->capture_default_str();
   c->add_option("--beta", args->beta)->capture_default_str();
   c->add_option("--pad", args->pad, "extra elements per stored row of A, B and C")->check(CLI::Range(0, 1 << 16));
+  c->add_option("--batch", args->batch, "products of each size in one strided-batched call")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_flag("--broadcast-b", args->broadcast_b, "one B for every product of the batch (batch stride 0)");
   c->add_option("--reps", args->reps, "timed repeats (median)")->capture_default_str()->check(CLI::Range(1, 1000));
   c->add_option("--csv", args->csv, "write the table as CSV");
   return {{c, [args] { return run_gemm16_bench(*args); }}};

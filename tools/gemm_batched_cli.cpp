@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -39,9 +40,6 @@ struct Stack {
   std::vector<T> host;
   std::unique_ptr<Array<T>> device;  // the same elements in device memory, for a GPU implementation
   index_t stride() const { return rows * cols; }
-  T* data() { return device ? device->data() : host.data(); }
-  MatrixView<T> first() { return {data(), MatrixLayout::row_major(rows, cols, std::max<index_t>(cols, 1)),
-                                   device ? Memory::device : Memory::paged}; }
   std::size_t bytes() const { return host.size() * sizeof(T); }
   void to_device() {
     device = std::make_unique<Array<T>>(Layout::dense({std::max<index_t>(batch * rows, 1), std::max<index_t>(cols, 1)}),
@@ -58,42 +56,71 @@ Stack<T> random_stack(index_t batch, index_t rows, index_t cols, std::mt19937_64
   return s;
 }
 
+// One problem's stacks and the FP64 reference of every product, shared by
+// every implementation measured on it (device copies made on first need).
 template <class T>
-int run_typed(const BatchedGemmArgs& a, const GemmImpl& impl) {
-  std::mt19937_64 rng(a.seed);
-  Stack<T> sa = random_stack<T>(a.batch, a.m, a.k, rng), sb = random_stack<T>(a.batch, a.k, a.n, rng);
-  Stack<T> c0 = random_stack<T>(a.batch, a.m, a.n, rng);
-  if (a.beta == 0) std::fill(c0.host.begin(), c0.host.end(), std::numeric_limits<T>::quiet_NaN());  // not read
-  Stack<T> sc{a.batch, a.m, a.n, c0.host, nullptr};
-  // FP64 reference of every product.
-  std::vector<double> ref(sc.host.size());
+struct BatchData {
+  BatchedGemmArgs args;
+  Stack<T> a, b, c0, c;
+  std::vector<double> ref;
+
+  explicit BatchData(const BatchedGemmArgs& x) : args(x) {
+    std::mt19937_64 rng(x.seed);
+    a = random_stack<T>(x.batch, x.m, x.k, rng), b = random_stack<T>(x.batch, x.k, x.n, rng);
+    c0 = random_stack<T>(x.batch, x.m, x.n, rng);
+    if (x.beta == 0) std::fill(c0.host.begin(), c0.host.end(), std::numeric_limits<T>::quiet_NaN());  // not read
+    c = Stack<T>{x.batch, x.m, x.n, c0.host, nullptr};
+    ref.resize(c.host.size());
 #pragma omp parallel for schedule(static)
-  for (index_t row = 0; row < a.batch * a.m; ++row) {
-    const index_t q = row / std::max<index_t>(a.m, 1);
-    const T* ar = sa.host.data() + row * a.k;
-    const T* bq = sb.host.data() + q * a.k * a.n;
-    for (index_t j = 0; j < a.n; ++j) {
-      double s = 0;
-      for (index_t p = 0; p < a.k; ++p) s += double(ar[p]) * double(bq[p * a.n + j]);
-      const std::size_t at = std::size_t(row * a.n + j);
-      ref[at] = a.alpha * s + (a.beta == 0 ? 0.0 : a.beta * double(c0.host[at]));
+    for (index_t row = 0; row < x.batch * x.m; ++row) {
+      const index_t q = row / std::max<index_t>(x.m, 1);
+      const T* ar = a.host.data() + row * x.k;
+      const T* bq = b.host.data() + q * x.k * x.n;
+      for (index_t j = 0; j < x.n; ++j) {
+        double s = 0;
+        for (index_t p = 0; p < x.k; ++p) s += double(ar[p]) * double(bq[p * x.n + j]);
+        const std::size_t at = std::size_t(row * x.n + j);
+        ref[at] = x.alpha * s + (x.beta == 0 ? 0.0 : x.beta * double(c0.host[at]));
+      }
     }
   }
+  void to_device() {
+    if (!a.device) a.to_device(), b.to_device(), c.to_device(), c0.to_device();
+  }
+};
+
+struct BatchResult {
+  Measurement m;
+  Precision delivered = Precision::fp32;
+  double rel_err = 0, tolerance = 0;
+};
+
+// The batch through `impl`: run once and checked (NaN never passes), then
+// timed (CUDA events on the GPU).
+template <class T>
+BatchResult measure_batch(BatchData<T>& d, const GemmImpl& impl, int threads, int reps) {
+  const BatchedGemmArgs& a = d.args;
   const bool on_device = impl.operand_memory == Memory::device;
-  if (on_device) sa.to_device(), sb.to_device(), sc.to_device(), c0.to_device();
+  if (on_device) d.to_device();
   GemmOptions o;
-  o.impl = impl.name, o.threads = a.threads, o.precision = a.precision;
-  const Precision delivered = impl.delivers(dtype_of<T>(), a.precision);
-  const double tolerance = gemm_tolerance(dtype_of<T>(), a.k, delivered);
-  double rel_err = 0;
+  o.impl = impl.name, o.threads = threads, o.precision = a.precision;
+  BatchResult r;
+  r.delivered = impl.delivers(dtype_of<T>(), a.precision);
+  r.tolerance = gemm_tolerance(dtype_of<T>(), a.k, r.delivered);
+  Stack<T>& sc = d.c;
+  const auto data = [on_device](Stack<T>& s) { return on_device ? s.device->data() : s.host.data(); };
+  const auto view = [&](Stack<T>& s) {
+    return MatrixView<T>{data(s), MatrixLayout::row_major(s.rows, s.cols, std::max<index_t>(s.cols, 1)),
+                         on_device ? Memory::device : Memory::paged};
+  };
   Trial t;
   t.reset = [&] {
-    if (on_device) copy_bytes(sc.data(), Memory::device, c0.data(), Memory::device, sc.bytes());
-    else sc.host = c0.host;
+    if (on_device) copy_bytes(data(sc), Memory::device, data(d.c0), Memory::device, sc.bytes());
+    else sc.host = d.c0.host;
   };
   t.run = [&] {
-    gemm_batched<T>(a.batch, T(a.alpha), MatrixView<const T>(sa.first()), MatrixView<const T>(sb.first()), T(a.beta),
-                    sc.first(), {sa.stride(), sb.stride(), sc.stride()}, o);
+    gemm_batched<T>(a.batch, T(a.alpha), MatrixView<const T>(view(d.a)), MatrixView<const T>(view(d.b)), T(a.beta),
+                    view(sc), {d.a.stride(), d.b.stride(), sc.stride()}, o);
   };
 #if PARRAY_HAVE_CUDA
   if (on_device) {
@@ -103,55 +130,127 @@ int run_typed(const BatchedGemmArgs& a, const GemmImpl& impl) {
 #endif
   t.check = [&]() -> Verdict {
     std::vector<T> got(sc.host.size());
-    if (on_device) copy_bytes(got.data(), Memory::paged, sc.data(), Memory::device, sc.bytes());
+    if (on_device) copy_bytes(got.data(), Memory::paged, data(sc), Memory::device, sc.bytes());
     else got = sc.host;
     double err2 = 0, ref2 = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
       if (!std::isfinite(double(got[i])))
         return {Outcome::failed, INFINITY, fmt::format("element {} of the stack is {} (NaN/Inf never passes)", i,
                                                        double(got[i]))};
-      const double d = double(got[i]) - ref[i];
-      err2 += d * d, ref2 += ref[i] * ref[i];
+      const double diff = double(got[i]) - d.ref[i];
+      err2 += diff * diff, ref2 += d.ref[i] * d.ref[i];
     }
-    rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-    if (rel_err > tolerance)
-      return {Outcome::failed, rel_err, fmt::format("relative error {:.3e} above tolerance {:.3e}", rel_err, tolerance)};
-    return {Outcome::passed, rel_err, ""};
+    r.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+    if (r.rel_err > r.tolerance)
+      return {Outcome::failed, r.rel_err,
+              fmt::format("relative error {:.3e} above tolerance {:.3e}", r.rel_err, r.tolerance)};
+    return {Outcome::passed, r.rel_err, ""};
   };
   TimingPlan plan;
-  if (a.reps > 0) plan.min_reps = plan.max_reps = a.reps;
+  if (reps > 0) plan.min_reps = plan.max_reps = reps;
   // As bench gemm's CPU rows: the warm-up lasts long enough for the workers to
   // wake (on a VM an idle vCPU takes milliseconds to, longer than a small batch).
   if (!on_device) plan.min_warmup_seconds = BenchOptions{}.min_warmup_seconds;
-  const Measurement m = verify_then_time(t, plan);
-  const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
-  std::cout << fmt::format("{} ({}) {} batch of {}: C[{}x{}] = A[{}x{}] * B[{}x{}], row-major, alpha {}, beta {}, {} "
-                           "thread(s)\n",
-                           impl.name, on_device ? "gpu" : "cpu", dtype_name(dtype_of<T>()), a.batch, a.m, a.n, a.m, a.k,
-                           a.k, a.n, a.alpha, a.beta, threads);
-  if (!m.verdict.passed()) {
-    std::cout << "check FAILED: " << m.verdict.note << "\n";
-    return 1;
-  }
-  const double flops = 2.0 * double(a.batch) * double(a.m) * double(a.n) * double(a.k);
-  const double ms = m.timing.median_ms;
-  std::cout << fmt::format("time {:.4f} ms (median), {:.2f} GFLOP/s\n", ms, ms > 0 ? flops / (ms * 1e6) : 0.0);
-  std::cout << fmt::format("check OK: rel_err {:.3e} (tolerance {:.3e})\n", rel_err, tolerance);
-  return 0;
+  r.m = verify_then_time(t, plan);
+  return r;
 }
 
-}  // namespace
-
-int run_batched_gemm(const BatchedGemmArgs& a) {
+void check_room(const BatchedGemmArgs& a) {
   if (a.batch < 1) throw Error("--batch must be >= 1");
   const double elem = a.dtype == Dtype::f32 ? 4.0 : 8.0;
   const double per = double(a.m) * double(a.k) + double(a.k) * double(a.n) + 2.0 * double(a.m) * double(a.n);
   check_host_memory(double(a.batch) * (elem * per + 8.0 * double(a.m) * double(a.n)),
                     fmt::format("a batch of {} {}x{}x{} products", a.batch, a.m, a.k, a.n));
+}
+
+template <class T>
+int run_typed(const BatchedGemmArgs& a, const GemmImpl& impl) {
+  BatchData<T> d(a);
+  const BatchResult r = measure_batch(d, impl, a.threads, a.reps);
+  const bool on_device = impl.operand_memory == Memory::device;
+  const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
+  std::cout << fmt::format("{} ({}) {} batch of {}: C[{}x{}] = A[{}x{}] * B[{}x{}], row-major, alpha {}, beta {}, {} "
+                           "thread(s)\n",
+                           impl.name, on_device ? "gpu" : "cpu", dtype_name(dtype_of<T>()), a.batch, a.m, a.n, a.m, a.k,
+                           a.k, a.n, a.alpha, a.beta, threads);
+  if (!r.m.verdict.passed()) {
+    std::cout << "check FAILED: " << r.m.verdict.note << "\n";
+    return 1;
+  }
+  const double flops = 2.0 * double(a.batch) * double(a.m) * double(a.n) * double(a.k);
+  const double ms = r.m.timing.median_ms;
+  std::cout << fmt::format("time {:.4f} ms (median), {:.2f} GFLOP/s\n", ms, ms > 0 ? flops / (ms * 1e6) : 0.0);
+  std::cout << fmt::format("check OK: rel_err {:.3e} (tolerance {:.3e})\n", r.rel_err, r.tolerance);
+  return 0;
+}
+
+// The rows of one problem: every implementation in turn on the same stacks,
+// each against the fastest baseline that passed.
+template <class T>
+bool bench_typed(const BatchedBenchArgs& b, const BatchedGemmArgs& a, std::string& csv) {
+  BatchData<T> d(a);
+  struct Row {
+    const GemmImpl* impl = nullptr;
+    BatchResult r;
+    std::string note;  // why it did not run, or its failed check
+  };
+  std::vector<Row> rows;
+  double best_baseline_ms = 0;
+  for (const std::string& name : b.impls) {
+    const GemmImpl& impl = registry().find(name);
+    Row row;
+    row.impl = &impl;
+    row.note = precision_shortfall(impl, dtype_of<T>(), a.precision);
+    if (row.note.empty() && !impl.supports(dtype_of<T>())) row.note = "no " + std::string(dtype_name(dtype_of<T>()));
+    if (row.note.empty() && impl.operand_memory == Memory::device && !cuda_available()) row.note = "no CUDA device";
+    // Its thread pool would share this process with parray's (bench gemm
+    // without --batch runs it in a child process).
+    if (row.note.empty() && impl.own_process) row.note = "timed only in a process of its own: not with --batch";
+    if (row.note.empty()) {
+      row.r = measure_batch(d, impl, b.threads, b.reps);
+      if (!row.r.m.verdict.passed()) row.note = "check FAILED: " + row.r.m.verdict.note;
+      else if (impl.baseline && (best_baseline_ms == 0 || row.r.m.timing.median_ms < best_baseline_ms))
+        best_baseline_ms = row.r.m.timing.median_ms;
+    }
+    rows.push_back(row);
+  }
+  bool all_passed = true;
+  const double flops = 2.0 * double(a.batch) * double(a.m) * double(a.n) * double(a.k);
+  for (const Row& row : rows) {
+    const bool ran = row.note.empty();
+    all_passed = all_passed && (ran || row.note.rfind("check FAILED", 0) != 0);
+    const double ms = ran ? row.r.m.timing.median_ms : 0;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{:.5f},{:.1f},{:.1f},{:.2e},{},\"{}\"\n", dtype_name(dtype_of<T>()),
+                       a.precision ? precision_name(*a.precision) : "default", a.batch, a.m, a.k, a.n, row.impl->name,
+                       precision_name(row.r.delivered), ms, ms > 0 ? flops / (ms * 1e6) : 0.0,
+                       ms > 0 && best_baseline_ms > 0 ? 100.0 * best_baseline_ms / ms : 0.0, row.r.rel_err,
+                       ran ? 1 : 0, row.note);
+  }
+  return all_passed;
+}
+
+}  // namespace
+
+int run_batched_gemm(const BatchedGemmArgs& a) {
+  check_room(a);
   const GemmImpl& impl = registry().find(a.impl);
   if (!impl.supports(a.dtype))
     throw Error("implementation '" + impl.name + "' does not support " + dtype_name(a.dtype));
   return a.dtype == Dtype::f32 ? run_typed<float>(a, impl) : run_typed<double>(a, impl);
+}
+
+int run_batched_bench(const BatchedBenchArgs& b) {
+  if (b.impls.empty()) throw Error("bench gemm --batch: no implementation to run");
+  for (const std::string& name : b.impls) registry().find(name);  // an unknown name fails before any work
+  std::string csv = "dtype,precision,batch,m,k,n,impl,delivers,ms,gflops,pct_best_baseline,rel_err,ok,note\n";
+  bool all_passed = true;
+  for (const BatchedGemmArgs& a : b.problems) {
+    check_room(a);
+    all_passed = (a.dtype == Dtype::f32 ? bench_typed<float>(b, a, csv) : bench_typed<double>(b, a, csv)) && all_passed;
+    if (!b.csv.empty()) std::ofstream(b.csv) << csv;  // a run cut short keeps the problems it finished
+  }
+  std::cout << csv;
+  return all_passed ? 0 : 1;
 }
 
 }  // namespace parray::tools

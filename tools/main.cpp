@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -287,9 +289,59 @@ struct BenchArgs {
   std::uint64_t seed = 42;
   std::string stat = "median";
   std::string precision;
+  long long batch = 0;
 };
 
+// --sizes (N: N^3) and --shapes (MxKxN) as (M, K, N) triples.
+std::vector<std::array<index_t, 3>> bench_shapes(const BenchArgs& b) {
+  std::vector<std::array<index_t, 3>> shapes;
+  for (const std::string& s : split_list(b.sizes, ',')) {
+    const index_t v = whole(s, "--sizes");
+    shapes.push_back({v, v, v});
+  }
+  for (const std::string& s : split_list(b.shapes, ',')) {
+    const std::vector<std::string> parts = split_list(s, 'x');
+    if (parts.size() != 3) throw Error("--shapes '" + s + "' is not MxKxN");
+    shapes.push_back({whole(parts[0], "M"), whole(parts[1], "K"), whole(parts[2], "N")});
+  }
+  return shapes;
+}
+
+// --batch B: strided batches of B row-major products per shape. Default
+// implementations: the GPU default, step 18, and cuBLAS's strided-batched
+// call at the precision asked.
+int cmd_bench_gemm_batch(const BenchArgs& b) {
+  if (b.batch < 1) throw Error("--batch " + std::to_string(b.batch) + " must be >= 1");
+  if (b.layouts != "row" || !b.layout_a.empty() || !b.layout_b.empty() || !b.layout_c.empty() ||
+      !b.storage_a.empty() || !b.storage_b.empty() || !b.storage_c.empty())
+    throw Error("--batch takes row-major operands only (no --layout*, --storage-*)");
+  if (b.rounds != 1 || b.interleave || !b.json.empty() || b.stat != "median")
+    throw Error("--batch takes none of --rounds, --interleave, --json, --stat");
+  if (b.reps < 0) throw Error("--reps " + std::to_string(b.reps) + " is negative");
+  tools::BatchedBenchArgs a;
+  a.threads = int(whole(b.threads, "--threads", 0, 1024)), a.reps = b.reps, a.csv = b.csv;
+  std::optional<Precision> precision;
+  if (!b.precision.empty()) precision = parse_precision(b.precision);
+  if (b.impls == "all") {
+    const std::string p = precision ? precision_name(*precision) : "fp32";
+    a.impls = {"gpu-auto", "cuda-18-batched-small", p == "fp32" || p == "fp64" ? "cublas" : "cublas-" + p};
+  } else {
+    a.impls = split_list(b.impls, ',');
+  }
+  const std::vector<std::array<index_t, 3>> shapes = bench_shapes(b);
+  if (shapes.empty()) throw Error("--batch needs --sizes or --shapes");
+  for (const std::string& d : split_list(b.dtypes, ','))
+    for (const auto& [m, k, n] : shapes) {
+      tools::BatchedGemmArgs p;
+      p.dtype = parse_dtype(d), p.batch = b.batch, p.m = m, p.k = k, p.n = n;
+      p.alpha = b.alpha, p.beta = b.beta, p.seed = b.seed, p.precision = precision;
+      a.problems.push_back(p);
+    }
+  return tools::run_batched_bench(a);
+}
+
 int cmd_bench_gemm(const BenchArgs& b) {
+  if (b.batch != 0) return cmd_bench_gemm_batch(b);
   BenchOptions o;
   o.impls = expand_impls(b.impls);
   o.threads.clear();
@@ -310,16 +362,7 @@ int cmd_bench_gemm(const BenchArgs& b) {
   } else if (b.pin_cpu != "auto") {
     o.single_thread_cpu = static_cast<int>(whole(b.pin_cpu, "--pin-cpu (auto, off or a CPU)", 0, 4095));
   }
-  std::vector<std::array<index_t, 3>> shapes;  // m, k, n
-  for (const std::string& s : split_list(b.sizes, ',')) {
-    const index_t v = whole(s, "--sizes");
-    shapes.push_back({v, v, v});
-  }
-  for (const std::string& s : split_list(b.shapes, ',')) {
-    const std::vector<std::string> parts = split_list(s, 'x');
-    if (parts.size() != 3) throw Error("--shapes '" + s + "' is not MxKxN");
-    shapes.push_back({whole(parts[0], "M"), whole(parts[1], "K"), whole(parts[2], "N")});
-  }
+  const std::vector<std::array<index_t, 3>> shapes = bench_shapes(b);
   if (shapes.empty()) throw Error("give --sizes or --shapes");
   // OpenBLAS and BLIS run in a child process of their own, one per row, with
   // the row's thread count in the environment; this process never loads them.
@@ -505,6 +548,9 @@ int main(int argc, char** argv) {
                          "deliver less are not run, their rows say why");
   bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
   bench_gemm->add_option("--csv", b.csv, "write the table as CSV (rewritten after each problem, so a run cut short keeps those it finished)");
+  bench_gemm->add_option("--batch", b.batch,
+                         "strided batches of this many row-major products per shape (parray::gemm_batched), "
+                         "cuBLAS's strided-batched call beside them");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
 
   // parray tune: the speed table of the default GPU GEMM for this GPU, a

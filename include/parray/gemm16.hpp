@@ -7,9 +7,15 @@
 // trans_b, N x K (ldb >= K). beta = 0: C is not read.
 //
 // Implementations (gemm16_impls):
+//   gpu      the default: step 16, or step 18 for a batch of small matrices
+//            where the planner (plan.hpp: plan_batched_small) predicts it
+//            faster; Hopper
 //   cuda-16  ladder step 16 (src/cuda/gemm/16_wgmma_16bit.cuh): TMA straight
-//            from the operands in either major order, C stored by TMA; Hopper
-//   cublas   cublasGemmEx, the baseline
+//            from the operands in either major order, C stored by TMA; a
+//            batch in one launch; Hopper
+//   cuda-18  ladder step 18 (src/cuda/gemm/18_batched_small.cuh): a batch of
+//            small products in one launch on the CUDA cores, FP32 sums
+//   cublas   cublasGemmEx (a batch: cublasGemmStridedBatchedEx), the baseline
 // Bad arguments throw parray::Error with the reason; so does an implementation
 // that cannot run on this GPU (gemm16_unsupported says why beforehand).
 // Queued on Gemm16Args::stream (nullptr: the calling thread's default stream),
@@ -40,6 +46,11 @@ struct Gemm16Args {
   index_t ldb = 0;
   void* c = nullptr;
   index_t ldc = 0;
+  // A strided batch: `batch` products, matrix i of A at a + i * stride_a
+  // elements (likewise B and C). A stride of 0 broadcasts A or B; C's
+  // matrices must not overlap (stride_c >= one C's extent). batch 0: nothing.
+  index_t batch = 1;
+  index_t stride_a = 0, stride_b = 0, stride_c = 0;
   // The CUDA stream of the work (nullptr: the calling thread's default
   // stream), as GemmOptions::stream.
   GpuStream stream = nullptr;
@@ -48,6 +59,6 @@ struct Gemm16Args {
 const std::vector<std::string>& gemm16_impls();
 // Why `impl` cannot run on the current GPU, or "" when it can.
 std::string gemm16_unsupported(const std::string& impl);
-void gemm16(const Gemm16Args& args, const std::string& impl = "cuda-16");
+void gemm16(const Gemm16Args& args, const std::string& impl = "gpu");
 
 }  // namespace parray

@@ -111,6 +111,33 @@ struct GemmPlan {
 // deliver less than asked are listed with the reason and never chosen.
 GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p);
 
+// A strided batch of products of one shape, as the batch planner sees it.
+struct BatchProblem {
+  index_t batch = 1, m = 0, n = 0, k = 0;
+  int in_bytes = 4, out_bytes = 4;      // an element of A and B, of C
+  bool reads_c = false;                 // beta != 0
+  bool broadcast_a = false, broadcast_b = false;
+};
+
+// Step 18 on a batch: one launch, a block per T x T tile of a matrix, FP32
+// on the CUDA cores; the time of whichever bounds it, DRAM (every matrix
+// read once, C written once) or the CUDA cores on the padded tiles, each at
+// the share step 18 reaches of it.
+struct BatchSmallPlan {
+  int tile = 0;  // T: 32 where M and N fit it, else 64
+  double predicted_us = 0;
+};
+BatchSmallPlan plan_batched_small(const GpuModel& gpu, const BatchProblem& p);
+
+// Step 16's batch on 16-bit data: one persistent launch over batch x tiles of
+// 128 x 256, rounds of units on the SMs (each the padded tile's products at
+// 70 % of the tensor cores' peak and a fixed time), or DRAM where it bounds.
+double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p);
+
+// The host's time per call of the default GEMM (bench calls: 6 us on an
+// H100 host): products run in turn cost at least this each.
+constexpr double kHostUsPerCall = 5.0;
+
 // The K split a tile kernel of `tiles` tiles of `kts` k-steps takes on
 // `slots` block slots: 1 when the tiles fill the slots, else the split with
 // the least estimated time, each part >= 4 k-steps, at most 16 parts. Its

@@ -39,6 +39,18 @@ struct GemmCall {
   Precision precision = Precision::fp32;
 };
 
+// A strided batch of products of one shape, as gemm_batched hands it to an
+// implementation that runs batches in one go: product z reads matrix z of
+// each operand, first's views moved by z * stride elements (a, b: 0
+// broadcasts). The dispatcher has checked the views of first as a call of
+// its own, and batch >= 2, M, N, K >= 1, alpha != 0.
+template <class T>
+struct GemmBatchCall {
+  GemmCall<T> first;
+  index_t batch;
+  index_t stride_a, stride_b, stride_c;
+};
+
 struct GemmImpl : ImplInfo, TypedRuns<GemmCall> {
   // Benchmarks time it in a child process of its own, with the thread count
   // in its environment (OpenBLAS, BLIS: their thread pools would otherwise
@@ -62,6 +74,10 @@ struct GemmImpl : ImplInfo, TypedRuns<GemmCall> {
   // precision): it delivers exactly what a call asks, down to the lowest
   // precision it has a kernel for (gpu-auto: TF32, BF16, FP16 tensor cores).
   std::vector<Precision> selects_down_to;
+  // A whole strided batch at once where the implementation has a kernel for
+  // it: true when it ran (queued) the batch, false when it leaves the batch
+  // to gemm_batched, which then runs the products in turn. Empty: in turn.
+  std::function<bool(const GemmBatchCall<float>&)> run_batch_f32;
 
   Precision delivers(Dtype d) const {
     if (!rounds_inputs) return precision_of(d);
@@ -91,6 +107,16 @@ inline std::string precision_shortfall(const GemmImpl& impl, Dtype d, std::optio
   return "implementation '" + impl.name + "' delivers " + precision_name(got) + " products of " + dtype_name(d) +
          " data, the call asks for " + precision_name(want);
 }
+
+// gemm()'s checks of a call through `impl` (dimensions, C's overlap,
+// dtype, precision, memory, layouts) and its BLAS corner cases: M or N = 0
+// does nothing, K = 0 or alpha = 0 scales C. Returns the call the
+// implementation would receive, or nothing where the corner case has done
+// the work.
+template <class T>
+std::optional<GemmCall<T>> checked_gemm_call(const GemmImpl& impl, T alpha, MatrixView<const T> a,
+                                             MatrixView<const T> b, T beta, MatrixView<T> c, int threads,
+                                             std::optional<Precision> precision, GpuStream stream);
 
 class Registry : public ImplRegistry<GemmImpl> {
  public:

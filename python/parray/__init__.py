@@ -64,7 +64,7 @@ def matmul(a, b, out=None, precision=None, impl=None):
     return result[0] if a_ndim == 1 else result[:, 0] if b_ndim == 1 else result
 
 
-def matmul16(a, b, out=None, alpha=1.0, beta=0.0, out_dtype=None, impl="cuda-16"):
+def matmul16(a, b, out=None, alpha=1.0, beta=0.0, out_dtype=None, impl="gpu"):
     """out = alpha * a @ b + beta * out for bfloat16 or float16 CUDA matrices (PyTorch; CuPy for float16), returned.
 
     a (M x K) and b (K x N) are of one 16-bit dtype on one GPU, each row-major or column-major (a transposed

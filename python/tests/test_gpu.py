@@ -111,11 +111,11 @@ def test_torch_matmul16_both_orders_of_each_operand(rng, dtype, out_dtype):
     for ta in (False, True):
         for tb in (False, True):
             a, b = matrix(m, k, ta), matrix(k, n, tb)
-            for impl in ("cuda-16", "cublas"):
+            for impl in ("gpu", "cuda-16", "cuda-18", "cublas"):
                 try:
                     c = parray.matmul16(a, b, out_dtype=out_dtype, impl=impl)
                 except ValueError as e:  # step 16 needs a Hopper GPU
-                    assert impl == "cuda-16" and "Hopper" in str(e), str(e)
+                    assert impl in ("gpu", "cuda-16") and "Hopper" in str(e), str(e)
                     continue
                 assert c.dtype == getattr(torch, out_dtype or dtype) and tuple(c.shape) == (m, n)
                 x, y = host(a.double()), host(b.double())

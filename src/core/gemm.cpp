@@ -90,6 +90,15 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
 template <class T>
 void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
           int requested_threads, std::optional<Precision> precision, GpuStream stream) {
+  if (const std::optional<GemmCall<T>> call =
+          checked_gemm_call<T>(impl, alpha, a, b, beta, c, requested_threads, precision, stream))
+    impl.run(*call);
+}
+
+template <class T>
+std::optional<GemmCall<T>> checked_gemm_call(const GemmImpl& impl, T alpha, MatrixView<const T> a,
+                                             MatrixView<const T> b, T beta, MatrixView<T> c, int requested_threads,
+                                             std::optional<Precision> precision, GpuStream stream) {
   check_sizes(a, "A");
   check_sizes(b, "B");
   check_sizes(c, "C");
@@ -103,7 +112,7 @@ void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const
     throw Error("gemm: implementation '" + impl.name + "' does not support " + dtype_name(dtype_of<T>()));
   if (std::string why = precision_shortfall(impl, dtype_of<T>(), precision); !why.empty()) throw Error("gemm: " + why);
   const int threads = resolve_threads(requested_threads);
-  if (m == 0 || n == 0) return;
+  if (m == 0 || n == 0) return std::nullopt;
   check_not_null(c, "C");
 
   if (k == 0 || alpha == T(0)) {  // BLAS: A and B are not read
@@ -116,7 +125,7 @@ void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const
     } else {
       scale_c(beta, c);
     }
-    return;
+    return std::nullopt;
   }
   check_not_null(a, "A");
   check_not_null(b, "B");
@@ -128,7 +137,7 @@ void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const
   }
   if (std::string why = impl.why_not(a.layout, b.layout, c.layout); !why.empty())
     throw Error("gemm: implementation '" + impl.name + "' cannot take these layouts: " + why);
-  impl.run(GemmCall<T>{alpha, a, b, beta, c, threads, stream, precision.value_or(precision_of(dtype_of<T>()))});
+  return GemmCall<T>{alpha, a, b, beta, c, threads, stream, precision.value_or(precision_of(dtype_of<T>()))};
 }
 
 template <class T>
@@ -173,5 +182,12 @@ template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float,
                           const float*, index_t, float, float*, index_t, const GemmOptions&);
 template void gemm<double>(Order, Trans, Trans, index_t, index_t, index_t, double, const double*,
                            index_t, const double*, index_t, double, double*, index_t, const GemmOptions&);
+template std::optional<GemmCall<float>> checked_gemm_call<float>(const GemmImpl&, float, MatrixView<const float>,
+                                                                 MatrixView<const float>, float, MatrixView<float>,
+                                                                 int, std::optional<Precision>, GpuStream);
+template std::optional<GemmCall<double>> checked_gemm_call<double>(const GemmImpl&, double, MatrixView<const double>,
+                                                                   MatrixView<const double>, double,
+                                                                   MatrixView<double>, int, std::optional<Precision>,
+                                                                   GpuStream);
 
 }  // namespace parray

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <exception>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,26 @@ int threads_of(const GemmOptions& o) {
 
 std::string dims(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
+// The whole batch through the implementation's batch entry, where it has one
+// and takes it: false leaves the products to run in turn. Matrix 0 is checked
+// as a call of its own (the others differ only in where they start).
+template <class T>
+bool run_in_one_go(const GemmImpl& impl, index_t batch, T alpha, const MatrixView<const T>& a,
+                   const MatrixView<const T>& b, T beta, const MatrixView<T>& c, const BatchStrides& s,
+                   const GemmOptions& options) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    // The corner cases (M, N or K = 0, alpha = 0) run matrix by matrix: the
+    // check below would already have scaled matrix 0's C.
+    if (!impl.run_batch_f32 || batch < 2 || c.rows() == 0 || c.cols() == 0 || a.cols() == 0 || alpha == 0.f)
+      return false;
+    const std::optional<GemmCall<float>> first =
+        checked_gemm_call<float>(impl, alpha, a, b, beta, c, options.threads, options.precision, options.stream);
+    return first && impl.run_batch_f32(GemmBatchCall<float>{*first, batch, s.a, s.b, s.c});
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -74,6 +95,7 @@ void gemm_batched(index_t batch, T alpha, MatrixView<const T> a, MatrixView<cons
                 dims(b.rows(), b.cols()) + ", C is " + dims(c.rows(), c.cols()) + " (need A MxK, B KxN, C MxN)");
   if (batch == 0) return;
   const GemmImpl& impl = registry().find(options.impl);
+  if (run_in_one_go(impl, batch, alpha, a, b, beta, c, s, options)) return;
   const double macs = double(c.rows()) * double(c.cols()) * double(a.cols());
   run_batch(batch, macs, impl, threads_of(options), [&](index_t i, int product_threads) {
     gemm<T>(impl, alpha, moved(a, i * s.a), moved(b, i * s.b), beta, moved(c, i * s.c), product_threads,

@@ -199,6 +199,48 @@ PlanOption tile_option(const GpuModel& gpu, const PlanProblem& p, const KernelCo
 
 }  // namespace
 
+namespace {
+
+// Bytes a batch moves through DRAM: each stored matrix read once, C written
+// (and read, for beta != 0) once.
+double batch_bytes(const BatchProblem& p) {
+  const double a = double(p.broadcast_a ? 1 : p.batch) * double(p.m) * double(p.k);
+  const double b = double(p.broadcast_b ? 1 : p.batch) * double(p.k) * double(p.n);
+  const double c = double(p.batch) * double(p.m) * double(p.n) * (p.reads_c ? 2 : 1);
+  return p.in_bytes * (a + b) + p.out_bytes * c;
+}
+
+}  // namespace
+
+// Step 18's shares of DRAM bandwidth and of the CUDA cores' peak, fitted to
+// its H100 figures (docs/dispatch.md): a stack of 32^3 moves its bytes at
+// 0.35 of the model's bandwidth, a stack of 512^3 runs at 0.3 of the peak.
+constexpr double kSmallBatchDram = 0.35, kSmallBatchPeak = 0.3;
+// Step 16's batch: its share of DRAM bandwidth, of the tensor cores' peak in
+// the main loop, and a work unit's fixed time (its first copies and the
+// epilogue of a 128 x 256 tile), fitted to its H100 figures from 32^3 to
+// 2048 x 64 x 2048 stacks.
+constexpr double kBatch16Dram = 0.6, kBatch16Peak = 0.7, kBatch16UnitUs = 7.0;
+
+BatchSmallPlan plan_batched_small(const GpuModel& gpu, const BatchProblem& p) {
+  BatchSmallPlan plan;
+  plan.tile = p.m <= 32 && p.n <= 32 ? 32 : 64;
+  const double padded = double(ceil_div(p.m, plan.tile) * plan.tile) * double(ceil_div(p.n, plan.tile) * plan.tile) *
+                        double(ceil_div(p.k, 32) * 32);
+  const double peak = gpu.sm_flops_per_us(Precision::fp32) * gpu.sms * kSmallBatchPeak;
+  const double compute_us = 2.0 * double(p.batch) * padded / peak;
+  plan.predicted_us = gpu.launch_us + std::max(batch_bytes(p) / (gpu.dram_gbs * 1e3 * kSmallBatchDram), compute_us);
+  return plan;
+}
+
+double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p) {
+  const long long units = p.batch * ceil_div(p.m, 128) * ceil_div(p.n, 256);
+  const double unit_flops = 2.0 * 128 * 256 * double(ceil_div(p.k, 64) * 64);
+  const double unit_us = unit_flops / (gpu.sm_flops_per_us(Precision::bf16) * kBatch16Peak) + kBatch16UnitUs;
+  const double compute_us = double(ceil_div(units, gpu.sms)) * unit_us;
+  return gpu.launch_us + std::max(batch_bytes(p) / (gpu.dram_gbs * 1e3 * kBatch16Dram), compute_us);
+}
+
 GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p) {
   if (p.m < 1 || p.n < 1 || p.k < 1) throw Error("plan: M, N and K must be >= 1");
   if (gpu.sms < 1 || gpu.clock_ghz <= 0 || gpu.dram_gbs <= 0) throw Error("plan: the GPU model '" + gpu.name + "' is incomplete");

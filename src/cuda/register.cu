@@ -89,6 +89,34 @@ void cublas_gemm(const GemmCall<T>& call) {
   cublas_gemm_as<T>(call, CUBLAS_COMPUTE_32F);
 }
 
+// A strided batch in one cuBLAS call (cublasSgemmStridedBatched, or
+// cublasGemmStridedBatchedEx in a tensor-core mode): the baselines of
+// gemm_batched.
+bool cublas_batch_as(const GemmBatchCall<float>& call, cublasComputeType_t fast) {
+  MatrixView<const float> a = call.first.a, b = call.first.b;
+  MatrixView<float> c = call.first.c;
+  long long sa = call.stride_a, sb = call.stride_b;
+  if (!unit(c.layout.rows)) {  // row-major C: C^T = B^T A^T
+    std::swap(a, b);
+    std::swap(sa, sb);
+    a = a.t(), b = b.t(), c = c.t();
+  }
+  const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
+  const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols()), count = int(call.batch);
+  const float alpha = call.first.alpha, beta = call.first.beta;
+  const cublasHandle_t h = cublas_handle_on(call.first.stream);
+  if (fast != CUBLAS_COMPUTE_32F)
+    cublas_check(cublasGemmStridedBatchedEx(h, ba.op, bb.op, m, n, k, &alpha, a.data, CUDA_R_32F, int(ba.ld), sa,
+                                            b.data, CUDA_R_32F, int(bb.ld), sb, &beta, c.data, CUDA_R_32F,
+                                            int(bc.ld), call.stride_c, count, fast, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx (tensor cores)");
+  else
+    cublas_check(cublasSgemmStridedBatched(h, ba.op, bb.op, m, n, k, &alpha, a.data, int(ba.ld), sa, b.data,
+                                           int(bb.ld), sb, &beta, c.data, int(bc.ld), call.stride_c, count),
+                 "cublasSgemmStridedBatched");
+  return true;
+}
+
 // cuBLAS SGEMM with its inputs rounded to TF32, BF16 or FP16 on the tensor
 // cores (CUBLAS_COMPUTE_32F_FAST_*): the baselines of those precisions on
 // FP32 data.
@@ -117,19 +145,23 @@ void register_cuda_backend(Registry& r) {
     i.tags = {"baseline"};
     i.run_f32 = cublas_gemm<float>;
     i.run_f64 = cublas_gemm<double>;
+    i.run_batch_f32 = [](const GemmBatchCall<float>& b) { return cublas_batch_as(b, CUBLAS_COMPUTE_32F); };
     i.unsupported = cublas_unsupported;
     r.add(std::move(i));
   }
-  for (const auto& [name, run, precision] :
-       {std::tuple{"tf32", cublas_gemm_tf32, Precision::tf32}, std::tuple{"bf16", cublas_gemm_bf16, Precision::bf16},
-        std::tuple{"fp16", cublas_gemm_fp16, Precision::fp16}}) {
+  for (const auto& [name, run, precision, compute] :
+       {std::tuple{"tf32", cublas_gemm_tf32, Precision::tf32, CUBLAS_COMPUTE_32F_FAST_TF32},
+        std::tuple{"bf16", cublas_gemm_bf16, Precision::bf16, CUBLAS_COMPUTE_32F_FAST_16BF},
+        std::tuple{"fp16", cublas_gemm_fp16, Precision::fp16, CUBLAS_COMPUTE_32F_FAST_16F}}) {
     const std::string p = name;
+    const cublasComputeType_t fast = compute;
     GemmImpl i = gpu("cublas-" + p,
                      "cuBLAS SGEMM on the tensor cores, FP32 data, inputs rounded to " + p + ": the " + p + " baseline",
                      "row- or column-major operands; asked for with --precision " + p + " (or lower)");
     i.baseline = true;
     i.tags = {"baseline", "tensor"};
     i.run_f32 = run;
+    i.run_batch_f32 = [fast](const GemmBatchCall<float>& b) { return cublas_batch_as(b, fast); };
     i.rounds_inputs = precision;
     i.unsupported = cublas_unsupported;
     r.add(std::move(i));
@@ -262,12 +294,24 @@ void register_cuda_backend(Registry& r) {
     r.add(std::move(i));
   }
   {
+    GemmImpl i = gpu("cuda-18-batched-small",
+                     "ladder 18: a strided batch of small products in one launch, a block per 32 x 32 or 64 x 64 "
+                     "tile of a matrix, FP32 on the CUDA cores (gemm_batched; one product alone as a batch of one)",
+                     "strided layouts");
+    i.tags = {"ladder", "gpu-ladder"};
+    i.run_f32 = gemm_batched_small_one;
+    i.run_batch_f32 = gemm_batched_small;
+    i.unsupported = batched_small_unsupported;
+    r.add(std::move(i));
+  }
+  {
     GemmImpl i = gpu("gpu-auto",
                      "the default GPU GEMM: per call, the kernel the planner predicts fastest on this GPU among those "
                      "that deliver the precision asked (GEMV for M or N = 1, step 12's 64 x 64 or 128 x 128 tiles "
                      "with a deterministic K split, step 15 in TF32, BF16, FP16 or FP32-accurate 3xTF32; `parray "
                      "plan` shows the choice)");
     i.run_f32 = gemm_auto;
+    i.run_batch_f32 = gemm_batched_auto;
     i.selects_down_to = {Precision::tf32, Precision::bf16, Precision::fp16};
     r.add(std::move(i));
   }

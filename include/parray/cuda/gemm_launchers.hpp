@@ -55,6 +55,14 @@ bool gemm_best_candidate(const GemmCall<float>& call, int shape);
 // The candidate of step 12 with the 64 x 64 tile (launch_best_sweep.cu).
 constexpr int kBestSmallShape = 14;
 
+// Step 18: a strided batch of small products in one launch (strided
+// layouts; false where an operand is not), and one product through it.
+bool gemm_batched_small(const GemmBatchCall<float>& call);
+void gemm_batched_small_one(const GemmCall<float>& call);
+std::string batched_small_unsupported(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c);
+// gpu-auto's batch entry: step 18 where the planner predicts it faster than
+// the products in turn (false: gemm_batched runs them in turn).
+bool gemm_batched_auto(const GemmBatchCall<float>& call);
 // gpu-auto, the default: the kernel the planner picks for this call (src/cuda/gemm_auto.cpp).
 void gemm_auto(const GemmCall<float>& call);
 // The current GPU as the planner models it (include/parray/plan.hpp).

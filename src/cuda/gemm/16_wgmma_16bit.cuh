@@ -15,6 +15,14 @@
 // k-tiles, so the tensor cores wait on C only for the register-to-shared
 // writes. The persistent grid walks the tiles as step 15 does, without the K
 // split (a 16-bit C has no atomic add here).
+//
+// Batches: a strided batch of products is one launch. Every operand's map is
+// rank 4 (tensor_map_blocked) with the batch as its block rows, so a box
+// never reads or writes past its own matrix (the copy engine zero-fills at
+// each matrix's edges, as at one matrix's); a broadcast operand is one block
+// read at block 0. The work list runs over batch x tiles, a matrix's tiles
+// after the previous one's, so the producer's copies of the next matrix
+// overlap the current one's last tile whatever the matrices' size.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -72,60 +80,74 @@ struct Wgmma16Tiles {
   }
 };
 
-// Everything the kernel reads: the operands' and C's tensor maps, C itself
-// for beta != 0 and for the stores a row at a time when C cannot be a tensor
-// map (its rows not 16-byte aligned).
+// Everything the kernel reads: the operands' and C's tensor maps (rank 4,
+// the batch as block rows), C itself for beta != 0 and for the stores a row
+// at a time when C cannot be a tensor map (its rows not 16-byte aligned).
+// a_batched / b_batched: 0 where the operand is broadcast over the batch.
 template <class Out>
 struct Wgmma16Params {
   CUtensorMap a, b, c;
   Out* c_data;
-  long long ldc;
-  int M, N, k_tiles, tiles_m, tiles_n;
+  long long ldc, c_stride;
+  int M, N, k_tiles, tiles_m, tiles_n, batch;
   float alpha, beta;
-  int c_by_tma;
+  int c_by_tma, a_batched, b_batched;
 };
+
+// Unit u of the work list: matrix z of the batch, tile (tm, tn) of its C.
+template <class Out>
+__device__ __forceinline__ void batch_tile(const Wgmma16Params<Out>& p, int u, int& z, int& tm, int& tn) {
+  const int per_matrix = p.tiles_m * p.tiles_n;
+  z = u / per_matrix;
+  grouped_tile(u - z * per_matrix, p.tiles_m, p.tiles_n, tm, tn);
+}
 
 #ifdef PARRAY_HOPPER_MMA
 
 // Producer (one thread): k-tiles [0, k_tiles) of tile (tm, tn) into the ring,
 // each operand as one K-major box or as MN-major boxes of 64 columns.
 template <class Cfg, class Out>
-__device__ __forceinline__ void load_16bit_k_tiles(const Wgmma16Params<Out>& p, const WgmmaRing<Cfg>& ring, int tm,
-                                                   int tn, int& it) {
+__device__ __forceinline__ void load_16bit_k_tiles(const Wgmma16Params<Out>& p, const WgmmaRing<Cfg>& ring, int z,
+                                                   int tm, int tn, int& it) {
   using namespace hopper;
+  const int za = p.a_batched ? z : 0, zb = p.b_batched ? z : 0;
   for (int kt = 0; kt < p.k_tiles; ++kt, ++it) {
     const int s = it % Cfg::Stages, k0 = kt * Cfg::BK;
     mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
     mbar_arrive_expect_bytes(&ring.full[s], Cfg::kStageBytes);
     std::uint8_t *a = ring.slot(s, 0, false), *b = ring.slot(s, 0, true);
     if constexpr (Cfg::kAMn) {
-      for (int h = 0; h < Cfg::BM / 64; ++h) tma_load_2d(a + h * Cfg::kBox, &p.a, &ring.full[s], tm * Cfg::BM + 64 * h, k0);
+      for (int h = 0; h < Cfg::BM / 64; ++h)
+        tma_load_4d(a + h * Cfg::kBox, &p.a, &ring.full[s], tm * Cfg::BM + 64 * h, k0, 0, za);
     } else {
-      tma_load_2d(a, &p.a, &ring.full[s], k0, tm * Cfg::BM);
+      tma_load_4d(a, &p.a, &ring.full[s], k0, tm * Cfg::BM, 0, za);
     }
     if constexpr (Cfg::kBMn) {
-      for (int q = 0; q < Cfg::BN / 64; ++q) tma_load_2d(b + q * Cfg::kBox, &p.b, &ring.full[s], tn * Cfg::BN + 64 * q, k0);
+      for (int q = 0; q < Cfg::BN / 64; ++q)
+        tma_load_4d(b + q * Cfg::kBox, &p.b, &ring.full[s], tn * Cfg::BN + 64 * q, k0, 0, zb);
     } else {
-      tma_load_2d(b, &p.b, &ring.full[s], k0, tn * Cfg::BN);
+      tma_load_4d(b, &p.b, &ring.full[s], k0, tn * Cfg::BN, 0, zb);
     }
   }
 }
 
-// alpha acc + beta C(i, j), C read only for beta != 0 and inside the matrix.
+// alpha acc + beta C(i, j) of matrix c, C read only for beta != 0 and inside
+// the matrix.
 template <class Out>
-__device__ __forceinline__ float epilogue_value(const Wgmma16Params<Out>& p, float acc, int i, int j) {
+__device__ __forceinline__ float epilogue_value(const Wgmma16Params<Out>& p, const Out* c, float acc, int i, int j) {
   float v = p.alpha * acc;
-  if (p.beta != 0.f && i < p.M && j < p.N) v += p.beta * as_float(p.c_data[static_cast<long long>(i) * p.ldc + j]);
+  if (p.beta != 0.f && i < p.M && j < p.N) v += p.beta * as_float(c[static_cast<long long>(i) * p.ldc + j]);
   return v;
 }
 
-// Epilogue through the staging buffer (wgmma_staged_c.cuh): by TMA, or a
-// row at a time where C's rows are not 16-byte aligned.
+// Epilogue of matrix z through the staging buffer (wgmma_staged_c.cuh): by
+// TMA, or a row at a time where C's rows are not 16-byte aligned.
 template <class Cfg, class Out>
 __device__ __forceinline__ void store_16bit_staged(const Wgmma16Params<Out>& p, const WgmmaAccumulators<Cfg>& r,
-                                                   std::uint8_t* staging, int tm, int tn) {
-  const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, p.c_data, p.ldc, p.M, p.N, 0, 0};
-  store_staged<Cfg, Out>(t, r, staging, tm, tn, [&](float acc, int i, int j) { return epilogue_value(p, acc, i, j); });
+                                                   std::uint8_t* staging, int z, int tm, int tn) {
+  Out* c = p.c_data + z * p.c_stride;
+  const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, c, p.ldc, p.M, p.N, z, 0};
+  store_staged<Cfg, Out>(t, r, staging, tm, tn, [&](float acc, int i, int j) { return epilogue_value(p, c, acc, i, j); });
 }
 
 #endif  // PARRAY_HOPPER_MMA
@@ -137,14 +159,14 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_16bit(
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
   init_ring(ring);
-  const int tiles = p.tiles_m * p.tiles_n;
-  int tm, tn, it = 0;
+  const int units = p.batch * p.tiles_m * p.tiles_n;  // < 2^31 (the launcher checks)
+  int z, tm, tn, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
     hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
-    for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
-      grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
-      load_16bit_k_tiles(p, ring, tm, tn, it);
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      batch_tile(p, u, z, tm, tn);
+      load_16bit_k_tiles(p, ring, z, tm, tn, it);
     }
     return;
   }
@@ -153,10 +175,10 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_16bit(
   const std::uint32_t rows_off = wg * Cfg::kBox;
   std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, wg);
   WgmmaAccumulators<Cfg> r;
-  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
-    grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    batch_tile(p, u, z, tm, tn);
     multiply_k_tiles(ring, r, p.k_tiles, 1, rows_off, it);
-    store_16bit_staged(p, r, staging, tm, tn);
+    store_16bit_staged(p, r, staging, z, tm, tn);
   }
   if (threadIdx.x % 128 == 0) hopper::bulk_wait<0>();  // C's last stores complete before the block ends
 #else

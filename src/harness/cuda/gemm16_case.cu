@@ -99,6 +99,8 @@ double output_roundoff(const Gemm16Problem& p) {
 struct Gemm16Case::State {
   Gemm16Problem p;
   index_t a_rows, a_cols, b_rows, b_cols, lda, ldb, ldc;
+  index_t a_count, b_count, batch;  // matrices stored of A and B; products
+  index_t stride_a, stride_b, stride_c;
   std::size_t c_elem;
   DeviceBytes a, b, c, c_init, a32, b32, a_abs, b_abs, c0_32, ref, ref_abs;
   std::vector<double> host_ref, host_abs;
@@ -113,50 +115,64 @@ struct Gemm16Case::State {
         lda(a_cols + q.pad),
         ldb(b_cols + q.pad),
         ldc(q.n + q.pad),
+        a_count(q.broadcast_a ? 1 : q.batch),
+        b_count(q.broadcast_b ? 1 : q.batch),
+        batch(q.batch),
+        stride_a(q.broadcast_a ? 0 : a_rows * lda),
+        stride_b(q.broadcast_b ? 0 : b_rows * ldb),
+        stride_c(q.m * ldc),
         c_elem(q.c_f32 ? 4 : 2),
-        a(std::size_t(a_rows) * lda * 2),
-        b(std::size_t(b_rows) * ldb * 2),
-        c(std::size_t(q.m) * ldc * c_elem),
-        c_init(std::size_t(q.m) * ldc * c_elem),
-        a32(std::size_t(a_rows) * lda * 4),
-        b32(std::size_t(b_rows) * ldb * 4),
-        a_abs(std::size_t(a_rows) * lda * 4),
-        b_abs(std::size_t(b_rows) * ldb * 4),
-        c0_32(std::size_t(q.m) * ldc * 4),
-        ref(std::size_t(q.m) * q.n * 8),
-        ref_abs(std::size_t(q.m) * q.n * 8) {}
+        a(std::size_t(a_count * a_rows) * lda * 2),
+        b(std::size_t(b_count * b_rows) * ldb * 2),
+        c(std::size_t(batch * q.m) * ldc * c_elem),
+        c_init(std::size_t(batch * q.m) * ldc * c_elem),
+        a32(std::size_t(a_count * a_rows) * lda * 4),
+        b32(std::size_t(b_count * b_rows) * ldb * 4),
+        a_abs(std::size_t(a_count * a_rows) * lda * 4),
+        b_abs(std::size_t(b_count * b_rows) * ldb * 4),
+        c0_32(std::size_t(batch * q.m) * ldc * 4),
+        ref(std::size_t(batch * q.m) * q.n * 8),
+        ref_abs(std::size_t(batch * q.m) * q.n * 8) {}
 };
 
 Gemm16Case::Gemm16Case(const Gemm16Problem& q) {
-  if (q.m < 1 || q.n < 1 || q.k < 1 || q.pad < 0) throw Error("gemm16 case: sizes must be positive");
+  if (q.m < 1 || q.n < 1 || q.k < 1 || q.pad < 0 || q.batch < 1)
+    throw Error("gemm16 case: sizes and the batch must be positive");
   s_ = std::make_unique<State>(q);
   State& s = *s_;
-  fill_any(q.type, false, s.a.p, s.a32.as<float>(), s.a_abs.as<float>(), s.a_rows, s.a_cols, s.lda, q.seed);
-  fill_any(q.type, false, s.b.p, s.b32.as<float>(), s.b_abs.as<float>(), s.b_rows, s.b_cols, s.ldb, q.seed + 1);
+  // A stack of matrices is one taller matrix of the same row stride.
+  fill_any(q.type, false, s.a.p, s.a32.as<float>(), s.a_abs.as<float>(), s.a_count * s.a_rows, s.a_cols, s.lda, q.seed);
+  fill_any(q.type, false, s.b.p, s.b32.as<float>(), s.b_abs.as<float>(), s.b_count * s.b_rows, s.b_cols, s.ldb,
+           q.seed + 1);
   if (q.beta != 0.f) {
-    fill_any(q.type, q.c_f32, s.c_init.p, s.c0_32.as<float>(), nullptr, q.m, q.n, s.ldc, q.seed + 2);
+    fill_any(q.type, q.c_f32, s.c_init.p, s.c0_32.as<float>(), nullptr, s.batch * q.m, q.n, s.ldc, q.seed + 2);
   } else {  // all NaN: C must not be read, and every element must be written
-    fill_any(q.type, q.c_f32, s.c_init.p, nullptr, nullptr, q.m, 0, s.ldc, q.seed + 2);
+    fill_any(q.type, q.c_f32, s.c_init.p, nullptr, nullptr, s.batch * q.m, 0, s.ldc, q.seed + 2);
   }
-  const auto view = [](const DeviceBytes& d, index_t rows, index_t cols, index_t ld, bool transposed) {
+  const auto view = [](const DeviceBytes& d, index_t offset, index_t rows, index_t cols, index_t ld, bool transposed) {
     const MatrixLayout l =
         transposed ? MatrixLayout::col_major(rows, cols, ld) : MatrixLayout::row_major(rows, cols, ld);
-    return MatrixView<const float>{d.as<const float>(), l, Memory::device};
+    return MatrixView<const float>{d.as<const float>() + offset, l, Memory::device};
   };
   const bool ta = q.trans_a == Trans::yes, tb = q.trans_b == Trans::yes;
-  const MatrixView<double> out{s.ref.as<double>(), MatrixLayout::row_major(q.m, q.n, q.n), Memory::device};
-  const MatrixView<double> out_abs{s.ref_abs.as<double>(), MatrixLayout::row_major(q.m, q.n, q.n), Memory::device};
-  const MatrixView<const float> c0 = view(s.c0_32, q.m, q.n, s.ldc, false);
-  cuda::reference_gemm_f64<float>(q.alpha, view(s.a32, q.m, q.k, s.lda, ta), view(s.b32, q.k, q.n, s.ldb, tb),
-                                  q.beta, q.beta != 0.f ? c0 : MatrixView<const float>{}, out);
-  cuda::reference_gemm_f64<float>(1.0, view(s.a_abs, q.m, q.k, s.lda, ta), view(s.b_abs, q.k, q.n, s.ldb, tb), 0.0,
-                                  MatrixView<const float>{}, out_abs);
-  s.host_ref.resize(std::size_t(q.m) * q.n);
-  s.host_abs.resize(std::size_t(q.m) * q.n);
+  for (index_t z = 0; z < s.batch; ++z) {
+    const index_t oa = z * s.stride_a, ob = z * s.stride_b, oc = z * q.m * q.n;
+    const MatrixView<double> out{s.ref.as<double>() + oc, MatrixLayout::row_major(q.m, q.n, q.n), Memory::device};
+    const MatrixView<double> out_abs{s.ref_abs.as<double>() + oc, MatrixLayout::row_major(q.m, q.n, q.n),
+                                     Memory::device};
+    const MatrixView<const float> c0 = view(s.c0_32, z * s.stride_c, q.m, q.n, s.ldc, false);
+    cuda::reference_gemm_f64<float>(q.alpha, view(s.a32, oa, q.m, q.k, s.lda, ta),
+                                    view(s.b32, ob, q.k, q.n, s.ldb, tb), q.beta,
+                                    q.beta != 0.f ? c0 : MatrixView<const float>{}, out);
+    cuda::reference_gemm_f64<float>(1.0, view(s.a_abs, oa, q.m, q.k, s.lda, ta), view(s.b_abs, ob, q.k, q.n, s.ldb, tb),
+                                    0.0, MatrixView<const float>{}, out_abs);
+  }
+  s.host_ref.resize(std::size_t(s.batch * q.m) * q.n);
+  s.host_abs.resize(std::size_t(s.batch * q.m) * q.n);
   PARRAY_CUDA_CHECK(cudaMemcpy(s.host_ref.data(), s.ref.p, s.host_ref.size() * 8, cudaMemcpyDeviceToHost));
   PARRAY_CUDA_CHECK(cudaMemcpy(s.host_abs.data(), s.ref_abs.p, s.host_abs.size() * 8, cudaMemcpyDeviceToHost));
   if (q.beta != 0.f) {
-    s.host_c0.resize(std::size_t(q.m) * s.ldc);
+    s.host_c0.resize(std::size_t(s.batch * q.m) * s.ldc);
     PARRAY_CUDA_CHECK(cudaMemcpy(s.host_c0.data(), s.c0_32.p, s.host_c0.size() * 4, cudaMemcpyDeviceToHost));
   }
 }
@@ -171,12 +187,14 @@ Gemm16Args Gemm16Case::args() const {
   g.type = s.p.type, g.c_f32 = s.p.c_f32, g.trans_a = s.p.trans_a, g.trans_b = s.p.trans_b;
   g.m = s.p.m, g.n = s.p.n, g.k = s.p.k, g.alpha = s.p.alpha, g.beta = s.p.beta;
   g.a = s.a.p, g.lda = s.lda, g.b = s.b.p, g.ldb = s.ldb, g.c = s.c.p, g.ldc = s.ldc;
+  g.batch = s.batch, g.stride_a = s.stride_a, g.stride_b = s.stride_b, g.stride_c = s.stride_c;
   return g;
 }
 
 void Gemm16Case::run(const std::string& impl) {
   const State& s = *s_;
-  PARRAY_CUDA_CHECK(cudaMemcpy(s.c.p, s.c_init.p, std::size_t(s.p.m) * s.ldc * s.c_elem, cudaMemcpyDeviceToDevice));
+  PARRAY_CUDA_CHECK(
+      cudaMemcpy(s.c.p, s.c_init.p, std::size_t(s.batch * s.p.m) * s.ldc * s.c_elem, cudaMemcpyDeviceToDevice));
   gemm16(args(), impl);
   cuda::synchronize();
 }
@@ -184,7 +202,7 @@ void Gemm16Case::run(const std::string& impl) {
 Gemm16Check Gemm16Case::check() const {
   const State& s = *s_;
   const Gemm16Problem& p = s.p;
-  std::vector<unsigned char> raw(std::size_t(p.m) * s.ldc * s.c_elem);
+  std::vector<unsigned char> raw(std::size_t(s.batch * p.m) * s.ldc * s.c_elem);
   PARRAY_CUDA_CHECK(cudaMemcpy(raw.data(), s.c.p, raw.size(), cudaMemcpyDeviceToHost));
   // Element bound: the worst case of an FP32 sum of K terms by truncation, (K +
   // 4) 2^-23, and C's rounding to its type; see docs/verification.md.
@@ -192,7 +210,8 @@ Gemm16Check Gemm16Case::check() const {
   Gemm16Check r;
   r.frobenius_tol = 4.0 * 0x1p-24 * (std::sqrt(double(p.k)) + 4.0) + 2.0 * double(p.k) * 0x1p-24 + 2.0 * u_out;
   double num = 0, den = 0;
-  for (index_t i = 0; i < p.m; ++i)
+  // The stack's rows in turn: row i is row i % M of matrix i / M.
+  for (index_t i = 0; i < s.batch * p.m; ++i)
     for (index_t j = 0; j < s.ldc; ++j) {
       const double v = host_value(&raw[(std::size_t(i) * s.ldc + j) * s.c_elem], p.type, p.c_f32);
       if (j >= p.n) {  // padding: never written

@@ -3,7 +3,8 @@
 // A and B hold seeded random values in [-1, 1) rounded to the 16-bit type, the
 // storage past each row (the padding of ld) is NaN, C is NaN before every run
 // when beta = 0 (C0, random, otherwise); the reference is computed in FP64
-// from the same 16-bit values, so it is exact up to FP64 rounding.
+// from the same 16-bit values, so it is exact up to FP64 rounding. A batch is
+// checked matrix by matrix, every matrix against its own reference.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct Gemm16Problem {
   index_t m = 0, n = 0, k = 0;
   float alpha = 1.f, beta = 0.f;
   index_t pad = 0;  // extra elements per stored row of A, B and C
+  // A strided batch of `batch` products, each matrix right after the previous
+  // one; a broadcast operand is one matrix (batch stride 0).
+  index_t batch = 1;
+  bool broadcast_a = false, broadcast_b = false;
   std::uint64_t seed = 42;
 };
 
