@@ -149,3 +149,67 @@ TEST(GpuGemmBatchedCheck, CatchesAMissingK) {
 
 }  // namespace
 }  // namespace parray
+
+namespace parray {
+namespace {
+
+// FP64 batches: step 19 (through the default) and cuBLAS's
+// cublasDgemmStridedBatched, each product against a sum in long double; the
+// bound is an FP64 sum's (K + 4) 2^-53 per unit of |A| |B|.
+class GpuGemmBatchedF64 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuGemmBatchedF64, EveryProductMatchesTheReference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device (or parray built without CUDA): GPU tests skipped";
+  const GemmImpl& impl = registry().find(GetParam());
+  if (std::string why = impl.why_not(MatrixLayout::row_major(1, 1, 1), MatrixLayout::row_major(1, 1, 1),
+                                     MatrixLayout::row_major(1, 1, 1));
+      !why.empty())
+    GTEST_SKIP() << impl.name << ": " << why;
+  for (const auto& [batch, m, k, n, col_a] : {std::tuple{5, 130, 70, 150, false}, std::tuple{3, 37, 129, 41, true}}) {
+    const std::vector<float> af = testing::random_values(std::size_t(batch * m * k), 7);
+    const std::vector<float> bf = testing::random_values(std::size_t(batch * k * n), 8);
+    std::vector<double> a(af.begin(), af.end()), b(bf.begin(), bf.end());
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] += 1e-9 * double(i % 7);  // more than FP32's digits
+    std::vector<double> c(std::size_t(batch * m * n), std::numeric_limits<double>::quiet_NaN());
+    double *da = static_cast<double*>(allocate_bytes(Memory::device, a.size() * 8)),
+           *db = static_cast<double*>(allocate_bytes(Memory::device, b.size() * 8)),
+           *dc = static_cast<double*>(allocate_bytes(Memory::device, c.size() * 8));
+    copy_bytes(da, Memory::device, a.data(), Memory::paged, a.size() * 8);
+    copy_bytes(db, Memory::device, b.data(), Memory::paged, b.size() * 8);
+    copy_bytes(dc, Memory::device, c.data(), Memory::paged, c.size() * 8);
+    GemmOptions o;
+    o.impl = impl.name;
+    const MatrixLayout la = col_a ? MatrixLayout::col_major(m, k, m) : MatrixLayout::row_major(m, k, k);
+    gemm_batched<double>(batch, 1.0, MatrixView<const double>{da, la, Memory::device},
+                         MatrixView<const double>{db, MatrixLayout::row_major(k, n, n), Memory::device}, 0.0,
+                         MatrixView<double>{dc, MatrixLayout::row_major(m, n, n), Memory::device},
+                         {m * k, k * n, m * n}, o);
+    copy_bytes(c.data(), Memory::paged, dc, Memory::device, c.size() * 8);
+    for (double* p : {da, db, dc}) free_bytes(Memory::device, p);
+    for (int q = 0; q < batch; ++q)
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          long double sum = 0, magnitude = 0;
+          for (int p = 0; p < k; ++p) {
+            const long double x = a[std::size_t(q * m * k + (col_a ? i + p * m : i * k + p))];
+            const long double y = b[std::size_t(q * k * n + p * n + j)];
+            sum += x * y, magnitude += std::abs(x * y);
+          }
+          const double got = c[std::size_t(q * m * n + i * n + j)];
+          ASSERT_FALSE(std::isnan(got)) << "NaN at (" << i << ", " << j << ") of matrix " << q;
+          ASSERT_LE(std::abs((long double)got - sum), double(k + 4) * 0x1p-53 * magnitude)
+              << "(" << i << ", " << j << ") of matrix " << q << ", " << impl.name;
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Impls, GpuGemmBatchedF64, ::testing::Values("gpu-auto", "cuda-19-dmma", "cublas"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string id = info.param;
+                           for (char& ch : id)
+                             if (ch == '-') ch = '_';
+                           return id;
+                         });
+
+}  // namespace
+}  // namespace parray

@@ -78,6 +78,7 @@ struct GemmImpl : ImplInfo, TypedRuns<GemmCall> {
   // it: true when it ran (queued) the batch, false when it leaves the batch
   // to gemm_batched, which then runs the products in turn. Empty: in turn.
   std::function<bool(const GemmBatchCall<float>&)> run_batch_f32;
+  std::function<bool(const GemmBatchCall<double>&)> run_batch_f64;
 
   Precision delivers(Dtype d) const {
     if (!rounds_inputs) return precision_of(d);

@@ -75,6 +75,8 @@ struct GpuTuning {
   // multicast to its blocks by TMA (A from the pass, or TF32's row-major A in
   // place); 0: auto (pairs for FP32 accuracy where M, N >= 8192).
   int wgmma_cluster = 0;
+  // gpu.dmma_k, PARRAY_DMMA_K: the K of step 19's FP64 mma (4, 8 or 16).
+  int dmma_k = 4;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
   std::string knn_gemm;
   // gpu.speed_table, PARRAY_GPU_SPEED_TABLE: the CSV of `parray tune` (a bench

@@ -65,17 +65,16 @@ template <class T>
 bool run_in_one_go(const GemmImpl& impl, index_t batch, T alpha, const MatrixView<const T>& a,
                    const MatrixView<const T>& b, T beta, const MatrixView<T>& c, const BatchStrides& s,
                    const GemmOptions& options) {
-  if constexpr (!std::is_same_v<T, float>) {
-    return false;
-  } else {
-    // The corner cases (M, N or K = 0, alpha = 0) run matrix by matrix: the
-    // check below would already have scaled matrix 0's C.
-    if (!impl.run_batch_f32 || batch < 2 || c.rows() == 0 || c.cols() == 0 || a.cols() == 0 || alpha == 0.f)
-      return false;
-    const std::optional<GemmCall<float>> first =
-        checked_gemm_call<float>(impl, alpha, a, b, beta, c, options.threads, options.precision, options.stream);
-    return first && impl.run_batch_f32(GemmBatchCall<float>{*first, batch, s.a, s.b, s.c});
-  }
+  const auto& entry = [&impl]() -> const auto& {
+    if constexpr (std::is_same_v<T, float>) return impl.run_batch_f32;
+    else return impl.run_batch_f64;
+  }();
+  // The corner cases (M, N or K = 0, alpha = 0) run matrix by matrix: the
+  // check below would already have scaled matrix 0's C.
+  if (!entry || batch < 2 || c.rows() == 0 || c.cols() == 0 || a.cols() == 0 || alpha == T(0)) return false;
+  const std::optional<GemmCall<T>> first =
+      checked_gemm_call<T>(impl, alpha, a, b, beta, c, options.threads, options.precision, options.stream);
+  return first && entry(GemmBatchCall<T>{*first, batch, s.a, s.b, s.c});
 }
 
 }  // namespace

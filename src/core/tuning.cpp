@@ -131,6 +131,22 @@ struct IntegerOrAuto {
   static std::string show(type x) { return x == Auto ? "auto" : std::to_string(x); }
 };
 
+// One of the integers Values.
+template <class T, long... Values>
+struct OneOf {
+  using type = T;
+  static type parse(const std::string& v, const std::string& source) {
+    const long x = parse_integer(v, source, std::min({Values...}), std::max({Values...}), "");
+    if (((x != Values) && ...)) {
+      std::string list;
+      for (long w : {Values...}) list += (list.empty() ? "" : ", ") + std::to_string(w);
+      bad(source, "'" + v + "' is not one of " + list);
+    }
+    return static_cast<T>(x);
+  }
+  static std::string show(type x) { return std::to_string(x); }
+};
+
 // A rate in GB/s.
 struct Rate {
   using type = double;
@@ -276,6 +292,8 @@ const Key kKeys[] = {
         "gpu.wgmma_cluster", "PARRAY_WGMMA_CLUSTER",
         "cuda-15's blocks in clusters of this many along M, B's k-tiles multicast to the cluster by TMA: auto "
         "(2 for FP32 accuracy where M, N >= 8192), 1 or 2"),
+    key<kGpu, &GpuTuning::dmma_k, OneOf<int, 4, 8, 16>>(
+        "gpu.dmma_k", "PARRAY_DMMA_K", "cuda-19-dmma's FP64 mma shape: m16n8k4, k8 or k16 (4, 8, 16)"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),

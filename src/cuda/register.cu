@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "cublas_handle.hpp"
 #include "parray/cuda/check.hpp"
@@ -92,9 +93,10 @@ void cublas_gemm(const GemmCall<T>& call) {
 // A strided batch in one cuBLAS call (cublasSgemmStridedBatched, or
 // cublasGemmStridedBatchedEx in a tensor-core mode): the baselines of
 // gemm_batched.
-bool cublas_batch_as(const GemmBatchCall<float>& call, cublasComputeType_t fast) {
-  MatrixView<const float> a = call.first.a, b = call.first.b;
-  MatrixView<float> c = call.first.c;
+template <class T>
+bool cublas_batch_as(const GemmBatchCall<T>& call, cublasComputeType_t fast) {
+  MatrixView<const T> a = call.first.a, b = call.first.b;
+  MatrixView<T> c = call.first.c;
   long long sa = call.stride_a, sb = call.stride_b;
   if (!unit(c.layout.rows)) {  // row-major C: C^T = B^T A^T
     std::swap(a, b);
@@ -103,9 +105,13 @@ bool cublas_batch_as(const GemmBatchCall<float>& call, cublasComputeType_t fast)
   }
   const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
   const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols()), count = int(call.batch);
-  const float alpha = call.first.alpha, beta = call.first.beta;
+  const T alpha = call.first.alpha, beta = call.first.beta;
   const cublasHandle_t h = cublas_handle_on(call.first.stream);
-  if (fast != CUBLAS_COMPUTE_32F)
+  if constexpr (std::is_same_v<T, double>) {
+    cublas_check(cublasDgemmStridedBatched(h, ba.op, bb.op, m, n, k, &alpha, a.data, int(ba.ld), sa, b.data,
+                                           int(bb.ld), sb, &beta, c.data, int(bc.ld), call.stride_c, count),
+                 "cublasDgemmStridedBatched");
+  } else if (fast != CUBLAS_COMPUTE_32F)
     cublas_check(cublasGemmStridedBatchedEx(h, ba.op, bb.op, m, n, k, &alpha, a.data, CUDA_R_32F, int(ba.ld), sa,
                                             b.data, CUDA_R_32F, int(bb.ld), sb, &beta, c.data, CUDA_R_32F,
                                             int(bc.ld), call.stride_c, count, fast, CUBLAS_GEMM_DEFAULT),
@@ -146,6 +152,7 @@ void register_cuda_backend(Registry& r) {
     i.run_f32 = cublas_gemm<float>;
     i.run_f64 = cublas_gemm<double>;
     i.run_batch_f32 = [](const GemmBatchCall<float>& b) { return cublas_batch_as(b, CUBLAS_COMPUTE_32F); };
+    i.run_batch_f64 = [](const GemmBatchCall<double>& b) { return cublas_batch_as(b, CUBLAS_COMPUTE_64F); };
     i.unsupported = cublas_unsupported;
     r.add(std::move(i));
   }
@@ -305,13 +312,30 @@ void register_cuda_backend(Registry& r) {
     r.add(std::move(i));
   }
   {
+    GemmImpl i = gpu("cuda-19-dmma",
+                     "ladder 19: FP64 on the tensor cores (mma.sync m16n8k4 .f64), 128x128 tiles of 8 warps, a "
+                     "4-slot cp.async ring of 16-double k-tiles; a strided batch in one launch",
+                     "any M, N, K; any layout (a row-major copy of what is not strided); Hopper");
+    i.tags = {"ladder", "gpu-ladder"};
+    i.run_f64 = gemm_dmma;
+    i.run_batch_f64 = gemm_dmma_batch;
+    i.unsupported = [](const MatrixLayout&, const MatrixLayout&, const MatrixLayout&) { return wgmma_unsupported(); };
+    r.add(std::move(i));
+  }
+  {
     GemmImpl i = gpu("gpu-auto",
                      "the default GPU GEMM: per call, the kernel the planner predicts fastest on this GPU among those "
                      "that deliver the precision asked (GEMV for M or N = 1, step 12's 64 x 64 or 128 x 128 tiles "
                      "with a deterministic K split, step 15 in TF32, BF16, FP16 or FP32-accurate 3xTF32; `parray "
-                     "plan` shows the choice)");
+                     "plan` shows the choice); FP64: step 19 on the tensor cores");
     i.run_f32 = gemm_auto;
     i.run_batch_f32 = gemm_batched_auto;
+    // FP64: step 19 on the tensor cores where they run, else step 5.
+    i.run_f64 = [](const GemmCall<double>& call) {
+      if (wgmma_unsupported().empty()) gemm_dmma(call);
+      else gemm_smem_transposed_a<double>(call, true);
+    };
+    i.run_batch_f64 = gemm_dmma_batch;
     i.selects_down_to = {Precision::tf32, Precision::bf16, Precision::fp16};
     r.add(std::move(i));
   }

@@ -60,6 +60,11 @@ constexpr int kBestSmallShape = 14;
 bool gemm_batched_small(const GemmBatchCall<float>& call);
 void gemm_batched_small_one(const GemmCall<float>& call);
 std::string batched_small_unsupported(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c);
+// Step 19: FP64 on the tensor cores (Hopper), one product (any layout: a
+// row-major copy of what is not strided) or a strided batch (strided
+// layouts; false where it cannot take it).
+void gemm_dmma(const GemmCall<double>& call);
+bool gemm_dmma_batch(const GemmBatchCall<double>& call);
 // gpu-auto's batch entry: step 18 where the planner predicts it faster than
 // the products in turn (false: gemm_batched runs them in turn).
 bool gemm_batched_auto(const GemmBatchCall<float>& call);
