@@ -1,5 +1,5 @@
 // The split of a GEMM on blocked layouts into strided sub-products
-// (src/cuda/strided_blocks.hpp, used by cuda-12-best): host-only, so it is
+// (src/cuda/gemm/strided_blocks.hpp, used by cuda-12-best): host-only, so it is
 // checked here on the CPU, where CI runs it. Integer-valued inputs make every
 // sum exact, so the split product must equal the direct one bit for bit.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/cuda/strided_blocks.hpp"
+#include "../src/cuda/gemm/strided_blocks.hpp"
 #include "parray/named_layouts.hpp"
 
 using namespace parray;

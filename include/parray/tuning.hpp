@@ -45,7 +45,7 @@ struct CpuTuning {
 // The single-GPU kernels (src/cuda).
 struct GpuTuning {
   // gpu.best_shape, PARRAY_CUDA_BEST_SHAPE: one of cuda-12-best's candidate
-  // tile shapes (launch_best_sweep.cu) instead of the chosen ones (-1: chosen).
+  // tile shapes (gemm/12_best_candidates.cu) instead of the chosen ones (-1: chosen).
   int best_shape = -1;
   // gpu.best_group, PARRAY_CUDA_BEST_GROUP: tiles per group of the tile order (1: row by row).
   int best_group = 8;

@@ -20,7 +20,7 @@ constexpr double kHalfFlopsPerClock = 2.0 * 2048;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
-constexpr index_t kFewVectorsMax = 8;  // GEMV step 7's columns (src/cuda/gemv/launch_any_shape.hpp)
+constexpr index_t kFewVectorsMax = 8;  // GEMV step 7's columns (src/cuda/gemv/06_07_launch.hpp)
 constexpr index_t kShortKMax = 32;     // step 17's K (src/cuda/gemm/17_short_k.cuh)
 
 }  // namespace

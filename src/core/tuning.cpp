@@ -265,7 +265,7 @@ const Key kKeys[] = {
 
     key<kGpu, &GpuTuning::best_shape, IntegerOrAuto<int, 0, 15, -1>>(
         "gpu.best_shape", "PARRAY_CUDA_BEST_SHAPE",
-        "cuda-12-best runs this candidate tile shape of launch_best_sweep.cu (auto: the chosen shapes)"),
+        "cuda-12-best runs this candidate tile shape of gemm/12_best_candidates.cu (auto: the chosen shapes)"),
     key<kGpu, &GpuTuning::best_group, Integer<int, 1, 1024>>(
         "gpu.best_group", "PARRAY_CUDA_BEST_GROUP",
         "cuda-12-best's tile order: tile rows per group (1: row by row)"),

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "cublas_handle.hpp"
+#include "common/cublas_handle.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/multilevel.hpp"

@@ -52,7 +52,7 @@ std::string wgmma_unsupported();
 // small products: kBestSmallShape); false when the operands are not a case
 // the candidates are built for.
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);
-// The candidate of step 12 with the 64 x 64 tile (launch_best_sweep.cu).
+// The candidate of step 12 with the 64 x 64 tile (gemm/12_best_candidates.cu).
 constexpr int kBestSmallShape = 14;
 
 // Step 18: a strided batch of small products in one launch (strided
@@ -68,7 +68,7 @@ bool gemm_dmma_batch(const GemmBatchCall<double>& call);
 // gpu-auto's batch entry: step 18 where the planner predicts it faster than
 // the products in turn (false: gemm_batched runs them in turn).
 bool gemm_batched_auto(const GemmBatchCall<float>& call);
-// gpu-auto, the default: the kernel the planner picks for this call (src/cuda/gemm_auto.cpp).
+// gpu-auto, the default: the kernel the planner picks for this call (src/cuda/gemm/auto.cpp).
 void gemm_auto(const GemmCall<float>& call);
 // The current GPU as the planner models it (include/parray/plan.hpp).
 GpuModel current_gpu_model();

@@ -3,7 +3,7 @@
 //
 // Over step 10 (its cp.async pipeline and warp-tiled inner product):
 //  * tile shape as a type (BestShape, 12_best_tiles.cuh), chosen by measuring
-//    (src/cuda/launch_best.cu, docs/perf-notes.md): by default 128 x 128 x 16
+//    (src/cuda/gemm/12_best.cu, docs/perf-notes.md): by default 128 x 128 x 16
 //    with 256 threads (8 warps of 64 x 32, 8 x 8 results per thread as 2 x 2
 //    sub-tiles of 4 x 4 so that a warp's fragment reads are 128 contiguous
 //    bytes) and at most 128 registers, so two blocks — 16 warps — share an SM;
@@ -59,7 +59,7 @@ __device__ __forceinline__ void best_epilogue(const OpC& c, int M, int N, int m0
 
 // Element offsets of the products of one launch (blockIdx.y): products of
 // the same shape and strides that differ only in where their operands start
-// — the independent blocks of C of a blocked layout (strided_blocks.hpp) —
+// — the independent blocks of C of a blocked layout (gemm/strided_blocks.hpp) —
 // run as one grid, so that together they fill the GPU.
 constexpr int kMaxBatch = 8;
 struct BatchOffsets {
@@ -88,7 +88,7 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm(int M, int N, int K
                                                              index_t split_stride, BatchOffsets batch) {
   extern __shared__ __align__(16) float smem[];
   // Batches come only from blocked layouts, whose blocks run along k in A and
-  // along n in B (launch_best.cu runs other parts one by one). Offsetting the
+  // along n in B (gemm/12_best.cu runs other parts one by one). Offsetting the
   // pointers per block costs registers: in the 128 x 128 tile with both
   // operands staged through registers it pushed the kernel over its 128 and
   // spilled 164 bytes, a large loss (docs/perf-notes.md).

@@ -21,7 +21,7 @@
 // layout, as every step of the ladder; the GEMMs that follow see only the
 // split copies) and written K-contiguous, the layout tensor cores read best
 // (cuBLAS's "TN"), chunk by chunk (split_store). The GEMMs are cuBLAS's TF32
-// kernels (launch_3xtf32.cu): wgmma and TMA, which step 12's CUDA-core kernel
+// kernels (gemm/13_split_tf32.cu): wgmma and TMA, which step 12's CUDA-core kernel
 // has no counterpart of. Its error and speed per kc: docs/tensor-cores.md,
 // step 13.
 #pragma once
@@ -53,7 +53,7 @@ __device__ __forceinline__ float tf32_small(float x, float big, bool keep_small)
 // Where element k of a row of the split copy goes. K is cut into chunks of
 // kc (the last one shorter); chunk c of length len occupies [3 c kc, 3 c kc
 // + 3 len) of the row as [first | second | third], so that the GEMM over one
-// chunk reads a contiguous range (launch_3xtf32.cu runs one per chunk).
+// chunk reads a contiguous range (gemm/13_split_tf32.cu runs one per chunk).
 // A: [big, big, small]; B: [big, small, big].
 // keep_small = false drops the small parts: one TF32 product's accuracy
 // (only to show that the checks reject it, PARRAY_3XTF32_SMALL=0).

@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(256) tuned_cols_partial(index_t m, index_t n, 
 // groups' partial sums are added in shared memory in a fixed order. No
 // workspace and no second launch (the split version's reduce pass and launch
 // gap; docs/perf-notes.md); needs m large enough that the blocks fill
-// the GPU (launch_gemv.cu chooses). Bounds (256, 4): up to 64 registers —
+// the GPU (gemv/01_05_launch.cu chooses). Bounds (256, 4): up to 64 registers —
 // with no minimum, nvcc 13's ptxas held it to 32 and spilled the loads in
 // flight.
 template <class T, int kVec, int kRowLanes, int kUnroll>

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "../stream_workspace.hpp"
+#include "common/stream_workspace.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/knn.hpp"
 #include "select_topk.cuh"
@@ -181,7 +181,7 @@ __global__ void negate(float* x, index_t n) {
 }
 
 // The sort path's buffers: per host thread and device, a use on another
-// stream than the last one's waiting for it (stream_workspace.hpp).
+// stream than the last one's waiting for it (common/stream_workspace.hpp).
 struct SortBuffers {
   StreamOrder order;
   StreamBuffer keys, idx_in, temp;

@@ -5,8 +5,8 @@
 
 #include <limits>
 
-#include "../cublas_handle.hpp"
-#include "../multilevel/launch.hpp"
+#include "common/cublas_handle.hpp"
+#include "multilevel/launch.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "common.hpp"
 

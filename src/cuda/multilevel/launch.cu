@@ -1,5 +1,5 @@
 // Step 12 and the K split's reduction, launched on a given stream (launch.hpp).
-#include "../pipelined_common.cuh"
+#include "gemm/pipelined_common.cuh"
 #include "launch.hpp"
 
 namespace parray::cuda::multilevel {
@@ -43,7 +43,7 @@ void launch_on_stream(cudaStream_t stream, int m, int n, int k, float alpha, con
 }
 }  // namespace
 
-// The tile shape cuda-12-best would take (launch_best.cu) for the parts in
+// The tile shape cuda-12-best would take (gemm/12_best.cu) for the parts in
 // flight together. One part alone runs as cuda-12-best itself would, with its
 // stream-K tail or split-K (pipelined::launch_best, on `stream`): a
 // one-thread split without the tail lost against the single kernel at

@@ -9,10 +9,10 @@
 #include <map>
 #include <string>
 
-#include "cublas_handle.hpp"
+#include "common/cublas_handle.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/tuning.hpp"
-#include "split_pass.cuh"
+#include "gemm/split_pass.cuh"
 
 namespace parray::cuda {
 

@@ -1,7 +1,7 @@
 // Launcher of ladder step 12 (gemm/12_best.cuh): the tile shape chosen by
 // measurement (docs/perf-notes.md), every transpose case and every layout.
 // Tuning (parray/tuning.hpp): gpu.best_shape runs one of the candidate
-// shapes of launch_best_sweep.cu instead (row- or column-major operands),
+// shapes of gemm/12_best_candidates.cu instead (row- or column-major operands),
 // gpu.best_group the tile-order group, gpu.best_splits a fixed K split,
 // gpu.best_wide the 128 x 256 tile wherever A runs along k, gpu.best_streamk
 // the stream-K tail.
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "parray/cuda/memory.hpp"
-#include "pipelined_common.cuh"
-#include "strided_blocks.hpp"
+#include "gemm/pipelined_common.cuh"
+#include "gemm/strided_blocks.hpp"
 
 namespace parray::cuda {
 
@@ -163,7 +163,7 @@ void gemm_best(const GemmCall<float>& call) {
   const int shape = gpu_tuning().best_shape;
   if (shape >= 0 && gemm_best_candidate(call, shape)) return;
   // Blocked layouts (figure 17/18): one strided product per block, through
-  // the layout's own offsets (strided_blocks.hpp), independent blocks
+  // the layout's own offsets (gemm/strided_blocks.hpp), independent blocks
   // batched (run_parts); many small blocks take the per-element layout
   // kernel below. A tuning shape (gpu.best_shape) runs the parts
   // one by one.

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "batched_small.hpp"
+#include "gemm/18_batched_small.hpp"
 #include "gemm/18_batched_small.cuh"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"

@@ -16,8 +16,8 @@
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/cuda/streamk_plan.hpp"
 #include "parray/tuning.hpp"
-#include "smem_opt_in.hpp"
-#include "stream_workspace.hpp"
+#include "common/smem_opt_in.hpp"
+#include "common/stream_workspace.hpp"
 
 namespace parray::cuda::pipelined {
 
@@ -101,7 +101,7 @@ using BestWideShape = ladder::BestShape<128, 256, 16, 64, 64, 1, 4, 8, 4, 3, 1, 
 
 // dst (rows x cols, row-major, row stride ldd) = src (rows x cols,
 // column-major: src(r, c) at src[r + c lds]), coalesced both ways through
-// shared-memory tiles (launch_best.cu). Nothing for an empty matrix.
+// shared-memory tiles (gemm/12_best.cu). Nothing for an empty matrix.
 void transpose_on_stream(cudaStream_t stream, int rows, int cols, const float* src, index_t lds, float* dst,
                          index_t ldd);
 
@@ -143,7 +143,7 @@ inline int choose_splits(long long tiles, int kts, int sms, int per_sm, long lon
 // The workspaces of one host thread on one device: buffers grown when needed
 // and reused (a cudaMallocAsync per call measured as a large part of a small
 // GEMM's time), one per kind, and the order of their uses across the streams
-// the thread's calls name (stream_workspace.hpp). Per host thread and device,
+// the thread's calls name (common/stream_workspace.hpp). Per host thread and device,
 // so threads driving different GPUs (or the same GPU) never share one; freed
 // when the thread ends.
 enum class Workspace { splitk, streamk_counters, packed_b, count };

@@ -1,5 +1,5 @@
-// GEMV step 6's launcher (launch_any_shape.cu), for the registry's entry in
-// launch_gemv.cu.
+// GEMV step 6's launcher (gemv/06_07_launch.cu), for the registry's entry in
+// gemv/01_05_launch.cu.
 #pragma once
 
 #include "parray/gemv.hpp"

@@ -17,10 +17,10 @@
 #include "parray/cuda/memory.hpp"
 #include "parray/cuda/wgmma_plan.hpp"
 #include "parray/tuning.hpp"
-#include "smem_opt_in.hpp"
-#include "split_pass.cuh"
-#include "strided_blocks.hpp"
-#include "tensor_map.hpp"
+#include "common/smem_opt_in.hpp"
+#include "gemm/split_pass.cuh"
+#include "gemm/strided_blocks.hpp"
+#include "gemm/tensor_map.hpp"
 
 namespace parray::cuda {
 

@@ -1,4 +1,4 @@
-// Step 18's launcher (launch_batched_small.cu) as the FP32 and 16-bit entry
+// Step 18's launcher (gemm/18_batched_small.cu) as the FP32 and 16-bit entry
 // points call it: a strided batch of small products, each operand any strided
 // layout (element strides of rows and columns), in one launch.
 #pragma once

@@ -13,16 +13,16 @@
 #include <optional>
 #include <string>
 
-#include "batched_small.hpp"
-#include "cublas_handle.hpp"
+#include "gemm/18_batched_small.hpp"
+#include "common/cublas_handle.hpp"
 #include "gemm/16_wgmma_16bit.cuh"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/gemm16.hpp"
 #include "parray/plan.hpp"
-#include "smem_opt_in.hpp"
-#include "split_pass.cuh"
-#include "tensor_map.hpp"
+#include "common/smem_opt_in.hpp"
+#include "gemm/split_pass.cuh"
+#include "gemm/tensor_map.hpp"
 
 namespace parray {
 

@@ -12,8 +12,8 @@
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/cuda/memory.hpp"
 #include "parray/tuning.hpp"
-#include "smem_opt_in.hpp"
-#include "split_pass.cuh"
+#include "common/smem_opt_in.hpp"
+#include "gemm/split_pass.cuh"
 
 namespace parray::cuda {
 

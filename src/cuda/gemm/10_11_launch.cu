@@ -1,7 +1,7 @@
 // Launchers of ladder steps 10 (cp.async pipeline) and 11 (the paper's
 // figure-21 kernel), FP32.
 #include "gemm/11_parray_fig21.cuh"
-#include "pipelined_common.cuh"
+#include "gemm/pipelined_common.cuh"
 
 #include <array>
 #include <atomic>

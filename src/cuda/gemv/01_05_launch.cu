@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "../cublas_handle.hpp"
-#include "../stream_workspace.hpp"
+#include "common/cublas_handle.hpp"
+#include "common/stream_workspace.hpp"
 #include "01_global_rows.cuh"
 #include "02_coalesced_colmajor.cuh"
 #include "03_constant_x.cuh"
 #include "04_shared_x.cuh"
 #include "05_tuned.cuh"
-#include "launch_any_shape.hpp"
+#include "06_07_launch.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/gemv.hpp"
@@ -122,7 +122,7 @@ void launch_shared(const GemvCall<T>& c) {
 
 // The column-major partial sums' workspace: per host thread and device, grown
 // when needed, a use on another stream than the last one's waiting for it
-// (stream_workspace.hpp). The launches that use it end with workspace_done.
+// (common/stream_workspace.hpp). The launches that use it end with workspace_done.
 struct GemvWorkspace {
   cuda::StreamOrder order;
   cuda::StreamBuffer buffer;

@@ -9,10 +9,10 @@
 #include <tuple>
 #include <vector>
 
-#include "../stream_workspace.hpp"
+#include "common/stream_workspace.hpp"
 #include "06_any_shape.cuh"
 #include "07_few_vectors.cuh"
-#include "launch_any_shape.hpp"
+#include "06_07_launch.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 
 namespace parray::cuda {

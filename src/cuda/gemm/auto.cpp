@@ -10,7 +10,7 @@
 #include <array>
 #include <unordered_map>
 
-#include "gemv/launch_any_shape.hpp"
+#include "gemv/06_07_launch.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/dispatch.hpp"

@@ -1,9 +1,9 @@
-// The split copies' memory pool (split_pass.cuh), one per GPU.
+// The split copies' memory pool (gemm/split_pass.cuh), one per GPU.
 #include <cstdint>
 #include <map>
 #include <mutex>
 
-#include "split_pass.cuh"
+#include "gemm/split_pass.cuh"
 
 namespace parray::cuda {
 

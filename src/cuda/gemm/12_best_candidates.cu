@@ -1,9 +1,9 @@
 // Candidate tile shapes of ladder step 12, for tuning (gpu.best_shape;
 // docs/perf-notes.md has what each measured); S14, the 64 x 64 tile, is also
-// the default GEMM's kernel for small products (gemm_auto.cpp). Only row-major A and B
+// the default GEMM's kernel for small products (gemm/auto.cpp). Only row-major A and B
 // (k-contiguous A, n-contiguous B) and strided C are instantiated here; any
 // other case returns false and runs the default shape.
-#include "pipelined_common.cuh"
+#include "gemm/pipelined_common.cuh"
 
 namespace parray::cuda {
 
