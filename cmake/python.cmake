@@ -87,6 +87,12 @@ if(PARRAY_HAVE_PYTHON AND PARRAY_BUILD_TESTS)
   enable_testing()
   set(parray_python_test_env "PYTHONPATH=${PARRAY_PYTHON_DIR};PYTHONDONTWRITEBYTECODE=1")
   set(parray_run_python_tests ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/python/tests/run_tests.py)
+  # `pip install` as a user runs it: a fresh virtual environment, the module
+  # built by setup.py (CPU only), imported from outside the source tree.
+  add_test(NAME Python.PipInstall
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/python_pip_install.sh ${Python3_EXECUTABLE}
+                   ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/pip-install-check)
+  set_tests_properties(Python.PipInstall PROPERTIES LABELS "cpu;install" SKIP_RETURN_CODE 77 TIMEOUT 1200)
   add_test(NAME Python.pytest COMMAND ${parray_run_python_tests})
   set_tests_properties(Python.pytest PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT
                        "${parray_python_test_env}")
