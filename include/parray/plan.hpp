@@ -134,8 +134,9 @@ BatchSmallPlan plan_batched_small(const GpuModel& gpu, const BatchProblem& p);
 // 70 % of the tensor cores' peak and a fixed time), or DRAM where it bounds.
 double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p);
 
-// The host's time per call of the default GEMM (bench calls: 6 us on an
-// H100 host): products run in turn cost at least this each.
+// The host's time per call of the default GEMM, a little under what `parray
+// bench calls` measures (docs/dispatch.md, "Host time and threads"): products
+// run in turn cost at least this each.
 constexpr double kHostUsPerCall = 5.0;
 
 // The K split a tile kernel of `tiles` tiles of `kts` k-steps takes on
