@@ -56,17 +56,31 @@ std::string cublas_unsupported(const MatrixLayout& a, const MatrixLayout& b, con
 // fast: the compute type of cuBLAS's tensor-core modes on FP32 data
 // (CUBLAS_COMPUTE_32F_FAST_TF32, _16BF, _16F), or CUBLAS_COMPUTE_32F for its
 // FP32 CUDA-core SGEMM.
+// A product as cuBLAS takes it: cuBLAS computes a column-major C, so a
+// row-major C is computed as C^T = B^T A^T (swapped: A and B trade places).
 template <class T>
-void cublas_gemm_as(const GemmCall<T>& call, cublasComputeType_t fast) {
-  MatrixView<const T> a = call.a, b = call.b;
-  MatrixView<T> c = call.c;
-  // cuBLAS computes column-major C; for row-major C compute C^T = B^T A^T.
-  if (!unit(c.layout.rows)) {
+struct ColumnMajorProduct {
+  MatrixView<const T> a, b;
+  MatrixView<T> c;
+  bool swapped;
+  Blas ba, bb, bc;
+  int m, n, k;
+};
+template <class T>
+ColumnMajorProduct<T> column_major(MatrixView<const T> a, MatrixView<const T> b, MatrixView<T> c) {
+  const bool swapped = !unit(c.layout.rows);
+  if (swapped) {
     std::swap(a, b);
     a = a.t(), b = b.t(), c = c.t();
   }
-  const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
-  const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols());
+  return {a,    b,    c,    swapped, as_blas(a.layout), as_blas(b.layout), as_blas(c.layout), int(c.rows()),
+          int(c.cols()), int(a.cols())};
+}
+
+template <class T>
+void cublas_gemm_as(const GemmCall<T>& call, cublasComputeType_t fast) {
+  const ColumnMajorProduct<T> p = column_major(call.a, call.b, call.c);
+  const auto& [a, b, c, swapped, ba, bb, bc, m, n, k] = p;
   const cublasHandle_t h = cublas_handle_on(call.stream);
   if constexpr (std::is_same_v<T, float>) {
     if (fast != CUBLAS_COMPUTE_32F)
@@ -95,16 +109,10 @@ void cublas_gemm(const GemmCall<T>& call) {
 // gemm_batched.
 template <class T>
 bool cublas_batch_as(const GemmBatchCall<T>& call, cublasComputeType_t fast) {
-  MatrixView<const T> a = call.first.a, b = call.first.b;
-  MatrixView<T> c = call.first.c;
-  long long sa = call.stride_a, sb = call.stride_b;
-  if (!unit(c.layout.rows)) {  // row-major C: C^T = B^T A^T
-    std::swap(a, b);
-    std::swap(sa, sb);
-    a = a.t(), b = b.t(), c = c.t();
-  }
-  const Blas ba = as_blas(a.layout), bb = as_blas(b.layout), bc = as_blas(c.layout);
-  const int m = int(c.rows()), n = int(c.cols()), k = int(a.cols()), count = int(call.batch);
+  const ColumnMajorProduct<T> p = column_major(call.first.a, call.first.b, call.first.c);
+  const auto& [a, b, c, swapped, ba, bb, bc, m, n, k] = p;
+  const long long sa = swapped ? call.stride_b : call.stride_a, sb = swapped ? call.stride_a : call.stride_b;
+  const int count = int(call.batch);
   const T alpha = call.first.alpha, beta = call.first.beta;
   const cublasHandle_t h = cublas_handle_on(call.first.stream);
   if constexpr (std::is_same_v<T, double>) {

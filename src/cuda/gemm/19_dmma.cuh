@@ -91,41 +91,38 @@ __device__ __forceinline__ void dmma_16x8(double (&d)[4], const double (&a)[KS /
   }
 }
 
-// k-tile kt of A (rows m0.., k kt*BK..) and of B into slot s.
+// An Outer x Inner tile of an operand (element (o, i) at src[o * so + i * si])
+// into dst[o * Ld + i], zeros past (olim, ilim). fast: si = 1 and rows 16-byte
+// aligned, so each 16-byte cp.async moves 2 doubles (its source size cut to
+// what lies inside); otherwise element by element, down Outer (the
+// contiguous direction of a column-major A or B).
+template <int Outer, int Inner, int Ld, int Threads>
+__device__ __forceinline__ void dmma_load_tile(double* dst, const double* src, long long so, long long si, int o0,
+                                               int i0, int olim, int ilim, bool fast) {
+  if (fast) {
+    for (int e = threadIdx.x; e < Outer * Inner / 2; e += Threads) {
+      const int o = e / (Inner / 2), i = 2 * (e % (Inner / 2));
+      const int row = o0 + o, col = i0 + i;
+      const int inside = row < olim ? min(2, max(0, ilim - col)) : 0;
+      cp_async_16(dst + o * Ld + i, inside ? src + row * so + col : src, 8 * inside);
+    }
+  } else {
+    for (int e = threadIdx.x; e < Outer * Inner; e += Threads) {
+      const int o = e % Outer, i = e / Outer;
+      const int row = o0 + o, col = i0 + i;
+      dst[o * Ld + i] = row < olim && col < ilim ? src[row * so + col * si] : 0.0;
+    }
+  }
+}
+
+// k-tile kt of A (rows m0.., k kt*BK..) and of B (k kt*BK.., columns n0..)
+// into slot (sa, sb).
 template <class T>
 __device__ __forceinline__ void dmma_load_k_tile(const DmmaParams& p, const double* a, const double* b, double* sa,
                                                  double* sb, int m0, int n0, int kt) {
   const int k0 = kt * T::BK;
-  if (p.a_fast) {  // 128 rows x 8 chunks of 2 doubles
-    for (int e = threadIdx.x; e < T::BM * T::BK / 2; e += T::kThreads) {
-      const int r = e / (T::BK / 2), k = 2 * (e % (T::BK / 2));
-      const int row = m0 + r, col = k0 + k;
-      const int inside = row < p.M ? min(2, max(0, p.K - col)) : 0;
-      const double* src = inside ? a + row * p.a.rs + col : a;
-      cp_async_16(sa + r * T::kLdA + k, src, 8 * inside);
-    }
-  } else {
-    for (int e = threadIdx.x; e < T::BM * T::BK; e += T::kThreads) {
-      const int r = e % T::BM, k = e / T::BM;  // down M, for a column-major A
-      const int row = m0 + r, col = k0 + k;
-      sa[r * T::kLdA + k] = row < p.M && col < p.K ? a[row * p.a.rs + col * p.a.cs] : 0.0;
-    }
-  }
-  if (p.b_fast) {  // 16 rows x 64 chunks
-    for (int e = threadIdx.x; e < T::BK * T::BN / 2; e += T::kThreads) {
-      const int k = e / (T::BN / 2), n = 2 * (e % (T::BN / 2));
-      const int row = k0 + k, col = n0 + n;
-      const int inside = row < p.K ? min(2, max(0, p.N - col)) : 0;
-      const double* src = inside ? b + row * p.b.rs + col : b;
-      cp_async_16(sb + k * T::kLdB + n, src, 8 * inside);
-    }
-  } else {
-    for (int e = threadIdx.x; e < T::BK * T::BN; e += T::kThreads) {
-      const int k = e % T::BK, n = e / T::BK;  // down K, for a column-major B
-      const int row = k0 + k, col = n0 + n;
-      sb[k * T::kLdB + n] = row < p.K && col < p.N ? b[row * p.b.rs + col * p.b.cs] : 0.0;
-    }
-  }
+  dmma_load_tile<T::BM, T::BK, T::kLdA, T::kThreads>(sa, a, p.a.rs, p.a.cs, m0, k0, p.M, p.K, p.a_fast);
+  dmma_load_tile<T::BK, T::BN, T::kLdB, T::kThreads>(sb, b, p.b.rs, p.b.cs, k0, n0, p.K, p.N, p.b_fast);
 }
 
 // One k-tile of products from slot (sa, sb) into the warp's accumulators, in
