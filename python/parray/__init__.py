@@ -71,10 +71,14 @@ def matmul16(a, b, out=None, alpha=1.0, beta=0.0, out_dtype=None, impl="gpu"):
     tensor is used where it lies); out (M x N) is row-major, of their dtype or float32, and is allocated in a's
     library when None (out_dtype: "float32" for an FP32 result; beta must then be 0). The products accumulate in
     FP32 on the tensor cores (parray::gemm16, ladder step 16; impl="cublas" runs cublasGemmEx instead).
+    Beyond 2 dimensions, stacks of matrices whose batch dimensions broadcast as NumPy's do, one strided
+    batch of the library's per run of batch dimensions that collapse into one stride.
     """
     for name, x in (("a", a), ("b", b), ("out", out)):
         if x is not None and (_is_host(x) or _placement(x)[0] != _DLPACK_CUDA):
             raise TypeError(f"{name}: a {type(x).__name__} in {_placement_text(x)}; matmul16 takes CUDA tensors")
+    if len(getattr(a, "shape", ())) > 2 or len(getattr(b, "shape", ())) > 2:
+        return _matmul16_stack(a, b, out, alpha, beta, out_dtype, impl)
     if _ndim(a, "a") != 2 or _ndim(b, "b") != 2:
         raise ValueError(f"{'a' if len(a.shape) != 2 else 'b'}: a matrix has 2 dimensions")
     _check_same_placement("a", a, [("b", b), ("out", out)])
@@ -84,6 +88,43 @@ def matmul16(a, b, out=None, alpha=1.0, beta=0.0, out_dtype=None, impl="gpu"):
         out = _empty(a, (int(a.shape[0]), int(b.shape[1])), out_dtype)
     (ca, cb, cout), stream = _capsules([("a", a), ("b", b), ("out", out)], _DLPACK_CUDA)
     _parray.gemm16_dlpack(ca, cb, cout, alpha, beta, impl, stream)
+    return out
+
+
+def _matmul16_stack(a, b, out, alpha, beta, out_dtype, impl):
+    for name, x in (("a", a), ("b", b)):
+        if len(x.shape) < 2:
+            raise ValueError(f"{name}: has {len(x.shape)} dimension; a stack of matrices has at least 2")
+    _check_same_placement("a", a, [("b", b), ("out", out)])
+    a_batch, b_batch = tuple(int(n) for n in a.shape[:-2]), tuple(int(n) for n in b.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a_batch, b_batch)
+    except ValueError:
+        raise ValueError(f"a, b: batch dimensions {a_batch} and {b_batch} do not broadcast") from None
+    (m, k), (kb, n) = (int(x) for x in a.shape[-2:]), (int(x) for x in b.shape[-2:])
+    if kb != k:
+        raise ValueError(f"b: has {kb} rows, a has {k} columns")
+    shape = batch + (m, n)
+    if out is None:
+        if beta != 0:
+            raise ValueError("beta: is not 0 but no out was given to scale")
+        out = _empty(a, shape, out_dtype)
+    elif tuple(int(x) for x in out.shape) != shape:
+        raise ValueError(f"out: shape {tuple(out.shape)} is not {shape}")
+    if 0 in batch or m == 0 or n == 0:
+        return out
+    strides = [_batch_strides(x, x_batch, batch) for x, x_batch in ((a, a_batch), (b, b_batch), (out, batch))]
+    for name, s in zip(("a", "b", "out"), strides):
+        if s is None or min(s, default=0) < 0:
+            raise ValueError(f"{name}: batch strides {s} are not whole non-negative element counts")
+    inner, count = _collapsed_batch(batch, strides)
+    outer = tuple(size if d < inner else 1 for d, size in enumerate(batch))
+    for index in np.ndindex(*outer):
+        first = index[:inner] + (0,) * (len(batch) - inner)
+        parts = [("a", a[_broadcast_index(first, a_batch)]), ("b", b[_broadcast_index(first, b_batch)]),
+                 ("out", out[first])]
+        (ca, cb, cout), stream = _capsules(parts, _DLPACK_CUDA)
+        _parray.gemm16_dlpack(ca, cb, cout, alpha, beta, impl, stream, count, *[s[-1] if s else 0 for s in strides])
     return out
 
 

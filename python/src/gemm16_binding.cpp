@@ -46,7 +46,7 @@ Storage16 storage_of(const Operand& op) {
 }
 
 void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, double beta, const std::string& impl,
-                   std::uintptr_t stream) {
+                   std::uintptr_t stream, index_t batch, index_t stride_a, index_t stride_b, index_t stride_c) {
   Operand oa, ob, oc;
   const dlpack::DataType ta = DlpackArray(a, "a").matrix16(oa, false), tb = DlpackArray(b, "b").matrix16(ob, false),
                          tc = DlpackArray(out, "out").matrix16(oc, true);
@@ -58,6 +58,9 @@ void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, dou
   check_product(oa, ob, oc, false);  // their dtypes are checked above, in 16-bit terms
   const Storage16 sa = storage_of(oa), sb = storage_of(ob), sc = storage_of(oc);
   if (sc.transposed && oc.rows() > 1 && oc.cols() > 1) value_error("out", "must be row-major (C-contiguous rows)");
+  if (batch < 0) value_error("batch", "is negative");
+  if (std::min({stride_a, stride_b, stride_c}) < 0) value_error("stride", "a batch stride is negative");
+  if (batch > 1 && stride_c < oc.rows() * sc.ld) value_error("out", "its matrices overlap (batch stride too small)");
 #if PARRAY_PYTHON_CUDA
   Gemm16Args g;
   g.type = ta.code == dlpack::kBfloat ? Type16::bf16 : Type16::fp16;
@@ -67,11 +70,12 @@ void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, dou
   g.m = oa.rows(), g.n = ob.cols(), g.k = oa.cols();
   g.alpha = float(alpha), g.beta = float(beta);
   g.a = oa.data, g.lda = sa.ld, g.b = ob.data, g.ldb = sb.ld, g.c = oc.data, g.ldc = sc.ld;
+  g.batch = batch, g.stride_a = stride_a, g.stride_b = stride_b, g.stride_c = stride_c;
   py::gil_scoped_release release;
   g.stream = caller_stream(stream);
   on_device(oa.device_id, [&] { gemm16(g, impl); });
 #else
-  (void)alpha, (void)beta, (void)impl, (void)stream;
+  (void)alpha, (void)beta, (void)impl, (void)stream, (void)batch;
   throw Error(std::string("a: is in ").append(oa.where()).append(" but parray was built without CUDA"));
 #endif
 }
@@ -81,8 +85,10 @@ void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, dou
 void bind_gemm16(py::module_& m) {
   using namespace pybind11::literals;
   m.def("gemm16_dlpack", &gemm16_dlpack, "a"_a, "b"_a, "out"_a, "alpha"_a, "beta"_a, "impl"_a, "stream"_a,
+        "batch"_a = 1, "stride_a"_a = 0, "stride_b"_a = 0, "stride_c"_a = 0,
         "out = alpha a b + beta out on DLPack capsules of bfloat16 / float16 CUDA tensors (out: the same type or "
-        "float32); work ordered on the caller's stream (a DLPack stream number).");
+        "float32); work ordered on the caller's stream (a DLPack stream number). batch > 1: a strided batch, the "
+        "capsules the first matrices, each operand's next one stride elements on (0: the same matrix).");
 }
 
 }  // namespace parray::python

@@ -65,5 +65,8 @@ if gpu:
 
 import pytest  # noqa: E402
 
-selection = [os.path.join(here, "test_gpu.py")] if gpu else [here, "--ignore", os.path.join(here, "test_gpu.py")]
+# PyTorch lives on the GPU machine: its tests (test_torch.py, CPU and CUDA tensors) run with the GPU ones
+# there, and in the CPU run where PyTorch is installed (they skip, naming it, where it is not).
+selection = [os.path.join(here, "test_gpu.py"), os.path.join(here, "test_torch.py")] if gpu else \
+    [here, "--ignore", os.path.join(here, "test_gpu.py")]
 sys.exit(pytest.main(selection + ["-q", "-rs", "-p", "no:cacheprovider"]))
