@@ -75,7 +75,7 @@ void gemm16_dlpack(py::handle a, py::handle b, py::handle out, double alpha, dou
   g.stream = caller_stream(stream);
   on_device(oa.device_id, [&] { gemm16(g, impl); });
 #else
-  (void)alpha, (void)beta, (void)impl, (void)stream, (void)batch;
+  (void)alpha, (void)beta, (void)impl, (void)stream, (void)batch, (void)sa, (void)sb;
   throw Error(std::string("a: is in ").append(oa.where()).append(" but parray was built without CUDA"));
 #endif
 }
