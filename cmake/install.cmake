@@ -38,7 +38,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/parrayConfig.cmake ${CMAKE_CURRENT_BIN
 # pkg-config: libparray.a is static, so Libs lists what it links against.
 set(PARRAY_PC_LIBS "-lparray ${OpenMP_CXX_FLAGS} -lpthread")
 if(PARRAY_HAVE_CUDA)
-  string(APPEND PARRAY_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
+  string(APPEND PARRAY_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcudart -ldl")
   if(PARRAY_HAVE_NCCL)
     string(APPEND PARRAY_PC_LIBS " ${PARRAY_NCCL_LIB}")
   endif()

@@ -1,13 +1,12 @@
 // register_cuda_backend: every CUDA GEMM of parray (the paper's thread-array
 // GEMMs and the numbered ladder) plus the cuBLAS baseline, in one table.
-#include <cublas_v2.h>
-
 #include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
 
 #include "common/cublas_handle.hpp"
+#include "common/cublas_library.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/multilevel.hpp"
@@ -21,14 +20,14 @@ namespace {
 
 void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusString(s));
+    throw Error(std::string("cublas: ") + what + ": " + cuda::cublas().GetStatusString(s));
 }
 
 // The calling thread's handle on the current device (FP32 on the CUDA cores
 // unless a call names a compute type), on the call's stream.
 cublasHandle_t cublas_handle_on(GpuStream stream) {
   const cublasHandle_t h = cuda::cublas_handle_for_current_device();
-  cublas_check(cublasSetStream(h, cuda::on_stream(stream)), "cublasSetStream");
+  cublas_check(cuda::cublas().SetStream(h, cuda::on_stream(stream)), "cublasSetStream");
   return h;
 }
 
@@ -84,16 +83,16 @@ void cublas_gemm_as(const GemmCall<T>& call, cublasComputeType_t fast) {
   const cublasHandle_t h = cublas_handle_on(call.stream);
   if constexpr (std::is_same_v<T, float>) {
     if (fast != CUBLAS_COMPUTE_32F)
-      cublas_check(cublasGemmEx(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, CUDA_R_32F, int(ba.ld),
+      cublas_check(cuda::cublas().GemmEx(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, CUDA_R_32F, int(ba.ld),
                                 b.data, CUDA_R_32F, int(bb.ld), &call.beta, c.data, CUDA_R_32F, int(bc.ld), fast,
                                 CUBLAS_GEMM_DEFAULT),
                    "cublasGemmEx (tensor cores)");
     else
-      cublas_check(cublasSgemm(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+      cublas_check(cuda::cublas().Sgemm(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
                                int(bb.ld), &call.beta, c.data, int(bc.ld)),
                    "cublasSgemm");
   } else {
-    cublas_check(cublasDgemm(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
+    cublas_check(cuda::cublas().Dgemm(h, ba.op, bb.op, m, n, k, &call.alpha, a.data, int(ba.ld), b.data,
                              int(bb.ld), &call.beta, c.data, int(bc.ld)),
                  "cublasDgemm");
   }
@@ -116,16 +115,16 @@ bool cublas_batch_as(const GemmBatchCall<T>& call, cublasComputeType_t fast) {
   const T alpha = call.first.alpha, beta = call.first.beta;
   const cublasHandle_t h = cublas_handle_on(call.first.stream);
   if constexpr (std::is_same_v<T, double>) {
-    cublas_check(cublasDgemmStridedBatched(h, ba.op, bb.op, m, n, k, &alpha, a.data, int(ba.ld), sa, b.data,
+    cublas_check(cuda::cublas().DgemmStridedBatched(h, ba.op, bb.op, m, n, k, &alpha, a.data, int(ba.ld), sa, b.data,
                                            int(bb.ld), sb, &beta, c.data, int(bc.ld), call.stride_c, count),
                  "cublasDgemmStridedBatched");
   } else if (fast != CUBLAS_COMPUTE_32F)
-    cublas_check(cublasGemmStridedBatchedEx(h, ba.op, bb.op, m, n, k, &alpha, a.data, CUDA_R_32F, int(ba.ld), sa,
+    cublas_check(cuda::cublas().GemmStridedBatchedEx(h, ba.op, bb.op, m, n, k, &alpha, a.data, CUDA_R_32F, int(ba.ld), sa,
                                             b.data, CUDA_R_32F, int(bb.ld), sb, &beta, c.data, CUDA_R_32F,
                                             int(bc.ld), call.stride_c, count, fast, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmStridedBatchedEx (tensor cores)");
   else
-    cublas_check(cublasSgemmStridedBatched(h, ba.op, bb.op, m, n, k, &alpha, a.data, int(ba.ld), sa, b.data,
+    cublas_check(cuda::cublas().SgemmStridedBatched(h, ba.op, bb.op, m, n, k, &alpha, a.data, int(ba.ld), sa, b.data,
                                            int(bb.ld), sb, &beta, c.data, int(bc.ld), call.stride_c, count),
                  "cublasSgemmStridedBatched");
   return true;

@@ -7,7 +7,7 @@
 // threads' calls never race on a handle's stream.
 #pragma once
 
-#include <cublas_v2.h>
+#include "common/cublas_library.hpp"
 
 namespace parray::cuda {
 

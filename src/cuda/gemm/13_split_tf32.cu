@@ -3,13 +3,12 @@
 // long), each after the first adding into C. Any layout of
 // A and B (the split reads through it); C row- or column-major is written by
 // cuBLAS directly, any other C through a row-major workspace and one pass.
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <map>
 #include <string>
 
 #include "common/cublas_handle.hpp"
+#include "common/cublas_library.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/tuning.hpp"
 #include "gemm/split_pass.cuh"
@@ -22,7 +21,7 @@ cublasHandle_t cublas_handle_for_current_device() {
   struct Handles {
     std::map<int, cublasHandle_t> per_device;
     ~Handles() {
-      for (auto& h : per_device) (void)cublasDestroy(h.second);  // errors ignored at exit
+      for (auto& h : per_device) (void)cuda::cublas().Destroy(h.second);  // errors ignored at exit
     }
   };
   thread_local Handles handles;
@@ -30,13 +29,13 @@ cublasHandle_t cublas_handle_for_current_device() {
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
   if (const auto it = handles.per_device.find(d); it != handles.per_device.end()) return it->second;
   const auto check = [](cublasStatus_t st, const char* what) {
-    if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusString(st));
+    if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: ") + what + ": " + cuda::cublas().GetStatusString(st));
   };
   cublasHandle_t h = nullptr;
-  check(cublasCreate(&h), "cublasCreate");
+  check(cuda::cublas().Create(&h), "cublasCreate");
   // FP32 on CUDA cores unless a call names a faster compute type: no TF32.
-  if (const cublasStatus_t st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); st != CUBLAS_STATUS_SUCCESS) {
-    (void)cublasDestroy(h);
+  if (const cublasStatus_t st = cuda::cublas().SetMathMode(h, CUBLAS_DEFAULT_MATH); st != CUBLAS_STATUS_SUCCESS) {
+    (void)cuda::cublas().Destroy(h);
     check(st, "cublasSetMathMode");
   }
   return handles.per_device[d] = h;
@@ -46,7 +45,7 @@ namespace {
 
 void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cuda-13-3xtf32: ") + what + ": " + cublasGetStatusString(s));
+    throw Error(std::string("cuda-13-3xtf32: ") + what + ": " + cuda::cublas().GetStatusString(s));
 }
 
 // gpu.3xtf32_small=0: the small parts dropped (one TF32 product), for the
@@ -77,7 +76,7 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
   const bool keep = keep_small_parts();
   split_operand(s, call.a, false, ladder::ChunkedSplit{a3.p, ld3, K, kc, keep}, "cuda-13-3xtf32");
   split_operand(s, call.b, true, ladder::ChunkedSplit{b3.p, ld3, K, kc, keep}, "cuda-13-3xtf32");
-  cublas_check(cublasSetStream(handle, s), "cublasSetStream");
+  cublas_check(cuda::cublas().SetStream(handle, s), "cublasSetStream");
   const int m = int(M), n = int(N);
   // a3 is M x 3K and b3 N x 3K, both row-major (rows ld3 apart): column-major
   // 3K x M and 3K x N. One TF32 GEMM per chunk of K, the first with the
@@ -88,7 +87,7 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
     const float one = 1.f;
     for (index_t k0 = 0; k0 < K; k0 += kc) {
       const int k3 = int(3 * std::min<index_t>(kc, K - k0));
-      cublas_check(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, cols, k3, &alpha, x + 3 * k0, CUDA_R_32F,
+      cublas_check(cuda::cublas().GemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, cols, k3, &alpha, x + 3 * k0, CUDA_R_32F,
                                 int(ld3), y + 3 * k0, CUDA_R_32F, int(ld3), k0 == 0 ? &beta : &one, c, CUDA_R_32F,
                                 int(ldc), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
                    "cublasGemmEx (TF32)");

@@ -4,7 +4,6 @@
 // padded copy only where a row is not 16-byte aligned, which TMA needs), C
 // staged in shared memory and stored by TMA where its rows are aligned, a row
 // at a time elsewhere.
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "common/cublas_library.hpp"
 #include "gemm/18_batched_small.hpp"
 #include "common/cublas_handle.hpp"
 #include "gemm/16_wgmma_16bit.cuh"
@@ -71,21 +71,21 @@ void gemm16_cublas(const Gemm16Args& g) {
   const cudaDataType tc = g.c_f32 ? CUDA_R_32F : t;
   const auto op = [](Trans x) { return x == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T; };
   const cublasHandle_t h = cuda::cublas_handle_for_current_device();
-  if (cublasSetStream(h, cuda::on_stream(g.stream)) != CUBLAS_STATUS_SUCCESS)
+  if (cuda::cublas().SetStream(h, cuda::on_stream(g.stream)) != CUBLAS_STATUS_SUCCESS)
     throw Error("cublas: cublasSetStream failed");
   if (g.batch != 1) {
-    const cublasStatus_t s = cublasGemmStridedBatchedEx(
+    const cublasStatus_t s = cuda::cublas().GemmStridedBatchedEx(
         h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t, int(g.ldb), g.stride_b, g.a,
         t, int(g.lda), g.stride_a, &g.beta, g.c, tc, int(g.ldc), g.stride_c, int(g.batch), CUBLAS_COMPUTE_32F,
         CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
-      throw Error(std::string("cublas: cublasGemmStridedBatchedEx: ") + cublasGetStatusString(s));
+      throw Error(std::string("cublas: cublasGemmStridedBatchedEx: ") + cuda::cublas().GetStatusString(s));
     return;
   }
   const cublasStatus_t s =
-      cublasGemmEx(h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t,
+      cuda::cublas().GemmEx(h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t,
                    int(g.ldb), g.a, t, int(g.lda), &g.beta, g.c, tc, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: cublasGemmEx: ") + cublasGetStatusString(s));
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: cublasGemmEx: ") + cuda::cublas().GetStatusString(s));
 }
 
 // ---- step 16 -----------------------------------------------------------------

@@ -3,8 +3,6 @@
 // table. Each launcher checks its layout preconditions; the dispatcher
 // (src/cpu/gemv/gemv.cpp) has checked sizes, memory spaces and M > 0.
 // Every launch goes to the call's stream (GemvCall::stream) and is checked.
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "common/cublas_handle.hpp"
+#include "common/cublas_library.hpp"
 #include "common/stream_workspace.hpp"
 #include "01_global_rows.cuh"
 #include "02_coalesced_colmajor.cuh"
@@ -197,8 +196,8 @@ void launch_shapes(const GemvCall<T>& c) {
 // The calling thread's handle, on the call's stream.
 cublasHandle_t handle_on(GpuStream stream) {
   const cublasHandle_t h = cuda::cublas_handle_for_current_device();
-  if (const cublasStatus_t st = cublasSetStream(h, cuda::on_stream(stream)); st != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cublas gemv: cublasSetStream: ") + cublasGetStatusString(st));
+  if (const cublasStatus_t st = cuda::cublas().SetStream(h, cuda::on_stream(stream)); st != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cublas gemv: cublasSetStream: ") + cuda::cublas().GetStatusString(st));
   return h;
 }
 
@@ -213,15 +212,15 @@ void cublas_gemv(const GemvCall<T>& c) {
   if (col) {  // column-major: y = A x
     const int ld = int(n == 1 ? std::max(m, 1) : std::max<index_t>(l.cols.stride[0], std::max(m, 1)));
     if constexpr (sizeof(T) == 4)
-      s = cublasSgemv(h, CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
-    else s = cublasDgemv(h, CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+      s = cuda::cublas().Sgemv(h, CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    else s = cuda::cublas().Dgemv(h, CUBLAS_OP_N, m, n, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
   } else {  // row-major A is a column-major A^T (n x m): y = (A^T)^T x
     const int ld = int(m == 1 ? std::max(n, 1) : l.rows.stride[0]);
     if constexpr (sizeof(T) == 4)
-      s = cublasSgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
-    else s = cublasDgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+      s = cuda::cublas().Sgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
+    else s = cuda::cublas().Dgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
   }
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas gemv: ") + cublasGetStatusString(s));
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas gemv: ") + cuda::cublas().GetStatusString(s));
 }
 
 // One GPU GEMV of the registry: its kernels for FP32 and FP64 and the

@@ -1,20 +1,19 @@
 // The baseline of the host-resident case: cublasXt, NVIDIA's own
 // out-of-core multi-GPU GEMM (square BlockDim x BlockDim tiles of every
 // matrix, dealt round-robin to the GPUs, one host thread per GPU).
-#include <cublasXt.h>
-
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "common.hpp"
+#include "common/cublas_library.hpp"
 
 namespace parray::multigpu {
 
 namespace {
 void xt_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublasXt: ") + what + ": " + cublasGetStatusString(s));
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublasXt: ") + what + ": " + cuda::cublas().GetStatusString(s));
 }
 }  // namespace
 
@@ -31,15 +30,15 @@ double cublasxt_sgemm(const std::vector<int>& devices, int block_dim, float alph
   std::lock_guard<std::mutex> lock(mu);
   cublasXtHandle_t& h = (*handles)[{devices, block_dim}];
   if (!h) {
-    xt_check(cublasXtCreate(&h), "cublasXtCreate");
+    xt_check(cuda::cublas().XtCreate(&h), "cublasXtCreate");
     std::vector<int> devs = devices;
-    xt_check(cublasXtDeviceSelect(h, int(devs.size()), devs.data()), "cublasXtDeviceSelect");
-    if (block_dim > 0) xt_check(cublasXtSetBlockDim(h, block_dim), "cublasXtSetBlockDim");
+    xt_check(cuda::cublas().XtDeviceSelect(h, int(devs.size()), devs.data()), "cublasXtDeviceSelect");
+    if (block_dim > 0) xt_check(cuda::cublas().XtSetBlockDim(h, block_dim), "cublasXtSetBlockDim");
   }
-  if (used_block_dim) xt_check(cublasXtGetBlockDim(h, used_block_dim), "cublasXtGetBlockDim");
+  if (used_block_dim) xt_check(cuda::cublas().XtGetBlockDim(h, used_block_dim), "cublasXtGetBlockDim");
   // Row-major C = A B is column-major C^T = B^T A^T: pass B as the first operand.
   const auto t0 = std::chrono::steady_clock::now();
-  xt_check(cublasXtSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, size_t(N), size_t(M), size_t(K), &alpha, B.p, size_t(B.ld), A.p,
+  xt_check(cuda::cublas().XtSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, size_t(N), size_t(M), size_t(K), &alpha, B.p, size_t(B.ld), A.p,
                          size_t(A.ld), &beta, C.p, size_t(C.ld)),
            "cublasXtSgemm");
   // cublasXt returns when C is back on the host (a blocking API).

@@ -1,11 +1,10 @@
 // Device helpers of the multi-GPU GEMMs (common.hpp): the local GEMM (ladder
 // step 12, cuBLAS or ladder step 13 on a stream), y = x + beta y for the K split's beta, NaN
 // poisoning.
-#include <cublas_v2.h>
-
 #include <limits>
 
 #include "common/cublas_handle.hpp"
+#include "common/cublas_library.hpp"
 #include "multilevel/launch.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "common.hpp"
@@ -27,15 +26,15 @@ __global__ __launch_bounds__(256) void fill_kernel(float* p, index_t rows, index
       p[i * ld + j] = v;
 }
 void cublas_check(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cublasGetStatusString(st));
+  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cuda::cublas().GetStatusString(st));
 }
 
 void cublas_row_major(cudaStream_t s, int m, int n, int k, float alpha, const float* a, index_t lda, const float* b,
                       index_t ldb, float beta, float* c, index_t ldc) {
   cublasHandle_t h = cuda::cublas_handle_for_current_device();
-  cublas_check(cublasSetStream(h, s), "cublasSetStream");
+  cublas_check(cuda::cublas().SetStream(h, s), "cublasSetStream");
   // Row-major C = A B is column-major C^T = B^T A^T.
-  cublas_check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)),
+  cublas_check(cuda::cublas().Sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)),
                "cublasSgemm");
 }
 
