@@ -40,7 +40,7 @@ if [ "$PHASE" = tests ] || [ "$PHASE" = all ]; then
 fi
 
 if [ "$PHASE" = bench ] || [ "$PHASE" = all ]; then
-  step dist_seed 20 "$P" dist --synthetic 1024,32 --impl gpu --top 3 --reps 2000 --time-csv "$OUT/dist-gpu-$GPU.csv"
+  step dist_lab_case 20 "$P" dist --synthetic 1024,32 --impl gpu --top 3 --reps 2000 --time-csv "$OUT/dist-gpu-$GPU.csv"
   for off in 0 1000; do
     tag=$([ "$off" = 0 ] && echo uniform || echo offset)
     step "save_$tag" 60 "$P" knn --synthetic 1000000,128,10000 --offset "$off" --k 1 --save-data "/tmp/knn_$tag"

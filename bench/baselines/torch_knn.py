@@ -92,7 +92,7 @@ def main():
     p.add_argument("--k", default="10,100")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--chunk", type=int, default=2048)
-    p.add_argument("--seed-case", action="store_true", help="also time 1 query x 1024 x 32 + full sort")
+    p.add_argument("--lab-case", action="store_true", help="also time 1 query x 1024 x 32 + full sort")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -113,19 +113,19 @@ def main():
         r = recall(base, queries, idx, kth)
         print(f"torch-matmul-topk,gpu,l2,{n},{d},{q},{k},1,{ms:.4f},{q / (ms * 1e-3):.1f},{r:.6f},{int(r >= 1.0)},"
               f"\"{name}; torch {torch.__version__}; FP32 no TF32; chunks of {a.chunk}\"", flush=True)
-    if a.seed_case:
+    if a.lab_case:
         g = torch.Generator(device="cpu").manual_seed(1)
         x = (torch.rand(1024, 32, generator=g) * 2 - 1).to(dev)
         qv = (torch.rand(1, 32, generator=g) * 2 - 1).to(dev)
-        seed_call = lambda: torch.sort(((x - qv) ** 2).sum(1))
-        ms = time_ms(seed_call, 200)
+        lab_call = lambda: torch.sort(((x - qv) ** 2).sum(1))
+        ms = time_ms(lab_call, 200)
         print(f"torch-dist-sort,gpu,l2,1024,32,1,1024,1,{ms:.5f},{1 / (ms * 1e-3):.1f},1.0,1,"
               f"\"the GEMV lab report's case: distances + torch.sort, one call between CUDA events (median of 200)\"", flush=True)
         calls = 2000
         a_ev, b_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a_ev.record()
         for _ in range(calls):
-            seed_call()
+            lab_call()
         b_ev.record()
         torch.cuda.synchronize()
         ms = a_ev.elapsed_time(b_ev) / calls
