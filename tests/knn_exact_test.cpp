@@ -19,7 +19,7 @@ struct Result {
   std::vector<index_t> idx;
 };
 
-Result run_cpu(const KnnData& x, index_t k, Metric m, int threads) {
+Result run_cpu(const parray_test::KnnData& x, index_t k, Metric m, int threads) {
   KnnOptions o;
   o.k = k, o.metric = m, o.threads = threads;
   Result r{std::vector<float>(std::size_t(x.q * k), std::nanf("")), std::vector<index_t>(std::size_t(x.q * k), -1)};
@@ -27,7 +27,7 @@ Result run_cpu(const KnnData& x, index_t k, Metric m, int threads) {
   return r;
 }
 
-void expect_exact(const KnnData& x, index_t k, Metric m, const Result& r) {
+void expect_exact(const parray_test::KnnData& x, index_t k, Metric m, const Result& r) {
   parray_test::expect_exact(x, k, m, r.dist, r.idx);
 }
 
@@ -37,7 +37,7 @@ class KnnExact : public testing::TestWithParam<ExactCase> {};
 
 TEST_P(KnnExact, EqualsFp64BruteForce) {
   const ExactCase& c = GetParam();
-  const KnnData x = make_knn_data(c.kind, c.n, c.q, c.d, 7 + std::uint64_t(c.d), c.offset);
+  const parray_test::KnnData x = make_knn_data(c.kind, c.n, c.q, c.d, 7 + std::uint64_t(c.d), c.offset);
   for (Metric m : {Metric::l2, Metric::ip}) {
     SCOPED_TRACE(metric_name(m));
     expect_exact(x, c.k, m, run_cpu(x, c.k, m, 2));
@@ -48,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, KnnExact, testing::ValuesIn(exact_cases()), exact
 
 // The FP64 search (the ground truth of --write-gt) meets the same definition.
 TEST(KnnExactCases, Fp64SearchEqualsBruteForce) {
-  const KnnData x = make_knn_data(KnnKind::offset, 1200, 9, 16, 5, 1e4);
+  const parray_test::KnnData x = make_knn_data(KnnKind::offset, 1200, 9, 16, 5, 1e4);
   std::vector<double> b(x.base.begin(), x.base.end()), q(x.queries.begin(), x.queries.end());
   for (Metric m : {Metric::l2, Metric::ip}) {
     KnnOptions o;
@@ -66,7 +66,7 @@ TEST(KnnExactCases, Fp64SearchEqualsBruteForce) {
 // 16-bit bases: exact on the rounded (stored) base.
 TEST(KnnExactCases, SixteenBitBaseExactOnRoundedBase) {
   for (Storage s : {Storage::f16, Storage::bf16}) {
-    KnnData x = make_knn_data(KnnKind::offset, 1500, 12, 24, 9, 1e2);
+    parray_test::KnnData x = make_knn_data(KnnKind::offset, 1500, 12, 24, 9, 1e2);
     const std::vector<std::uint16_t> b16 = to_16bit(x.base.data(), x.n * x.d, s);
     from_16bit(b16.data(), x.n * x.d, s, x.base.data());  // x.base is now the rounded base
     for (Metric m : {Metric::l2, Metric::ip}) {
@@ -82,22 +82,22 @@ TEST(KnnExactCases, SixteenBitBaseExactOnRoundedBase) {
 
 // The cases that the FP32 expansion alone got wrong.
 TEST(KnnExactCases, ReportedRegressions) {
-  KnnData a{"two points at 1000", 2, 1, 2, {1000, 0, 1000, 0.3f}, {1000, 0.2f}};
+  parray_test::KnnData a{"two points at 1000", 2, 1, 2, {1000, 0, 1000, 0.3f}, {1000, 0.2f}};
   Result r = run_cpu(a, 1, Metric::l2, 1);
   EXPECT_EQ(r.idx[0], 1);
   expect_exact(a, 1, Metric::l2, r);
 
-  KnnData b{"d = 1", 2, 1, 1, {0.56679654f, 0.5653702f}, {0.56607664f}};
+  parray_test::KnnData b{"d = 1", 2, 1, 1, {0.56679654f, 0.5653702f}, {0.56607664f}};
   r = run_cpu(b, 1, Metric::l2, 1);
   EXPECT_EQ(r.idx[0], 1);
   expect_exact(b, 1, Metric::l2, r);
 
   // uniform in [999, 1001]^16, N = 2000, 20 queries, k = 10: recall was ~0.2
-  const KnnData c = make_knn_data(KnnKind::offset, 2000, 20, 16, 11, 1000);
+  const parray_test::KnnData c = make_knn_data(KnnKind::offset, 2000, 20, 16, 11, 1000);
   for (int threads : {1, 2}) expect_exact(c, 10, Metric::l2, run_cpu(c, 10, Metric::l2, threads));
 }
 
 TEST(KnnExactCases, HugeValuesFallBackToExactKeys) {
-  const KnnData x = huge_values_data();
+  const parray_test::KnnData x = huge_values_data();
   for (Metric m : {Metric::l2, Metric::ip}) expect_exact(x, 7, m, run_cpu(x, 7, m, 2));
 }

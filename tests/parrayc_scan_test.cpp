@@ -15,7 +15,7 @@ using namespace parray::pa;
 namespace {
 
 // Fig 10 of the paper, as printed (with the loops' body on one line).
-const char* kFig10 = R"pa(#include <stdio.h>
+const char* kScannedFig10 = R"pa(#include <stdio.h>
 #parray {paged float [[2][512]][[2][512]]} M
 #parray {pthd [2][2]} MY_TA
 int main() {
@@ -53,8 +53,8 @@ std::string error_of(const std::string& source) {
 }  // namespace
 
 TEST(ParraycScan, DirectivesAndExpressionsOfFigure10) {
-  const std::vector<Segment> s = scan(kFig10, "fig10.pa");
-  EXPECT_EQ(joined(s), kFig10);
+  const std::vector<Segment> s = scan(kScannedFig10, "fig10.pa");
+  EXPECT_EQ(joined(s), kScannedFig10);
   const auto d = of_kind(s, SegmentKind::directive);
   ASSERT_EQ(d.size(), 5u);
   EXPECT_EQ(d[0].text, "#parray {paged float [[2][512]][[2][512]]} M");
@@ -112,7 +112,7 @@ TEST(ParraycScan, ErrorsNameFileLineAndColumn) {
 TEST(ParraycScan, FuzzedInputNeverCrashesOrHangs) {
   std::mt19937 gen(7);
   const std::string alphabet = "#$\"'/*\\\n {}[]()R u8abc_0123+-e.";
-  const std::string base = kFig10;
+  const std::string base = kScannedFig10;
   int scanned = 0, refused = 0;
   for (int round = 0; round < 4000; ++round) {
     std::string src;

@@ -74,7 +74,7 @@ long last_source_line(const std::string& body) {
   return of.empty() ? 0 : of.back();
 }
 
-std::string error_of(const std::string& source, const std::string& file = "t.pa") {
+std::string translate_error_of(const std::string& source, const std::string& file = "t.pa") {
   try {
     translate(source, file);
   } catch (const Error& e) {
@@ -277,7 +277,7 @@ TEST(ParraycTranslate, ErrorsNameFileLineColumnAndTheText) {
       {"#parray {pagd float [4]} A\n", "t.pa:1:10: error: 'pagd' is not a memory kind (paged, pinned, dmem, smem, rmem)"},
   };
   for (const Case& c : cases) {
-    const std::string e = error_of(c.source);
+    const std::string e = translate_error_of(c.source);
     EXPECT_TRUE(has(e, c.error)) << c.source << "\n  got: " << e;
   }
 }
