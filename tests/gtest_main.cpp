@@ -1,10 +1,9 @@
 // The main of parray's test binaries. ctest runs each binary in a few shards
 // (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX, tests/CMakeLists.txt) rather than
-// one process per test: a process linked to cuBLAS spends about 0.7 s in its
-// static initialisers before main, which over 1900 tests was most of a test
-// run. A shard's status says what its tests did: 1 if any failed; 77 (ctest's
-// "skipped") if none failed and none passed, so a shard whose tests all
-// skipped (no GPU) or that ran none is not reported as passing; else 0.
+// one process per test case (tests/CMakeLists.txt says why). A shard's
+// status says what its tests did: 1 if any failed; 77 (ctest's "skipped") if
+// none failed and none passed, so a shard whose tests all skipped (no GPU) or
+// that ran none is not reported as passing; else 0.
 #include <gtest/gtest.h>
 
 int main(int argc, char** argv) {
