@@ -19,8 +19,7 @@ namespace {
 // ---- cuBLAS baseline ---------------------------------------------------------
 
 void cublas_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cublas: ") + what + ": " + cuda::cublas().GetStatusString(s));
+  cuda::cublas().check(s, "cublas", what);
 }
 
 // The calling thread's handle on the current device (FP32 on the CUDA cores

@@ -58,6 +58,13 @@ CublasLibrary load() {
 
 }  // namespace
 
+void CublasLibrary::check(cublasStatus_t status, std::string_view who, std::string_view call) const {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  std::string message(who);
+  if (!call.empty()) message.append(": ").append(call);
+  throw Error(message.append(": ").append(GetStatusString(status)));
+}
+
 const CublasLibrary& cublas() {
   static const CublasLibrary library = load();
   return library;

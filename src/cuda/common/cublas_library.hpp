@@ -11,6 +11,8 @@
 #include <cublasXt.h>
 #include <cublas_v2.h>
 
+#include <string_view>
+
 namespace parray::cuda {
 
 // cublas_api.h overloads these two in C++ (a compute type given as
@@ -42,6 +44,11 @@ struct CublasLibrary {
   decltype(&::cublasXtSetBlockDim) XtSetBlockDim;
   decltype(&::cublasXtGetBlockDim) XtGetBlockDim;
   decltype(&::cublasXtSgemm) XtSgemm;
+
+  // Throws parray::Error "WHO: CALL: <cuBLAS's text for status>" (or
+  // "WHO: <text>" without CALL) unless status is CUBLAS_STATUS_SUCCESS: every
+  // caller's check of a cuBLAS call. Builds the message only on failure.
+  void check(cublasStatus_t status, std::string_view who, std::string_view call = {}) const;
 };
 
 // The library, opened by the first call (thread-safe); throws parray::Error

@@ -29,7 +29,7 @@ cublasHandle_t cublas_handle_for_current_device() {
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
   if (const auto it = handles.per_device.find(d); it != handles.per_device.end()) return it->second;
   const auto check = [](cublasStatus_t st, const char* what) {
-    if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: ") + what + ": " + cuda::cublas().GetStatusString(st));
+    cuda::cublas().check(st, "cublas", what);
   };
   cublasHandle_t h = nullptr;
   check(cuda::cublas().Create(&h), "cublasCreate");
@@ -44,8 +44,7 @@ cublasHandle_t cublas_handle_for_current_device() {
 namespace {
 
 void cublas_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cuda-13-3xtf32: ") + what + ": " + cuda::cublas().GetStatusString(s));
+  cuda::cublas().check(s, "cuda-13-3xtf32", what);
 }
 
 // gpu.3xtf32_small=0: the small parts dropped (one TF32 product), for the

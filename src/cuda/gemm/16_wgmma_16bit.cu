@@ -78,14 +78,13 @@ void gemm16_cublas(const Gemm16Args& g) {
         h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t, int(g.ldb), g.stride_b, g.a,
         t, int(g.lda), g.stride_a, &g.beta, g.c, tc, int(g.ldc), g.stride_c, int(g.batch), CUBLAS_COMPUTE_32F,
         CUBLAS_GEMM_DEFAULT);
-    if (s != CUBLAS_STATUS_SUCCESS)
-      throw Error(std::string("cublas: cublasGemmStridedBatchedEx: ") + cuda::cublas().GetStatusString(s));
+    cuda::cublas().check(s, "cublas", "cublasGemmStridedBatchedEx");
     return;
   }
   const cublasStatus_t s =
       cuda::cublas().GemmEx(h, op(g.trans_b), op(g.trans_a), int(g.n), int(g.m), int(g.k), &g.alpha, g.b, t,
                    int(g.ldb), g.a, t, int(g.lda), &g.beta, g.c, tc, int(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas: cublasGemmEx: ") + cuda::cublas().GetStatusString(s));
+  cuda::cublas().check(s, "cublas", "cublasGemmEx");
 }
 
 // ---- step 16 -----------------------------------------------------------------

@@ -196,8 +196,7 @@ void launch_shapes(const GemvCall<T>& c) {
 // The calling thread's handle, on the call's stream.
 cublasHandle_t handle_on(GpuStream stream) {
   const cublasHandle_t h = cuda::cublas_handle_for_current_device();
-  if (const cublasStatus_t st = cuda::cublas().SetStream(h, cuda::on_stream(stream)); st != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cublas gemv: cublasSetStream: ") + cuda::cublas().GetStatusString(st));
+  cuda::cublas().check(cuda::cublas().SetStream(h, cuda::on_stream(stream)), "cublas gemv", "cublasSetStream");
   return h;
 }
 
@@ -220,7 +219,7 @@ void cublas_gemv(const GemvCall<T>& c) {
       s = cuda::cublas().Sgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
     else s = cuda::cublas().Dgemv(h, CUBLAS_OP_T, n, m, &c.alpha, c.a.data, ld, c.x, 1, &c.beta, c.y, 1);
   }
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublas gemv: ") + cuda::cublas().GetStatusString(s));
+  cuda::cublas().check(s, "cublas gemv");
 }
 
 // One GPU GEMV of the registry: its kernels for FP32 and FP64 and the

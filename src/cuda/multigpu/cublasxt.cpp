@@ -13,7 +13,7 @@ namespace parray::multigpu {
 
 namespace {
 void xt_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cublasXt: ") + what + ": " + cuda::cublas().GetStatusString(s));
+  cuda::cublas().check(s, "cublasXt", what);
 }
 }  // namespace
 

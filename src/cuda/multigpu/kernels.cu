@@ -26,7 +26,7 @@ __global__ __launch_bounds__(256) void fill_kernel(float* p, index_t rows, index
       p[i * ld + j] = v;
 }
 void cublas_check(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string("multigpu: ") + what + ": " + cuda::cublas().GetStatusString(st));
+  cuda::cublas().check(st, "multigpu", what);
 }
 
 void cublas_row_major(cudaStream_t s, int m, int n, int k, float alpha, const float* a, index_t lda, const float* b,
