@@ -117,14 +117,9 @@ def _matmul16_stack(a, b, out, alpha, beta, out_dtype, impl):
     for name, s in zip(("a", "b", "out"), strides):
         if s is None or min(s, default=0) < 0:
             raise ValueError(f"{name}: batch strides {s} are not whole non-negative element counts")
-    inner, count = _collapsed_batch(batch, strides)
-    outer = tuple(size if d < inner else 1 for d, size in enumerate(batch))
-    for index in np.ndindex(*outer):
-        first = index[:inner] + (0,) * (len(batch) - inner)
-        parts = [("a", a[_broadcast_index(first, a_batch)]), ("b", b[_broadcast_index(first, b_batch)]),
-                 ("out", out[first])]
-        (ca, cb, cout), stream = _capsules(parts, _DLPACK_CUDA)
-        _parray.gemm16_dlpack(ca, cb, cout, alpha, beta, impl, stream, count, *[s[-1] if s else 0 for s in strides])
+    for count, first_a, first_b, first_out, steps in _strided_runs(batch, a, a_batch, b, b_batch, out, strides):
+        (ca, cb, cout), stream = _capsules([("a", first_a), ("b", first_b), ("out", first_out)], _DLPACK_CUDA)
+        _parray.gemm16_dlpack(ca, cb, cout, alpha, beta, impl, stream, count, *steps)
     return out
 
 
@@ -170,12 +165,8 @@ def _matmul_stack(a, b, out, precision, impl):
             gemm(a2[_broadcast_index(index, a_batch)], b2[_broadcast_index(index, b_batch)], out2[index],
                  precision=precision, impl=impl)
         return out
-    inner, count = _collapsed_batch(batch, strides)
-    outer = tuple(size if d < inner else 1 for d, size in enumerate(batch))
-    for index in np.ndindex(*outer):
-        first = index[:inner] + (0,) * (len(batch) - inner)
-        _gemm_batched(count, a2[_broadcast_index(first, a_batch)], b2[_broadcast_index(first, b_batch)], out2[first],
-                      [s[-1] if s else 0 for s in strides], precision, impl)
+    for count, first_a, first_b, first_out, steps in _strided_runs(batch, a2, a_batch, b2, b_batch, out2, strides):
+        _gemm_batched(count, first_a, first_b, first_out, steps, precision, impl)
     return out
 
 
@@ -201,6 +192,17 @@ def _batch_strides(x, x_batch, batch):
 
 def _negative_inside(*matrices):
     return any(s is None or min(s[-2:]) < 0 for s in (_element_strides(x) for x in matrices))
+
+
+def _strided_runs(batch, a, a_batch, b, b_batch, out, strides):
+    """The stack as strided batches of the library's: (count, first matrix of a, of b, of out, each operand's
+    stride in elements) for each index of the batch dimensions that do not collapse into one stride."""
+    inner, count = _collapsed_batch(batch, strides)
+    outer = tuple(size if d < inner else 1 for d, size in enumerate(batch))
+    steps = [s[-1] if s else 0 for s in strides]
+    for index in np.ndindex(*outer):
+        first = index[:inner] + (0,) * (len(batch) - inner)
+        yield count, a[_broadcast_index(first, a_batch)], b[_broadcast_index(first, b_batch)], out[first], steps
 
 
 def _collapsed_batch(batch, strides):
