@@ -70,8 +70,10 @@ if(PARRAY_HAVE_PYTHON)
   target_compile_options(parray_python PRIVATE ${PARRAY_WARNINGS})
   # pybind11's own advice: its types hidden, so that two modules built with
   # different pybind11 versions do not share them.
+  # One unity source: each binding file is short and pybind11's headers are
+  # most of its compile time (the pip install compiles them too).
   set_target_properties(parray_python PROPERTIES OUTPUT_NAME _parray CXX_VISIBILITY_PRESET hidden
-                        LIBRARY_OUTPUT_DIRECTORY ${PARRAY_PYTHON_DIR}/parray)
+                        LIBRARY_OUTPUT_DIRECTORY ${PARRAY_PYTHON_DIR}/parray UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
   file(GLOB PARRAY_PYTHON_PACKAGE CONFIGURE_DEPENDS python/parray/*.py)
   foreach(file ${PARRAY_PYTHON_PACKAGE})
     get_filename_component(name ${file} NAME)

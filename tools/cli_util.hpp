@@ -41,6 +41,16 @@ inline index_t whole(const std::string& text, const std::string& what, index_t l
   return v;
 }
 
+// "4096" -> 4096^3; "MxKxN" -> M, K, N (bench gemm16 and gemm8's --sizes).
+inline std::vector<index_t> cube_or_mkn(const std::string& text) {
+  const std::vector<std::string> parts = split_list(text, 'x');
+  if (parts.size() != 1 && parts.size() != 3) throw Error("size '" + text + "' is neither N nor MxKxN");
+  std::vector<index_t> d;
+  for (const std::string& p : parts) d.push_back(whole(p, "size", 1, 1 << 20));
+  if (d.size() == 1) d = {d[0], d[0], d[0]};
+  return d;
+}
+
 inline std::vector<index_t> whole_list(const std::string& s, const std::string& what, index_t lo = 0,
                                        index_t hi = INT64_MAX) {
   std::vector<index_t> out;

@@ -203,7 +203,7 @@ std::vector<tools::CliCommand> add_calls_commands(CLI::App&, CLI::App& bench) {
   return {{c, [a] { return run_calls(*a); }}};
 }
 
-const tools::RegisterCommands registered(&add_calls_commands);
+const tools::RegisterCommands registered_bench_calls(&add_calls_commands);
 
 }  // namespace
 }  // namespace parray

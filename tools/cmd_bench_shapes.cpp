@@ -163,7 +163,7 @@ std::vector<tools::CliCommand> add_shapes_commands(CLI::App&, CLI::App& bench) {
   return {{c, [a] { return run_shapes(*a); }}};
 }
 
-const tools::RegisterCommands registered(&add_shapes_commands);
+const tools::RegisterCommands registered_bench_shapes(&add_shapes_commands);
 
 }  // namespace
 }  // namespace parray

@@ -162,7 +162,7 @@ std::vector<tools::CliCommand> add_copy_commands(CLI::App&, CLI::App& bench) {
   return {{c, [args] { return run_copy_bench(*args); }}};
 }
 
-const tools::RegisterCommands registered(&add_copy_commands);
+const tools::RegisterCommands registered_copy(&add_copy_commands);
 
 }  // namespace
 }  // namespace parray

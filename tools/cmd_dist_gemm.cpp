@@ -679,6 +679,6 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
            }}};
 }
 
-static const parray::tools::RegisterCommands registered(&add_dist_gemm_commands);
+static const parray::tools::RegisterCommands registered_dist_gemm(&add_dist_gemm_commands);
 
 }  // namespace

@@ -123,7 +123,7 @@ std::vector<tools::CliCommand> add_dist_model_commands(CLI::App& app, CLI::App&)
   return {{c, [a] { return run_dist_model(*a); }}};
 }
 
-const tools::RegisterCommands registered(&add_dist_model_commands);
+const tools::RegisterCommands registered_dist_model(&add_dist_model_commands);
 
 }  // namespace
 }  // namespace parray

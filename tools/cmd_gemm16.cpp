@@ -24,6 +24,7 @@
 #include "parray/config.hpp"
 #if PARRAY_HAVE_CUDA
 #include "parray/cuda_runtime.hpp"
+#include "checked_timing.hpp"
 #include "harness/gemm16_case.hpp"
 #endif
 
@@ -39,21 +40,11 @@ struct Gemm16BenchArgs {
   int reps = 20;
 };
 
-// "4096" -> 4096^3; "MxKxN" -> M, K, N.
-std::vector<index_t> parse_size(const std::string& text) {
-  const std::vector<std::string> parts = tools::split_list(text, 'x');
-  if (parts.size() != 1 && parts.size() != 3) throw Error("size '" + text + "' is neither N nor MxKxN");
-  std::vector<index_t> d;
-  for (const std::string& p : parts) d.push_back(tools::whole(p, "size", 1, 1 << 20));
-  if (d.size() == 1) d = {d[0], d[0], d[0]};
-  return d;
-}
-
 int run_gemm16_bench(const Gemm16BenchArgs& a) {
   if (a.type != "bf16" && a.type != "fp16") throw Error("unknown --type '" + a.type + "' (bf16 or fp16)");
   if (a.c_type != "same" && a.c_type != "f32") throw Error("unknown --c-type '" + a.c_type + "' (same or f32)");
   std::vector<std::vector<index_t>> shapes;
-  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(parse_size(s));
+  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(tools::cube_or_mkn(s));
   if (shapes.empty()) throw Error("--sizes is empty");
 #if PARRAY_HAVE_CUDA
   Gemm16Problem base;
@@ -76,25 +67,14 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
     std::vector<std::string> impls = {"cublas", "gpu", "cuda-16"};
     if (p.batch > 1) impls.push_back("cuda-18");
     for (const std::string& impl : impls) {
-      std::string note = gemm16_unsupported(impl);
-      Gemm16Check chk;
-      double ms = 0, tflops = 0;
-      if (note.empty()) {
-        c.run(impl);
-        chk = c.check();
-        note = chk.note;
-        if (chk.passed) {
-          ms = c.time_ms(impl, a.reps);
-          tflops = 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k) / (ms * 1e9);
-        } else {
-          all_passed = false;
-        }
-      }
-      if (impl == "cublas") cublas_tflops = tflops;
-      const double pct = cublas_tflops > 0 && tflops > 0 ? 100.0 * tflops / cublas_tflops : 0;
+      const double flops = 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k);
+      const tools::CheckedTiming t = tools::check_then_time(c, impl, gemm16_unsupported(impl), flops, a.reps);
+      all_passed = all_passed && !t.failed;
+      if (impl == "cublas") cublas_tflops = t.tflops;
+      const double pct = cublas_tflops > 0 && t.tflops > 0 ? 100.0 * t.tflops / cublas_tflops : 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type,
-                         a.c_type, int(a.trans_a), int(a.trans_b), p.batch, p.m, p.k, p.n, p.pad, impl, ms, tflops, pct,
-                         chk.frobenius, chk.worst, chk.passed ? 1 : 0, note);
+                         a.c_type, int(a.trans_a), int(a.trans_b), p.batch, p.m, p.k, p.n, p.pad, impl, t.ms, t.tflops,
+                         pct, t.check.frobenius, t.check.worst, t.check.passed ? 1 : 0, t.note);
     }
   }
   std::cout << csv;
@@ -126,7 +106,7 @@ std::vector<tools::CliCommand> add_gemm16_commands(CLI::App&, CLI::App& bench) {
   return {{c, [args] { return run_gemm16_bench(*args); }}};
 }
 
-const tools::RegisterCommands registered(&add_gemm16_commands);
+const tools::RegisterCommands registered_gemm16(&add_gemm16_commands);
 
 }  // namespace
 }  // namespace parray

@@ -567,6 +567,6 @@ std::vector<parray::tools::CliCommand> knn_commands(CLI::App& app, CLI::App& ben
           {c->bench_gemv, [c] { return cmd_bench_gemv(*c); }}};
 }
 
-const parray::tools::RegisterCommands registered(&knn_commands);
+const parray::tools::RegisterCommands registered_knn(&knn_commands);
 
 }  // namespace

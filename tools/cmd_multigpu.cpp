@@ -434,6 +434,6 @@ std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
   return {{c, [] { return run(args); }}};
 }
 
-const parray::tools::RegisterCommands registered(&add_multigpu_commands);
+const parray::tools::RegisterCommands registered_multigpu(&add_multigpu_commands);
 
 }  // namespace

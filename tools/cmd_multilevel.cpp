@@ -22,12 +22,12 @@ namespace {
 
 using namespace parray;
 
-struct Args {
+struct MultilevelArgs {
   std::string sizes = "512,1024,2048,4096,8192", threads = "1,2,4,8", csv;
   int reps = 0;
 };
 
-int table(const Args& a, const std::string& split) {
+int table(const MultilevelArgs& a, const std::string& split) {
   const std::string cmd = split == "rows" ? "table2" : "table3";
 #if PARRAY_HAVE_CUDA
   if (!cuda_available()) throw Error("multilevel " + cmd + ": needs a GPU, and none is present");
@@ -98,7 +98,7 @@ int table(const Args& a, const std::string& split) {
 }
 
 std::vector<tools::CliCommand> add_multilevel_commands(CLI::App& app, CLI::App&) {
-  static Args args;
+  static MultilevelArgs args;
   CLI::App* ml = app.add_subcommand("multilevel", "task 2 of the CUDA lab report: CPU threads driving the GPU (tables 2 and 3)");
   ml->require_subcommand(1);
   std::vector<tools::CliCommand> out;
@@ -115,6 +115,6 @@ std::vector<tools::CliCommand> add_multilevel_commands(CLI::App& app, CLI::App&)
   return out;
 }
 
-const parray::tools::RegisterCommands registered(&add_multilevel_commands);
+const parray::tools::RegisterCommands registered_multilevel(&add_multilevel_commands);
 
 }  // namespace

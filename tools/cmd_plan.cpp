@@ -113,7 +113,7 @@ std::vector<tools::CliCommand> add_plan_commands(CLI::App& app, CLI::App&) {
   return {{c, [a] { return run_plan(*a); }}};
 }
 
-const tools::RegisterCommands registered(&add_plan_commands);
+const tools::RegisterCommands registered_plan(&add_plan_commands);
 
 }  // namespace
 }  // namespace parray

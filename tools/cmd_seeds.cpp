@@ -270,6 +270,6 @@ std::vector<tools::CliCommand> add_seed_commands(CLI::App& app, CLI::App&) {
           {od, [args] { return odd(*args); }}};
 }
 
-const tools::RegisterCommands registered(&add_seed_commands);
+const tools::RegisterCommands registered_seeds(&add_seed_commands);
 
 }  // namespace

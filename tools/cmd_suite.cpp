@@ -121,7 +121,7 @@ std::vector<CliCommand> add_suite_command(CLI::App&, CLI::App& bench) {
   return {{c, [] { return cmd_suite(a.name, a.out); }}};
 }
 
-const RegisterCommands registered(&add_suite_command);
+const RegisterCommands registered_suite(&add_suite_command);
 
 }  // namespace
 }  // namespace parray::tools

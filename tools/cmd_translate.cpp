@@ -20,6 +20,6 @@ std::vector<parray::tools::CliCommand> add_translate_commands(CLI::App& app, CLI
            }}};
 }
 
-const parray::tools::RegisterCommands registered(&add_translate_commands);
+const parray::tools::RegisterCommands registered_translate(&add_translate_commands);
 
 }  // namespace

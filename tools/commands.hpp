@@ -2,7 +2,7 @@
 // so that main.cpp needs no edit for each new one:
 //
 //   std::vector<CliCommand> add_seed_commands(CLI::App& app, CLI::App& bench) { ... }
-//   static const RegisterCommands registered(&add_seed_commands);
+//   static const RegisterCommands registered_seeds(&add_seed_commands);  // a name of its own: the CLI builds as one unity source
 //
 // main() calls every adder before parsing, then runs the command that was
 // parsed; parray::Error thrown from run() becomes one line and exit status 2.

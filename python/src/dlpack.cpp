@@ -4,7 +4,7 @@ namespace parray::python {
 
 namespace {
 
-std::string dtype_text(const dlpack::DataType& t) {
+std::string dlpack_dtype_text(const dlpack::DataType& t) {
   const char* kind = t.code == dlpack::kFloat    ? "float"
                      : t.code == dlpack::kBfloat ? "bfloat"
                      : t.code == dlpack::kInt    ? "int"
@@ -50,7 +50,7 @@ void DlpackArray::locate(Operand& op) const {
 Operand DlpackArray::matrix() const {
   const dlpack::Tensor& t = *tensor_;
   if (t.dtype.code != dlpack::kFloat || t.dtype.lanes != 1 || (t.dtype.bits != 32 && t.dtype.bits != 64))
-    type_error(name_, std::string("dtype ").append(dtype_text(t.dtype)).append(" is not float32 or float64"));
+    type_error(name_, std::string("dtype ").append(dlpack_dtype_text(t.dtype)).append(" is not float32 or float64"));
   if (t.ndim != 2)
     value_error(name_, std::string("has ").append(std::to_string(t.ndim)).append(" dimensions, a matrix has 2"));
   Operand op = strided_operand(name_, nullptr, t.dtype.bits == 32 ? Dtype::f32 : Dtype::f64, t.shape[0], t.shape[1],
@@ -67,7 +67,7 @@ dlpack::DataType DlpackArray::matrix16(Operand& op, bool allow_f32) const {
   const bool f32 = allow_f32 && t.dtype.bits == 32 && t.dtype.code == dlpack::kFloat;
   if (t.dtype.lanes != 1 || !(half || f32))
     type_error(name_, std::string("dtype ")
-                          .append(dtype_text(t.dtype))
+                          .append(dlpack_dtype_text(t.dtype))
                           .append(allow_f32 ? " is not bfloat16, float16 or float32" : " is not bfloat16 or float16"));
   if (t.ndim != 2)
     value_error(name_, std::string("has ").append(std::to_string(t.ndim)).append(" dimensions, a matrix has 2"));
@@ -84,7 +84,7 @@ void* DlpackArray::compact(TypeCode code, int bits, index_t rows, index_t cols, 
   const dlpack::Tensor& t = *tensor_;
   const dlpack::DataType want{code, static_cast<std::uint8_t>(bits), 1};
   if (t.dtype.code != want.code || t.dtype.bits != want.bits || t.dtype.lanes != 1)
-    type_error(name_, std::string("dtype ").append(dtype_text(t.dtype)).append(", expected ").append(dtype_text(want)));
+    type_error(name_, std::string("dtype ").append(dlpack_dtype_text(t.dtype)).append(", expected ").append(dlpack_dtype_text(want)));
   if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != cols)
     value_error(name_, std::string("shape must be (")
                            .append(std::to_string(rows))

@@ -28,6 +28,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cblas_enums.hpp"
 #include "parray/config.hpp"
 #include "harness/harness.hpp"
 
@@ -35,8 +36,7 @@ namespace parray {
 
 namespace {
 
-// CBLAS enumerations (fixed by the CBLAS standard).
-constexpr int kRowMajor = 101, kColMajor = 102, kNoTrans = 111, kTrans = 112;
+using namespace cblas;
 
 using sgemm_fn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
                           float*, int);

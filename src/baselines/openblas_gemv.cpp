@@ -5,6 +5,7 @@
 
 #include <climits>
 
+#include "cblas_enums.hpp"
 #include "parray/config.hpp"
 #include "harness/knn_bench.hpp"
 
@@ -12,7 +13,7 @@ namespace parray {
 
 namespace {
 
-constexpr int kRowMajor = 101, kColMajor = 102, kNoTrans = 111;
+using namespace cblas;
 using sgemv_fn = void (*)(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 using dgemv_fn = void (*)(int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
 

@@ -56,7 +56,7 @@ int threads_of(const GemmOptions& o) {
   return o.threads > 0 ? o.threads : omp_get_max_threads();
 }
 
-std::string dims(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+std::string size_text(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
 // The whole batch through the implementation's batch entry, where it has one
 // and takes it: false leaves the products to run in turn. Matrix 0 is checked
@@ -90,8 +90,8 @@ void gemm_batched(index_t batch, T alpha, MatrixView<const T> a, MatrixView<cons
     throw Error("gemm_batched: C's batch stride " + std::to_string(s.c) + " is less than one C's extent " +
                 std::to_string(c.layout.span()) + ": the products' results would overlap");
   if (a.rows() != c.rows() || b.rows() != a.cols() || b.cols() != c.cols())  // also for an empty batch
-    throw Error("gemm_batched: dimensions do not match: A is " + dims(a.rows(), a.cols()) + ", B is " +
-                dims(b.rows(), b.cols()) + ", C is " + dims(c.rows(), c.cols()) + " (need A MxK, B KxN, C MxN)");
+    throw Error("gemm_batched: dimensions do not match: A is " + size_text(a.rows(), a.cols()) + ", B is " +
+                size_text(b.rows(), b.cols()) + ", C is " + size_text(c.rows(), c.cols()) + " (need A MxK, B KxN, C MxN)");
   if (batch == 0) return;
   const GemmImpl& impl = registry().find(options.impl);
   if (run_in_one_go(impl, batch, alpha, a, b, beta, c, s, options)) return;
@@ -112,8 +112,8 @@ void gemm_grouped(std::span<const GroupedGemm<T>> problems, const GemmOptions& o
     const GroupedGemm<T>& p = problems[i];
     if (p.a.rows() != p.c.rows() || p.b.rows() != p.a.cols() || p.b.cols() != p.c.cols())
       throw Error("gemm_grouped: product " + std::to_string(i) + ": dimensions do not match: A is " +
-                  dims(p.a.rows(), p.a.cols()) + ", B is " + dims(p.b.rows(), p.b.cols()) + ", C is " +
-                  dims(p.c.rows(), p.c.cols()));
+                  size_text(p.a.rows(), p.a.cols()) + ", B is " + size_text(p.b.rows(), p.b.cols()) + ", C is " +
+                  size_text(p.c.rows(), p.c.cols()));
     if (p.c.rows() > 0 && p.c.cols() > 0) ranges.emplace_back(p.c.data, p.c.data + p.c.layout.span());
     largest = std::max(largest, double(p.c.rows()) * double(p.c.cols()) * double(p.a.cols()));
   }

@@ -10,8 +10,6 @@ namespace parray::pa {
 
 namespace {
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 bool is_kind(std::string_view w) {
   for (std::string_view k : {"paged", "pinned", "dmem", "smem", "rmem", "pthd", "cuda", "mpi"})
     if (w == k) return true;
@@ -34,7 +32,7 @@ class Reader {
   }
   std::string word() {
     const std::size_t from = i_;
-    while (i_ < t_.size() && ident_char(t_[i_])) ++i_;
+    while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
     return t_.substr(from, i_ - from);
   }
   // From an opening bracket to its match, the text between.
@@ -103,7 +101,7 @@ Declaration parse_declaration(const Segment& directive, const std::string& file)
     fail_body(at, "an element type (float, double, ...) before the dimensions");
   }
   b.blanks();
-  if (d.kind.empty() && ident_char(b.peek()))  // two words before the dimensions: the first meant as a kind
+  if (d.kind.empty() && is_ident_char(b.peek()))  // two words before the dimensions: the first meant as a kind
     fail_body(at, "'" + first + "' is not a memory kind (paged, pinned, dmem, smem, rmem) or a thread array "
                   "(pthd, cuda, mpi)");
   if (b.peek() != '[') fail_body(b.where(), "the dimensions, e.g. [1024][1024], after the type");

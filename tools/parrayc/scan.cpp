@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "parray/core.hpp"
+#include "parrayc/internal.hpp"
 
 namespace parray::pa {
 
@@ -18,8 +19,6 @@ bool is_directive_word(std::string_view w) {
 }
 
 namespace {
-
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 class Scanner {
  public:
@@ -89,7 +88,7 @@ class Scanner {
     std::size_t w = i_;
     while (w < s_.size() && (s_[w] == ' ' || s_[w] == '\t')) ++w;
     std::size_t e = w;
-    while (e < s_.size() && ident_char(s_[e])) ++e;
+    while (e < s_.size() && is_ident_char(s_[e])) ++e;
     const std::string_view word = s_.substr(w, e - w);
     if (!is_directive_word(word)) {
       while (i_ < s_.size() && !(s_[i_] == '\n' && s_[i_ - 1] != '\\')) advance();
@@ -128,8 +127,8 @@ class Scanner {
       } else if (c == ')') {
         if (--depth == 0) ++arrays;
         tail = ")";
-      } else if (ident_char(c)) {
-        if (!ident_char(at(i_ - 1))) tail.clear();
+      } else if (is_ident_char(c)) {
+        if (!is_ident_char(at(i_ - 1))) tail.clear();
         tail += c;
       } else if (c != ' ' && c != '\t' && c != '\r') {
         tail.clear();
@@ -147,7 +146,7 @@ class Scanner {
       if (i_ >= s_.size()) fail(p, "'$' expression is never closed by a '$'");
       if (s_[i_] == '$') {
         std::size_t e = i_ + 1;
-        while (e < s_.size() && ident_char(s_[e])) ++e;
+        while (e < s_.size() && is_ident_char(s_[e])) ++e;
         if (e > i_ + 1 && at(e) == '$') {  // a nested term: skip $name$
           while (i_ <= e) advance();
           continue;
@@ -178,9 +177,9 @@ class Scanner {
     } else if (std::isdigit(static_cast<unsigned char>(c)) ||
                (c == '.' && std::isdigit(static_cast<unsigned char>(at(i_ + 1))))) {
       number();
-    } else if (ident_char(c)) {
+    } else if (is_ident_char(c)) {
       std::size_t e = i_;
-      while (e < s_.size() && ident_char(s_[e])) ++e;
+      while (e < s_.size() && is_ident_char(s_[e])) ++e;
       const std::string_view word = s_.substr(i_, e - i_);
       const bool raw = at(e) == '"' && (word == "R" || word == "u8R" || word == "uR" || word == "UR" || word == "LR");
       while (i_ < e) advance();
@@ -213,7 +212,7 @@ class Scanner {
       const char c = s_[i_];
       const bool exponent_sign =
           (c == '+' || c == '-') && i_ > 0 && std::string_view("eEpP").find(s_[i_ - 1]) != std::string_view::npos;
-      if (!(ident_char(c) || c == '.' || c == '\'' || exponent_sign)) break;
+      if (!(is_ident_char(c) || c == '.' || c == '\'' || exponent_sign)) break;
       advance();
     }
   }

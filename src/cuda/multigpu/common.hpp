@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +28,11 @@
 #endif
 
 namespace parray::multigpu::detail {
+
+// Host wall clock in ms, for a schedule's own elapsed time.
+inline double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Part i of n items over t parts: [begin, end), sizes differ by at most one.
 struct Range {

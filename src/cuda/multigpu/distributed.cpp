@@ -64,10 +64,6 @@ index_t default_panel(index_t K) {
   return std::min(K, std::clamp<index_t>(eighth, 256, 4096));
 }
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 Distributed::Distributed(const Plan& plan, index_t m, index_t n, index_t k) : s_(new State) {

@@ -60,10 +60,6 @@ LocalModel local_model(LocalGemm l) {
 }
 double pcie_rate() { return multigpu_tuning().pcie_gbs * 1e9; }
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 using Tiling = OocTiling;
 
 std::size_t tiling_bytes(index_t tm, index_t tn, index_t tk, int c_buffers, const LocalModel& lm) {
