@@ -17,10 +17,12 @@ from ._parray import (Layout, View, impls, missing, read_bvecs, read_fvecs, read
                       write_fvecs, write_ivecs)
 
 __version__ = "0.1.0"
-__all__ = ["gemm", "matmul", "matmul16", "knn", "FlatIndex", "Layout", "View", "view", "impls", "missing", "read_fvecs",
+__all__ = ["gemm", "matmul", "matmul16", "matmul8", "knn", "FlatIndex", "Layout", "View", "view", "impls", "missing", "read_fvecs",
            "read_ivecs", "read_bvecs", "write_fvecs", "write_ivecs", "write_bvecs", "built_with_cuda"]
 
 built_with_cuda = _parray.built_with_cuda
+
+from .fp8 import matmul8  # noqa: E402  (float8 PyTorch tensors)
 
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 _DLPACK_LEGACY_DEFAULT_STREAM = 1

@@ -11,6 +11,7 @@ namespace py = pybind11;
 
 void bind_gemm(py::module_& m);      // gemm_host, gemm_dlpack, implementations
 void bind_gemm16(py::module_& m);    // gemm16_dlpack
+void bind_gemm8(py::module_& m);     // gemm8_pointers
 void bind_layout(py::module_& m);    // Layout, View
 void bind_knn(py::module_& m);       // knn_host, knn_dlpack, vector files
 void bind_registry(py::module_& m);  // impls()

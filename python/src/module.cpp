@@ -9,6 +9,7 @@ PYBIND11_MODULE(_parray, m) {
   m.doc() = "parray's compiled core: GEMM, layouts and exact k-NN over host buffers and DLPack capsules.";
   parray::python::bind_gemm(m);
   parray::python::bind_gemm16(m);
+  parray::python::bind_gemm8(m);
   parray::python::bind_layout(m);
   parray::python::bind_knn(m);
   parray::python::bind_registry(m);

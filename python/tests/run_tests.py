@@ -67,6 +67,6 @@ import pytest  # noqa: E402
 
 # PyTorch lives on the GPU machine: its tests (test_torch.py, CPU and CUDA tensors) run with the GPU ones
 # there, and in the CPU run where PyTorch is installed (they skip, naming it, where it is not).
-selection = [os.path.join(here, "test_gpu.py"), os.path.join(here, "test_torch.py")] if gpu else \
-    [here, "--ignore", os.path.join(here, "test_gpu.py")]
+selection = [os.path.join(here, name) for name in ("test_gpu.py", "test_torch.py", "test_fp8.py")] if gpu else \
+    [here, "--ignore", os.path.join(here, "test_gpu.py"), "--ignore", os.path.join(here, "test_fp8.py")]
 sys.exit(pytest.main(selection + ["-q", "-rs", "-p", "no:cacheprovider"]))

@@ -16,24 +16,32 @@ namespace parray::cuda {
 namespace {
 
 // The toolkit's own major version: the library the headers describe.
-const std::string kLibraryFile = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+std::string library_file(const char* stem) { return std::string(stem) + ".so." + std::to_string(CUBLAS_VER_MAJOR); }
 
-void* open_library() {
-  void* handle = dlopen(kLibraryFile.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw Error("cannot open cuBLAS (" + kLibraryFile + "): " + dlerror());
+void* open_library(const std::string& file) {
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw Error("cannot open " + file + ": " + dlerror());
   return handle;
 }
 
 template <class Fn>
-void bind(void* library, Fn& slot, const char* symbol) {
+void bind(void* library, const std::string& file, Fn& slot, const char* symbol) {
   slot = reinterpret_cast<Fn>(dlsym(library, symbol));
-  if (!slot) throw Error(kLibraryFile + " has no " + symbol);
+  if (!slot) throw Error(file + " has no " + symbol);
+}
+
+// Throws "WHO: CALL: TEXT" (see CublasLibrary::check).
+[[noreturn]] void fail(std::string_view who, std::string_view call, const char* text) {
+  std::string message(who);
+  if (!call.empty()) message.append(": ").append(call);
+  throw Error(message.append(": ").append(text));
 }
 
 CublasLibrary load() {
-  void* lib = open_library();  // kept open for the process's life
+  const std::string file = library_file("libcublas");
+  void* lib = open_library(file);  // kept open for the process's life
   CublasLibrary c{};
-#define PARRAY_BIND(member, name) bind(lib, c.member, PARRAY_SYMBOL_NAME(name))
+#define PARRAY_BIND(member, name) bind(lib, file, c.member, PARRAY_SYMBOL_NAME(name))
   PARRAY_BIND(Create, cublasCreate);
   PARRAY_BIND(Destroy, cublasDestroy);
   PARRAY_BIND(SetStream, cublasSetStream);
@@ -56,17 +64,44 @@ CublasLibrary load() {
   return c;
 }
 
+CublasLtLibrary load_lt() {
+  const std::string file = library_file("libcublasLt");
+  void* lib = open_library(file);
+  CublasLtLibrary c{};
+#define PARRAY_BIND(member) bind(lib, file, c.member, "cublasLt" #member)
+  PARRAY_BIND(Create);
+  PARRAY_BIND(GetStatusString);
+  PARRAY_BIND(MatmulDescCreate);
+  PARRAY_BIND(MatmulDescDestroy);
+  PARRAY_BIND(MatmulDescSetAttribute);
+  PARRAY_BIND(MatrixLayoutCreate);
+  PARRAY_BIND(MatrixLayoutDestroy);
+  PARRAY_BIND(MatmulPreferenceCreate);
+  PARRAY_BIND(MatmulPreferenceDestroy);
+  PARRAY_BIND(MatmulPreferenceSetAttribute);
+  PARRAY_BIND(MatmulAlgoGetHeuristic);
+  PARRAY_BIND(Matmul);
+#undef PARRAY_BIND
+  return c;
+}
+
 }  // namespace
 
 void CublasLibrary::check(cublasStatus_t status, std::string_view who, std::string_view call) const {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  std::string message(who);
-  if (!call.empty()) message.append(": ").append(call);
-  throw Error(message.append(": ").append(GetStatusString(status)));
+  if (status != CUBLAS_STATUS_SUCCESS) fail(who, call, GetStatusString(status));
+}
+
+void CublasLtLibrary::check(cublasStatus_t status, std::string_view who, std::string_view call) const {
+  if (status != CUBLAS_STATUS_SUCCESS) fail(who, call, GetStatusString(status));
 }
 
 const CublasLibrary& cublas() {
   static const CublasLibrary library = load();
+  return library;
+}
+
+const CublasLtLibrary& cublaslt() {
+  static const CublasLtLibrary library = load_lt();
   return library;
 }
 

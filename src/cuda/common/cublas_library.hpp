@@ -8,6 +8,7 @@
 // compile time.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublasXt.h>
 #include <cublas_v2.h>
 
@@ -54,5 +55,25 @@ struct CublasLibrary {
 // The library, opened by the first call (thread-safe); throws parray::Error
 // naming the file where it cannot be opened or lacks a function.
 const CublasLibrary& cublas();
+
+// cuBLASLt (libcublasLt), opened the same way: the FP8 GEMM's baseline.
+struct CublasLtLibrary {
+  decltype(&::cublasLtCreate) Create;
+  decltype(&::cublasLtGetStatusString) GetStatusString;
+  decltype(&::cublasLtMatmulDescCreate) MatmulDescCreate;
+  decltype(&::cublasLtMatmulDescDestroy) MatmulDescDestroy;
+  decltype(&::cublasLtMatmulDescSetAttribute) MatmulDescSetAttribute;
+  decltype(&::cublasLtMatrixLayoutCreate) MatrixLayoutCreate;
+  decltype(&::cublasLtMatrixLayoutDestroy) MatrixLayoutDestroy;
+  decltype(&::cublasLtMatmulPreferenceCreate) MatmulPreferenceCreate;
+  decltype(&::cublasLtMatmulPreferenceDestroy) MatmulPreferenceDestroy;
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) MatmulPreferenceSetAttribute;
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic;
+  decltype(&::cublasLtMatmul) Matmul;
+
+  void check(cublasStatus_t status, std::string_view who, std::string_view call = {}) const;
+};
+
+const CublasLtLibrary& cublaslt();
 
 }  // namespace parray::cuda

@@ -200,8 +200,8 @@ __device__ __forceinline__ void claim_registers() {
 }
 
 // wgmma.mma_async m64nNkK from shared memory (A and B K-major, descriptors),
-// FP32 accumulate: TF32 operands k8, BF16 and FP16 ones k16 — in each case
-// 32 bytes of every row of the tiles per instruction. N is the warpgroup's
+// FP32 accumulate: TF32 operands k8, BF16 and FP16 ones k16, FP8 ones k32 —
+// in each case 32 bytes of every row of the tiles per instruction. N is the warpgroup's
 // tile width; each thread holds N / 2 results. scale_d = 0 overwrites D
 // instead of adding to it. The 16-bit forms take two more immediates, TransA
 // and TransB: 0 for a K-major tile, 1 for an MN-major one (TF32 reads K-major
@@ -270,6 +270,22 @@ struct Wgmma;
     static __device__ __forceinline__ void f16(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {            \
       PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", REGS, SCALE, DESC_A, DESC_B,      \
                        TRANS, OUTS);                                                                               \
+    }                                                                                                              \
+    /* FP8, k32: A5 / B5 = 1 for an E5M2 operand, 0 for E4M3; K-major tiles only */                               \
+    template <int A5, int B5, int TransA = 0, int TransB = 0>                                                      \
+    static __device__ __forceinline__ void fp8(Acc& d, std::uint64_t a, std::uint64_t b, int scale_d) {            \
+      if constexpr (!A5 && !B5)                                                                                    \
+        PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", REGS, SCALE, DESC_A, DESC_B,  \
+                         "", OUTS);                                                                                \
+      else if constexpr (!A5)                                                                                      \
+        PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e5m2", REGS, SCALE, DESC_A, DESC_B,  \
+                         "", OUTS);                                                                                \
+      else if constexpr (!B5)                                                                                      \
+        PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e4m3", REGS, SCALE, DESC_A, DESC_B,  \
+                         "", OUTS);                                                                                \
+      else                                                                                                         \
+        PARRAY_WGMMA_ASM("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e5m2", REGS, SCALE, DESC_A, DESC_B,  \
+                         "", OUTS);                                                                                \
     }                                                                                                              \
   };
 

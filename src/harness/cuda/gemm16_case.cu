@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../cuda/gemm/element16.cuh"
+#include "case_data.cuh"
 #include "parray/cuda/check.hpp"
 #include "harness/reference.hpp"
 #include "parray/cuda_runtime.hpp"
@@ -19,25 +20,8 @@ namespace parray {
 
 namespace {
 
-struct DeviceBytes {
-  void* p = nullptr;
-  explicit DeviceBytes(std::size_t bytes) {
-    if (bytes) PARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
-  }
-  ~DeviceBytes() { cudaFree(p); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  template <class T>
-  T* as() const { return static_cast<T*>(p); }
-};
-
-__device__ float uniform(std::uint64_t seed, long long e) {  // [-1, 1), splitmix64
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(e + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * 0x1p-23f - 1.f;
-}
+using case_data::DeviceBytes;
+using case_data::uniform;
 
 // rows x cols of random values (NaN in the ld - cols padding) in T, and
 // their exact FP32 values and absolute values (same layout).
@@ -67,25 +51,6 @@ void fill_any(Type16 type, bool as_f32, void* x, float* exact, float* magnitude,
   if (as_f32) fill_matrix<float>(x, exact, magnitude, rows, cols, ld, seed);
   else if (type == Type16::bf16) fill_matrix<__nv_bfloat16>(x, exact, magnitude, rows, cols, ld, seed);
   else fill_matrix<__half>(x, exact, magnitude, rows, cols, ld, seed);
-}
-
-float host_value(const unsigned char* p, Type16 type, bool f32) {
-  if (f32) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  std::uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  if (type == Type16::bf16) {
-    const std::uint32_t w = std::uint32_t(bits) << 16;
-    float v;
-    std::memcpy(&v, &w, 4);
-    return v;
-  }
-  __half_raw raw;
-  raw.x = bits;
-  return __half2float(__half(raw));
 }
 
 // Unit roundoff of C's type: what rounding the result to it may add.
@@ -213,7 +178,8 @@ Gemm16Check Gemm16Case::check() const {
   // The stack's rows in turn: row i is row i % M of matrix i / M.
   for (index_t i = 0; i < s.batch * p.m; ++i)
     for (index_t j = 0; j < s.ldc; ++j) {
-      const double v = host_value(&raw[(std::size_t(i) * s.ldc + j) * s.c_elem], p.type, p.c_f32);
+      const double v =
+          case_data::stored_value(&raw[(std::size_t(i) * s.ldc + j) * s.c_elem], s.c_elem, p.type == Type16::bf16);
       if (j >= p.n) {  // padding: never written
         if (!std::isnan(v) && r.note.empty()) r.note = "C's padding written at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
         continue;
