@@ -8,14 +8,13 @@ The three runs start from one initialisation and see the same synthetic regressi
 network); each step is forward, backward and an SGD update. Printed and written as CSV: the loss of every
 step of every run, and each run's median step time (CUDA events, after warm-up steps that are not timed).
 parray's FP32-accurate GEMM (3xTF32 on the tensor cores) should give PyTorch FP32's loss curve within
-round-off, at about the speed of its TF32 one. Last, the host cost of the custom operator: one
-torch.ops.parray.matmul call against one parray.matmul call at 64^3.
+round-off, at about the speed of its TF32 one. The operator's host cost per call is measured by
+python/bench/torch_op_overhead.py.
 """
 import argparse
 import copy
 import csv
 import statistics
-import time
 
 import torch
 
@@ -59,25 +58,6 @@ def train(model, x, y, steps, warmup, lr):
     return [float(v) for v in losses], statistics.median(s.elapsed_time(e) for s, e in times)
 
 
-def call_overhead_us(n=64, calls=2000, repeats=7):
-    """Median host time per call (µs) of torch.ops.parray.matmul and of parray.matmul, 64^3 on the GPU."""
-    a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
-    result = {}
-    for name, call in (("custom-op", lambda: torch.ops.parray.matmul(a, b)), ("module", lambda: parray.matmul(a, b))):
-        for _ in range(200):
-            call()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                call()
-            torch.cuda.synchronize()
-            samples.append((time.perf_counter() - t0) / calls * 1e6)
-        result[name] = statistics.median(samples)
-    return result
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=4096)
@@ -101,7 +81,6 @@ def main():
             pt.use_parray(model)
         runs[name] = train(model, x, y, args.steps, args.warmup, args.lr)
     torch.backends.cuda.matmul.allow_tf32 = False
-    overhead = call_overhead_us()
 
     device = torch.cuda.get_device_name()
     reference = runs["torch-fp32"][0]
@@ -110,8 +89,6 @@ def main():
         drift = max(abs(a - b) / abs(b) for a, b in zip(losses, reference))
         print(f"  {name:12s} step {ms:8.3f} ms  ({runs['torch-fp32'][1] / ms:5.2f}x torch-fp32)  "
               f"loss {losses[0]:.6f} -> {losses[-1]:.6f}  max rel. diff. to torch-fp32 {drift:.2e}")
-    print(f"  host time per call at 64^3: torch.ops.parray.matmul {overhead['custom-op']:.2f} us, "
-          f"parray.matmul {overhead['module']:.2f} us, overhead {overhead['custom-op'] - overhead['module']:.2f} us")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)
@@ -119,8 +96,6 @@ def main():
             for name, (losses, ms) in runs.items():
                 for step, loss in enumerate(losses):
                     w.writerow([device, name, step, f"{loss:.9g}", f"{ms:.4f}", args.width, args.layers, args.batch])
-            for name, us in overhead.items():
-                w.writerow([device, f"call-{name}", -1, "", f"{us / 1000:.6f}", 64, 1, 64])
 
 
 if __name__ == "__main__":
