@@ -219,9 +219,9 @@ std::string gemm8_unsupported(const std::string& impl, const Gemm8Args& g) {
 }
 
 void gemm8(const Gemm8Args& g, const std::string& impl) {
+  check_args(g);  // first: a bad argument is named as such, not as what cuBLASLt's heuristic makes of it
   const std::string why = gemm8_unsupported(impl, g);
   if (!why.empty()) throw Error(impl + ": " + why);
-  check_args(g);
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0 || g.alpha == 0.f) {
     if (g.out == Fp8Out::bf16) scale_only<__nv_bfloat16>(g);
