@@ -1,7 +1,7 @@
 // Where FP32 GEMM on one core falls short of the FMA peak, step by step, all
 // in one process: each round runs every case once in turn, and a case's figure
 // is the median over the rounds of its speed divided by the peak loop's speed
-// in the same round — the development VM's speed moves ±5 % within minutes,
+// in the same round — a shared 2-vCPU machine's speed moves ±5 % within minutes,
 // and a ratio taken in the same seconds cancels that (docs/perf-notes.md,
 // CPU section). The cases, each a step closer to the real product:
 //   peak          24 independent FMA chains in registers (the measured peak)

@@ -8,7 +8,7 @@
 // FP32 12 x 32) issues 14 (2 + 12): 8 x 24 is faster at FP64 2048^3-4096^3 on
 // one thread, and 8 x 48 against 12 x 32 at FP32 2048^3 (one and two threads)
 // — with A, B and C all in L1 the 12 x 32 kernel sustains well below a
-// pure-FMA loop on the development VM, so its load uops, not the memory behind
+// pure-FMA loop (docs/perf-notes.md), so its load uops, not the memory behind
 // them, are what it loses to.
 //
 // The k loop is written in inline assembly. GCC, given the same loop in
