@@ -45,6 +45,12 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench gemm16 --sizes 64x64", "is neither N nor MxKxN");
   expect_cli_bad_input("bench gemm16 --sizes 0", "out of range");
   expect_cli_bad_input("bench gemm16 --reps 0", "--reps");
+  expect_cli_bad_input("bench gemm8 --type-a e4m4", "unknown --type-a 'e4m4' (e4m3 or e5m2)");
+  expect_cli_bad_input("bench gemm8 --type-b int8", "unknown --type-b 'int8'");
+  expect_cli_bad_input("bench gemm8 --out f64", "unknown --out 'f64' (bf16, fp16 or f32)");
+  expect_cli_bad_input("bench gemm8 --scaling channel", "unknown --scaling 'channel' (tensor or blockwise)");
+  expect_cli_bad_input("bench gemm8 --sizes 64x64", "is neither N nor MxKxN");
+  expect_cli_bad_input("bench gemm8 --sizes 64 --csv /nonexistent-dir/t.csv", "cannot be written");
   expect_cli_bad_input("frobnicate", "unknown command 'frobnicate'");
   // The argument parser's errors in the project's words.
   expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --bogus", "unknown option '--bogus'");
