@@ -31,6 +31,8 @@ def matrix(rows, cols, dtype=np.float32):
     (lambda: parray.matmul(np.float64(1.0), np.ones((2, 2))), ValueError, "a: a 0-dimensional array"),
     (lambda: parray.matmul16(matrix(2, 3, np.float16), matrix(3, 2, np.float16)), TypeError,
      "a: a ndarray in host memory; matmul16 takes CUDA tensors"),
+    (lambda: parray.matmul8(matrix(2, 32), matrix(32, 2), matrix(1, 1), matrix(1, 1)), TypeError,
+     "a: a ndarray is not a PyTorch tensor; matmul8 takes float8 CUDA tensors"),
 ])
 def test_gemm_argument_errors(call, error, starts):
     with pytest.raises(error) as info:
