@@ -13,7 +13,7 @@
 // The tile is 128 x 128 (N = 128: acc and part fit in a consumer's 240
 // registers, and B's 128 x 128 scale blocks line up with it); a ring of six
 // 32 KB slots; C leaves through the staging buffers as in step 16. While one
-// consumer warpgroup promotes its part, the other's wgmma keep the tensor
+// consumer warpgroup promotes its part, the other's wgmma can keep the tensor
 // cores busy.
 #pragma once
 
