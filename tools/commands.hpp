@@ -1,8 +1,8 @@
 // Subcommands that live in their own files (tools/cmd_*.cpp) register here,
 // so that main.cpp needs no edit for each new one:
 //
-//   std::vector<CliCommand> add_seed_commands(CLI::App& app, CLI::App& bench) { ... }
-//   static const RegisterCommands registered_seeds(&add_seed_commands);  // a name of its own: the CLI builds as one unity source
+//   std::vector<CliCommand> add_lab_commands(CLI::App& app, CLI::App& bench) { ... }
+//   static const RegisterCommands registered_lab(&add_lab_commands);  // a name of its own: the CLI builds as one unity source
 //
 // main() calls every adder before parsing, then runs the command that was
 // parsed; parray::Error thrown from run() becomes one line and exit status 2.

@@ -1,7 +1,7 @@
-// Step 4 — shared-memory tiles (seeds 001 and 003): a 16x16 block stages a
-// 16x16 tile of A and of B in shared memory per step of K, zero-padded where
-// the tile hangs over the edge of the matrix, so every element loaded from
-// global memory is used 16 times.
+// Step 4 — shared-memory tiles (the CPU/GPU GEMM report and the odd-size GEMM
+// note): a 16x16 block stages a 16x16 tile of A and of B in shared memory per
+// step of K, zero-padded where the tile hangs over the edge of the matrix, so
+// every element loaded from global memory is used 16 times.
 //
 // Over step 3: global traffic drops 16x. The inner loop reads As[ty][kk]
 // (one address per half-warp: a broadcast) and Bs[kk][tx] (16 consecutive

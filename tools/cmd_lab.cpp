@@ -1,11 +1,11 @@
-// `parray seeds ...`: the lab reports' GPU tables, reproduced and verified.
+// `parray lab ...`: the lab reports' GPU tables, reproduced and verified.
 //
-//   parray seeds table1 [--sizes LIST] [--block-sizes LIST] [--csv F]
+//   parray lab table1 [--sizes LIST] [--block-sizes LIST] [--csv F]
 //       the CUDA lab report table 1: kernel 1 (one thread per element, 1-D blocks) time
 //       in ms for every block size x matrix size;
-//   parray seeds table4 [--sizes LIST] [--impl LIST] [--csv F]
+//   parray lab table4 [--sizes LIST] [--impl LIST] [--csv F]
 //       the CUDA lab report table 4: cuBLAS against the hand kernels, ms and % of cuBLAS;
-//   parray seeds odd [--impl LIST] [--csv F]
+//   parray lab odd [--impl LIST] [--csv F]
 //       the odd-size GEMM note: C(1037x1031) = A(1037x1055) B(1055x1031), CPU ("cpu", the
 //       default CPU GEMM, and "gold", the lab report's triple loop) against GPU
 //       time, kernel only and end to end (device allocation + copies in +
@@ -47,9 +47,9 @@ std::vector<index_t> parse_sizes(const std::string& s, const std::string& what) 
 void require_gpu(const std::string& cmd) {
 #if PARRAY_HAVE_CUDA
   if (cuda_available()) return;
-  throw Error("seeds " + cmd + ": needs a GPU, and none is present");
+  throw Error("lab " + cmd + ": needs a GPU, and none is present");
 #else
-  throw Error("seeds " + cmd + ": needs a GPU, and parray was built without CUDA");
+  throw Error("lab " + cmd + ": needs a GPU, and parray was built without CUDA");
 #endif
 }
 
@@ -57,7 +57,7 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   if (!f) throw Error("cannot write " + path);
   f << text;
-  std::fprintf(stderr, "[seeds] wrote %s\n", path.c_str());
+  std::fprintf(stderr, "[lab] wrote %s\n", path.c_str());
 }
 
 GemmProblem square(index_t n) {
@@ -70,28 +70,28 @@ GemmProblem square(index_t n) {
 int status_of(const std::vector<BenchRow>& rows) {
   for (const BenchRow& r : rows)
     if (!r.ok()) {
-      std::fprintf(stderr, "seeds: %s %lldx%lldx%lld failed: %s\n", r.impl.c_str(), (long long)r.m, (long long)r.k,
+      std::fprintf(stderr, "lab: %s %lldx%lldx%lld failed: %s\n", r.impl.c_str(), (long long)r.m, (long long)r.k,
                    (long long)r.n, r.note.c_str());
       return 1;
     }
   return 0;
 }
 
-struct SeedArgs {
+struct LabArgs {
   std::string sizes = "512,1024,2048,4096,8192", block_sizes = "32,64,128,256,512", csv;
   std::string impls = "cublas,cuda-01-naive-bs32,cuda-04-smem-tiles,cuda-05-smem-at,cuda-10-cp-async,cuda-12-best";
   std::string odd_impls = "cublas,cuda-02-grid-stride,cuda-04-smem-tiles,cuda-05-smem-at,cuda-12-best";
   int reps = 0;
 };
 
-BenchOptions options(const SeedArgs& a) {
+BenchOptions options(const LabArgs& a) {
   BenchOptions o;
   if (a.reps > 0) o.min_reps = o.max_reps = a.reps;
   return o;
 }
 
 // The CUDA lab report, table 1: kernel 1, block size x size, ms.
-int table1(const SeedArgs& a) {
+int table1(const LabArgs& a) {
   require_gpu("table1");
   const std::vector<index_t> sizes = parse_sizes(a.sizes, "--sizes"), bss = parse_sizes(a.block_sizes, "--block-sizes");
   BenchOptions o = options(a);
@@ -117,7 +117,7 @@ int table1(const SeedArgs& a) {
 }
 
 // The CUDA lab report, table 4: cuBLAS against the hand kernels, ms (% of cuBLAS).
-int table4(const SeedArgs& a) {
+int table4(const LabArgs& a) {
   require_gpu("table4");
   const std::vector<index_t> sizes = parse_sizes(a.sizes, "--sizes");
   BenchOptions o = options(a);
@@ -164,7 +164,7 @@ double end_to_end_ms(const std::string& impl, const Array<float>& a, const Array
 #endif
 
 // The odd-size GEMM note: 1037 x 1055 x 1031, CPU against GPU, with and without copies.
-int odd(const SeedArgs& a) {
+int odd(const LabArgs& a) {
   require_gpu("odd");
 #if PARRAY_HAVE_CUDA
   const index_t M = 1037, K = 1055, N = 1031;
@@ -249,17 +249,17 @@ int odd(const SeedArgs& a) {
 #endif
 }
 
-std::vector<tools::CliCommand> add_seed_commands(CLI::App& app, CLI::App&) {
-  auto args = std::make_shared<SeedArgs>();
-  CLI::App* seeds = app.add_subcommand("seeds", "The lab reports' GPU tables, reproduced and verified");
-  seeds->require_subcommand(1);
-  CLI::App* t1 = seeds->add_subcommand("table1", "The CUDA lab report table 1: kernel 1, 1-D block size x size, ms");
+std::vector<tools::CliCommand> add_lab_commands(CLI::App& app, CLI::App&) {
+  auto args = std::make_shared<LabArgs>();
+  CLI::App* lab = app.add_subcommand("lab", "The lab reports' GPU tables, reproduced and verified");
+  lab->require_subcommand(1);
+  CLI::App* t1 = lab->add_subcommand("table1", "The CUDA lab report table 1: kernel 1, 1-D block size x size, ms");
   t1->add_option("--sizes", args->sizes, "matrix sizes, comma list (default 512..8192)");
   t1->add_option("--block-sizes", args->block_sizes, "1-D block sizes, comma list (default 32..512)");
-  CLI::App* t4 = seeds->add_subcommand("table4", "The CUDA lab report table 4: cuBLAS vs the hand kernels, ms");
+  CLI::App* t4 = lab->add_subcommand("table4", "The CUDA lab report table 4: cuBLAS vs the hand kernels, ms");
   t4->add_option("--sizes", args->sizes, "matrix sizes, comma list (default 512..8192)");
   t4->add_option("--impl", args->impls, "implementations, comma list");
-  CLI::App* od = seeds->add_subcommand("odd", "The odd-size GEMM note: 1037x1055x1031, CPU vs GPU, with and without copies");
+  CLI::App* od = lab->add_subcommand("odd", "The odd-size GEMM note: 1037x1055x1031, CPU vs GPU, with and without copies");
   od->add_option("--impl", args->odd_impls, "GPU implementations, comma list");
   for (CLI::App* c : {t1, t4, od}) {
     c->add_option("--csv", args->csv, "write the table as CSV");
@@ -270,6 +270,6 @@ std::vector<tools::CliCommand> add_seed_commands(CLI::App& app, CLI::App&) {
           {od, [args] { return odd(*args); }}};
 }
 
-const tools::RegisterCommands registered_seeds(&add_seed_commands);
+const tools::RegisterCommands registered_lab(&add_lab_commands);
 
 }  // namespace
