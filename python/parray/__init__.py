@@ -98,14 +98,7 @@ def _matmul16_stack(a, b, out, alpha, beta, out_dtype, impl):
         if len(x.shape) < 2:
             raise ValueError(f"{name}: has {len(x.shape)} dimension; a stack of matrices has at least 2")
     _check_same_placement("a", a, [("b", b), ("out", out)])
-    a_batch, b_batch = tuple(int(n) for n in a.shape[:-2]), tuple(int(n) for n in b.shape[:-2])
-    try:
-        batch = np.broadcast_shapes(a_batch, b_batch)
-    except ValueError:
-        raise ValueError(f"a, b: batch dimensions {a_batch} and {b_batch} do not broadcast") from None
-    (m, k), (kb, n) = (int(x) for x in a.shape[-2:]), (int(x) for x in b.shape[-2:])
-    if kb != k:
-        raise ValueError(f"b: has {kb} rows, a has {k} columns")
+    a_batch, b_batch, batch, m, n = _stack_dims(a, b)
     shape = batch + (m, n)
     if out is None:
         if beta != 0:
@@ -134,6 +127,20 @@ def _matmul_ndim(x, name):
     return len(shape)
 
 
+def _stack_dims(a, b):
+    """Stacks a and b (matrices in their last two dimensions): their batch dimensions, those broadcast as
+    NumPy's do, M and N; ValueError naming what does not fit."""
+    a_batch, b_batch = tuple(int(n) for n in a.shape[:-2]), tuple(int(n) for n in b.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a_batch, b_batch)
+    except ValueError:
+        raise ValueError(f"a, b: batch dimensions {a_batch} and {b_batch} do not broadcast") from None
+    (m, k), (kb, n) = (int(x) for x in a.shape[-2:]), (int(x) for x in b.shape[-2:])
+    if kb != k:
+        raise ValueError(f"b: has {kb} rows, a has {k} columns")
+    return a_batch, b_batch, batch, m, n
+
+
 def _matmul_stack(a, b, out, precision, impl):
     """matmul of stacks of matrices: the batch dimensions broadcast as NumPy's do; the stack is one strided
     batch of the library's (parray::gemm_batched) wherever its batch dimensions collapse into one stride per
@@ -143,15 +150,7 @@ def _matmul_stack(a, b, out, precision, impl):
     a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
     a2 = a[None, :] if a_vec else a
     b2 = b[:, None] if b_vec else b
-    a_batch, b_batch = tuple(int(n) for n in a2.shape[:-2]), tuple(int(n) for n in b2.shape[:-2])
-    try:
-        batch = np.broadcast_shapes(a_batch, b_batch)
-    except ValueError:
-        raise ValueError(f"a, b: batch dimensions {a_batch} and {b_batch} do not broadcast") from None
-    m, k = (int(n) for n in a2.shape[-2:])
-    kb, n = (int(x) for x in b2.shape[-2:])
-    if kb != k:
-        raise ValueError(f"b: has {kb} rows, a has {k} columns")
+    a_batch, b_batch, batch, m, n = _stack_dims(a2, b2)
     shape = batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ())
     if out is None:
         out = np.empty(shape, dtype=a.dtype) if type(a) is np.ndarray else _empty(a, shape)
