@@ -202,25 +202,36 @@ const std::vector<std::string>& gemm8_impls() {
   return names;
 }
 
-std::string gemm8_unsupported(const std::string& impl, const Gemm8Args& g) {
+namespace {
+
+// Why `impl` cannot run this call, as far as its kind and types tell; what
+// cuBLASLt's heuristic decides is asked when its plan is made.
+std::string unsupported_by_kind(const std::string& impl, const Gemm8Args& g) {
   if (impl == "cuda-20" || impl == "gpu") return cuda::wgmma_unsupported();
   if (impl != "cublaslt") return "unknown FP8 GEMM '" + impl + "' (gpu, cuda-20, cublaslt)";
   if (g.scaling == Fp8Scaling::blockwise) return "cuBLASLt's FP8 matmul on Hopper takes per-tensor scales only";
   if (g.type_a == Fp8::e5m2 && g.type_b == Fp8::e5m2) return "cuBLASLt has no E5M2 x E5M2 matmul";
-  if (g.m > 0 && g.n > 0 && g.k > 0) {  // its heuristic decides the rest (alignments, K, C's type)
-    try {
-      lt_plan(g);
-    } catch (const Error& e) {
-      const std::string why = e.what(), prefix = "cublaslt: ";  // gemm8 names the implementation itself
-      return why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;
-    }
+  return "";
+}
+
+}  // namespace
+
+std::string gemm8_unsupported(const std::string& impl, const Gemm8Args& g) {
+  const std::string why = unsupported_by_kind(impl, g);
+  if (!why.empty() || impl != "cublaslt" || g.m == 0 || g.n == 0 || g.k == 0) return why;
+  try {  // its heuristic decides the rest (alignments, K, C's type)
+    lt_plan(g);
+  } catch (const Error& e) {
+    const std::string text = e.what(), prefix = "cublaslt: ";  // the caller names the implementation itself
+    return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text;
   }
   return "";
 }
 
 void gemm8(const Gemm8Args& g, const std::string& impl) {
   check_args(g);  // first: a bad argument is named as such, not as what cuBLASLt's heuristic makes of it
-  const std::string why = gemm8_unsupported(impl, g);
+  // cuBLASLt's own refusal comes from its plan, made (once per shape) in gemm8_cublaslt.
+  const std::string why = unsupported_by_kind(impl, g);
   if (!why.empty()) throw Error(impl + ": " + why);
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0 || g.alpha == 0.f) {

@@ -21,30 +21,8 @@ namespace parray {
 namespace {
 
 using case_data::DeviceBytes;
-using case_data::uniform;
 
-// rows x cols of random values (NaN in the ld - cols padding) in T, and
-// their exact FP32 values and absolute values (same layout).
-template <class T>
-__global__ void fill(T* x, float* exact, float* magnitude, long long rows, long long cols, long long ld,
-                     std::uint64_t seed) {
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < rows * ld;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const bool inside = e % ld < cols;
-    cuda::ladder::put(&x[e], inside ? uniform(seed, e) : __int_as_float(0x7fc00000));
-    const float v = cuda::ladder::as_float(x[e]);
-    if (exact) exact[e] = v;
-    if (magnitude) magnitude[e] = fabsf(v);
-  }
-}
-
-template <class T>
-void fill_matrix(void* x, float* exact, float* magnitude, index_t rows, index_t cols, index_t ld, std::uint64_t seed) {
-  const long long n = rows * ld;
-  fill<<<unsigned(std::min<long long>((n + 255) / 256, 8192)), 256>>>(static_cast<T*>(x), exact, magnitude, rows,
-                                                                     cols, ld, seed);
-  PARRAY_CUDA_CHECK_LAUNCH();
-}
+using case_data::fill_matrix;
 
 void fill_any(Type16 type, bool as_f32, void* x, float* exact, float* magnitude, index_t rows, index_t cols, index_t ld,
               std::uint64_t seed) {
@@ -172,45 +150,15 @@ Gemm16Check Gemm16Case::check() const {
   // Element bound: the worst case of an FP32 sum of K terms by truncation, (K +
   // 4) 2^-23, and C's rounding to its type; see docs/verification.md.
   const double u_out = output_roundoff(p), gamma = 2.0 * double(p.k + 4) * 0x1p-24 + 2.0 * u_out;
-  Gemm16Check r;
-  r.frobenius_tol = 4.0 * 0x1p-24 * (std::sqrt(double(p.k)) + 4.0) + 2.0 * double(p.k) * 0x1p-24 + 2.0 * u_out;
-  double num = 0, den = 0;
+  const double tol = 4.0 * 0x1p-24 * (std::sqrt(double(p.k)) + 4.0) + 2.0 * double(p.k) * 0x1p-24 + 2.0 * u_out;
   // The stack's rows in turn: row i is row i % M of matrix i / M.
-  for (index_t i = 0; i < s.batch * p.m; ++i)
-    for (index_t j = 0; j < s.ldc; ++j) {
-      const double v =
-          case_data::stored_value(&raw[(std::size_t(i) * s.ldc + j) * s.c_elem], s.c_elem, p.type == Type16::bf16);
-      if (j >= p.n) {  // padding: never written
-        if (!std::isnan(v) && r.note.empty()) r.note = "C's padding written at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
-        continue;
-      }
-      const std::size_t e = std::size_t(i) * p.n + j;
-      const double ref = s.host_ref[e];
-      if (!std::isfinite(v)) {
-        if (r.note.empty()) r.note = "NaN or Inf at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
-        continue;
-      }
-      const double c0 = p.beta != 0.f ? std::fabs(double(s.host_c0[std::size_t(i) * s.ldc + j])) : 0.0;
-      const double bound = gamma * (std::fabs(double(p.alpha)) * s.host_abs[e] + std::fabs(double(p.beta)) * c0);
-      const double err = std::fabs(v - ref);
-      r.worst = std::max(r.worst, bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0));
-      num += err * err;
-      den += ref * ref;
-    }
-  r.frobenius = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  if (r.note.empty() && r.frobenius > r.frobenius_tol) r.note = "relative Frobenius error above its tolerance";
-  if (r.note.empty() && r.worst > 1.0) r.note = "an element outside its error bound";
-  r.passed = r.note.empty();
-  return r;
+  return case_data::judge_c(raw, s.batch * p.m, p.n, s.ldc, s.c_elem, p.type == Type16::bf16, s.host_ref, s.host_abs,
+                            s.host_c0, p.alpha, p.beta, gamma, tol);
 }
 
 double Gemm16Case::time_ms(const std::string& impl, int reps) {
   const Gemm16Args g = args();
-  gemm16(g, impl);  // warm-up
-  std::vector<double> ms;
-  for (int r = 0; r < std::max(reps, 1); ++r) ms.push_back(cuda::event_time_ms([&] { gemm16(g, impl); }));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return case_data::median_event_ms([&] { gemm16(g, impl); }, reps);
 }
 
 }  // namespace parray

@@ -67,18 +67,6 @@ __global__ void fill_fp8(std::uint8_t* x, float* deq, float* magnitude, long lon
   }
 }
 
-template <class T>
-__global__ void fill_c(T* c, float* exact, long long rows, long long cols, long long ld, std::uint64_t seed) {
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < rows * ld;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const bool inside = e % ld < cols;
-    cuda::ladder::put(&c[e], inside ? uniform(seed, e) : __int_as_float(0x7fc00000));
-    if (exact) exact[e] = cuda::ladder::as_float(c[e]);
-  }
-}
-
-unsigned blocks_for(long long n) { return unsigned(std::min<long long>((n + 255) / 256, 8192)); }
-
 std::size_t out_bytes(Fp8Out t) { return t == Fp8Out::f32 ? 4 : 2; }
 
 // Random scales with 5 significant bits, 2^-4 .. 2 (times an FP8 value, of
@@ -128,7 +116,7 @@ namespace {
 
 void fill_operand(Fp8 t, void* x, float* deq, float* magnitude, index_t rows, index_t cols, index_t ld,
                   const float* scale, ScaleIndex at, std::uint64_t seed) {
-  const unsigned g = blocks_for(rows * ld);
+  const unsigned g = case_data::grid_for(rows * ld);
   auto* bytes = static_cast<std::uint8_t*>(x);
   if (t == Fp8::e5m2) fill_fp8<true><<<g, 256>>>(bytes, deq, magnitude, rows, cols, ld, scale, at, seed);
   else fill_fp8<false><<<g, 256>>>(bytes, deq, magnitude, rows, cols, ld, scale, at, seed);
@@ -136,11 +124,9 @@ void fill_operand(Fp8 t, void* x, float* deq, float* magnitude, index_t rows, in
 }
 
 void fill_output(Fp8Out t, void* c, float* exact, index_t rows, index_t cols, index_t ld, std::uint64_t seed) {
-  const unsigned g = blocks_for(rows * ld);
-  if (t == Fp8Out::f32) fill_c<<<g, 256>>>(static_cast<float*>(c), exact, rows, cols, ld, seed);
-  else if (t == Fp8Out::bf16) fill_c<<<g, 256>>>(static_cast<__nv_bfloat16*>(c), exact, rows, cols, ld, seed);
-  else fill_c<<<g, 256>>>(static_cast<__half*>(c), exact, rows, cols, ld, seed);
-  PARRAY_CUDA_CHECK_LAUNCH();
+  if (t == Fp8Out::f32) case_data::fill_matrix<float>(c, exact, nullptr, rows, cols, ld, seed);
+  else if (t == Fp8Out::bf16) case_data::fill_matrix<__nv_bfloat16>(c, exact, nullptr, rows, cols, ld, seed);
+  else case_data::fill_matrix<__half>(c, exact, nullptr, rows, cols, ld, seed);
 }
 
 }  // namespace
@@ -219,43 +205,13 @@ Gemm16Check Gemm8Case::check() const {
   PARRAY_CUDA_CHECK(cudaMemcpy(raw.data(), s.c.p, raw.size(), cudaMemcpyDeviceToHost));
   const double u_out = output_roundoff(p.out);
   const double gamma = 128.0 * 0x1p-13 + 2.0 * double(p.k / 128 + 4) * 0x1p-24 + 2.0 * u_out;
-  Gemm16Check r;
-  r.frobenius_tol = 0x1p-9 + 2.0 * u_out;
-  double num = 0, den = 0;
-  for (index_t i = 0; i < p.m; ++i)
-    for (index_t j = 0; j < s.ldc; ++j) {
-      const double v = case_data::stored_value(&raw[(std::size_t(i) * s.ldc + j) * eb], eb, p.out == Fp8Out::bf16);
-      if (j >= p.n) {
-        if (!std::isnan(v) && r.note.empty())
-          r.note = "C's padding written at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
-        continue;
-      }
-      const std::size_t e = std::size_t(i) * p.n + j;
-      if (!std::isfinite(v)) {
-        if (r.note.empty()) r.note = "NaN or Inf at (" + std::to_string(i) + ", " + std::to_string(j) + ")";
-        continue;
-      }
-      const double c0 = p.beta != 0.f ? std::fabs(double(s.host_c0[std::size_t(i) * s.ldc + j])) : 0.0;
-      const double bound = gamma * (std::fabs(double(p.alpha)) * s.host_abs[e] + std::fabs(double(p.beta)) * c0);
-      const double err = std::fabs(v - s.host_ref[e]);
-      r.worst = std::max(r.worst, bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0));
-      num += err * err;
-      den += s.host_ref[e] * s.host_ref[e];
-    }
-  r.frobenius = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  if (r.note.empty() && r.frobenius > r.frobenius_tol) r.note = "relative Frobenius error above its tolerance";
-  if (r.note.empty() && r.worst > 1.0) r.note = "an element outside its error bound";
-  r.passed = r.note.empty();
-  return r;
+  return case_data::judge_c(raw, p.m, p.n, s.ldc, eb, p.out == Fp8Out::bf16, s.host_ref, s.host_abs, s.host_c0,
+                            p.alpha, p.beta, gamma, 0x1p-9 + 2.0 * u_out);
 }
 
 double Gemm8Case::time_ms(const std::string& impl, int reps) {
   const Gemm8Args g = args();
-  gemm8(g, impl);  // warm-up
-  std::vector<double> ms;
-  for (int r = 0; r < std::max(reps, 1); ++r) ms.push_back(cuda::event_time_ms([&] { gemm8(g, impl); }));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return case_data::median_event_ms([&] { gemm8(g, impl); }, reps);
 }
 
 }  // namespace parray
