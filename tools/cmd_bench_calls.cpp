@@ -14,7 +14,8 @@
 // has finished is printed beside it: where it equals the host time the GPU,
 // not the host, set the pace (the launch queue was full). --impl times
 // another implementation's calls the same way (cublas: cuBLAS's own host
-// time on this machine).
+// time on this machine). A launch of an empty kernel, timed the same way, is
+// the floor under any call's host time on the machine.
 //
 // Timeline: --threads host threads each queue --calls products on their own
 // stream, an event before and after each; every event is timed from one
@@ -34,6 +35,7 @@
 #include "commands.hpp"
 #include "parray/array.hpp"
 #include "parray/config.hpp"
+#include "parray/cuda_runtime.hpp"
 #include "parray/gemm.hpp"
 #include "parray/registry.hpp"
 
@@ -74,23 +76,28 @@ struct PerCall {
   double host_us, done_us;  // queued; finished on the GPU
 };
 
-// Median microseconds per call of `calls` calls queued on `stream`.
-PerCall us_per_call(const CallsArgs& a, GpuStream stream) {
-  Operands x(a, stream);
+// Median microseconds per call of `calls` calls of `call` queued on `stream`.
+template <class Call>
+PerCall us_per_call(int calls, GpuStream stream, Call&& call) {
   auto loop = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < a.calls; ++i) x.call();
+    for (int i = 0; i < calls; ++i) call();
     const auto t1 = std::chrono::steady_clock::now();
     PARRAY_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto t2 = std::chrono::steady_clock::now();
-    return PerCall{std::chrono::duration<double, std::micro>(t1 - t0).count() / a.calls,
-                   std::chrono::duration<double, std::micro>(t2 - t0).count() / a.calls};
+    return PerCall{std::chrono::duration<double, std::micro>(t1 - t0).count() / calls,
+                   std::chrono::duration<double, std::micro>(t2 - t0).count() / calls};
   };
   loop();  // warm-up: the plan, the workspaces, the module's first launches
   std::vector<PerCall> us;
   for (int r = 0; r < 5; ++r) us.push_back(loop());
   std::sort(us.begin(), us.end(), [](const PerCall& p, const PerCall& q) { return p.host_us < q.host_us; });
   return us[us.size() / 2];
+}
+
+PerCall us_per_gemm(const CallsArgs& a, GpuStream stream) {
+  Operands x(a, stream);
+  return us_per_call(a.calls, stream, [&] { x.call(); });
 }
 
 cudaStream_t new_stream() {
@@ -101,16 +108,19 @@ cudaStream_t new_stream() {
 
 int run_host_time(const CallsArgs& a) {
   cudaStream_t s0 = new_stream(), s1 = new_stream();
-  const PerCall alone = us_per_call(a, s0);
+  const PerCall alone = us_per_gemm(a, s0);
   PerCall first{}, second{};
-  std::thread other([&] { second = us_per_call(a, s1); });
-  first = us_per_call(a, s0);
+  std::thread other([&] { second = us_per_gemm(a, s1); });
+  first = us_per_gemm(a, s0);
   other.join();
+  const PerCall bare = us_per_call(a.calls, s0, [&] { cuda::launch_empty_kernel(s0); });
   std::cout << fmt::format("host time per {} call, {}x{}x{} {} ({} calls, median of 5 loops; finished on the GPU):\n",
                            a.impl, a.m, a.k, a.n, a.precision, a.calls);
   std::cout << fmt::format("  one thread       {:.2f} us ({:.2f} us)\n", alone.host_us, alone.done_us);
   std::cout << fmt::format("  two threads      {:.2f} us and {:.2f} us ({:.2f} and {:.2f} us)\n", first.host_us,
                            second.host_us, first.done_us, second.done_us);
+  std::cout << fmt::format("  empty kernel     {:.2f} us ({:.2f} us): one bare launch, the floor of any call here\n",
+                           bare.host_us, bare.done_us);
   PARRAY_CUDA_CHECK(cudaStreamDestroy(s0));
   PARRAY_CUDA_CHECK(cudaStreamDestroy(s1));
   return 0;

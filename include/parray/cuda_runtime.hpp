@@ -12,6 +12,10 @@ namespace parray::cuda {
 // stream) with CUDA events on the legacy default stream, which the per-thread
 // one is ordered with; returns milliseconds. Every CUDA error is checked.
 double event_time_ms(const std::function<void()>& run);
+// Launches a kernel that does nothing, one block of one thread, on `stream`
+// (a cudaStream_t; nullptr: the calling thread's default stream), checked:
+// the floor of any call's host time on this machine (parray bench calls).
+void launch_empty_kernel(void* stream);
 // cudaDeviceSynchronize, checked.
 void synchronize();
 // Evicts the L2 cache by writing a buffer larger than it (for cold-cache timing).

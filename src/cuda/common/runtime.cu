@@ -30,6 +30,15 @@ double event_time_ms(const std::function<void()>& run) {
   return ms;
 }
 
+namespace {
+__global__ void empty_kernel() {}
+}  // namespace
+
+void launch_empty_kernel(void* stream) {
+  empty_kernel<<<1, 1, 0, stream ? static_cast<cudaStream_t>(stream) : cudaStreamPerThread>>>();
+  PARRAY_CUDA_CHECK(cudaGetLastError());
+}
+
 void synchronize() { PARRAY_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 void flush_l2() {
