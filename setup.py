@@ -40,12 +40,17 @@ class CMakeBuild(build_ext):
         subprocess.run(configure, check=True)
         jobs = os.environ.get("PARRAY_BUILD_JOBS", str(os.cpu_count() or 1))
         subprocess.run(["cmake", "--build", str(build_dir), "--target", "parray_python", "-j", jobs], check=True)
-        built = sorted((build_dir / "python" / "parray").glob("_parray*.so"))
+        package = build_dir / "python" / "parray"
+        built = sorted(p for p in package.glob("_parray*.so") if p.name != "_parray_torch.so")
         if not built:
             sys.exit("parray: CMake did not build the Python module (is pybind11-dev installed? see CMake's output)")
         target = Path(self.get_ext_fullpath(ext.name)).resolve()
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built[0], target)
+        # The C++ PyTorch operators, where CMake found PyTorch's C++ headers (cmake/torch.cmake).
+        if (build_dir / "CMakeFiles" / "parray_torch.dir").is_dir():
+            subprocess.run(["cmake", "--build", str(build_dir), "--target", "parray_torch", "-j", jobs], check=True)
+            shutil.copy2(package / "_parray_torch.so", target.parent / "_parray_torch.so")
 
 
 BUILD_BASE.mkdir(exist_ok=True)

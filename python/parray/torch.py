@@ -14,8 +14,13 @@ float64 run on the CPU and the GPU; bfloat16 and float16 on the GPU (parray.matm
 A model switches to parray with ``use_parray(model, precision)`` (its ``nn.Linear`` layers become
 ``Linear``, sharing their parameters), or for a block of code with ``matmul_on_parray(precision)``, which
 routes ``torch.matmul``, ``@``, ``torch.mm``, ``torch.bmm`` and ``F.linear`` on float tensors to parray.
-Needs PyTorch 2.4 or later (``torch.library.custom_op``). Reference: docs/python.md.
+matmul and gemm are C++ operators (``_parray_torch``, python/src/torch/operators.cpp) where that library was built
+beside the module against this PyTorch; elsewhere the same operators are defined here in Python, slower per call.
+``OPERATORS`` says which ("C++" or "Python"), ``OPERATORS_WHY`` why not C++. Needs PyTorch 2.4 or later
+(``torch.library.custom_op``). Reference: docs/python.md.
 """
+import os
+import warnings
 from typing import Optional, Tuple
 
 import torch
@@ -26,7 +31,7 @@ import parray as _parray
 if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "register_fake"):
     raise ImportError(f"parray.torch needs PyTorch 2.4 or later (torch.library.custom_op); this is {torch.__version__}")
 
-__all__ = ["matmul", "gemm", "knn", "linear", "Linear", "use_parray", "matmul_on_parray"]
+__all__ = ["matmul", "gemm", "knn", "linear", "Linear", "use_parray", "matmul_on_parray", "OPERATORS"]
 
 _FLOATS = (torch.float32, torch.float64)
 _HALVES = (torch.bfloat16, torch.float16)
@@ -106,8 +111,7 @@ def _plain(x):
 # ---- parray::matmul ------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("parray::matmul", mutates_args=())
-def _matmul_op(a: Tensor, b: Tensor, precision: Optional[str] = None) -> Tensor:
+def _matmul_python(a: Tensor, b: Tensor, precision: Optional[str] = None) -> Tensor:
     _check_pair(a, b, precision)
     out = a.new_empty(_matmul_shape(a, b))
     if out.numel() == 0 or a.shape[-1] == 0:
@@ -124,7 +128,6 @@ def _matmul_op(a: Tensor, b: Tensor, precision: Optional[str] = None) -> Tensor:
     return out
 
 
-@_matmul_op.register_fake
 def _matmul_fake(a, b, precision=None):
     _check_pair(a, b, precision)
     return a.new_empty(_matmul_shape(a, b))
@@ -152,20 +155,11 @@ def _matmul_backward(ctx, grad):
     return grad_a, grad_b, None
 
 
-_matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
-
-
-def matmul(a, b, precision=None):
-    """torch.matmul(a, b) on parray's GEMM (torch.ops.parray.matmul): differentiable, traceable, compilable.
-    precision: the least accuracy of the products (None: the dtype's own; "tf32", "bf16", "fp16" allow less)."""
-    return _matmul_op(a, b, precision)
-
 
 # ---- parray::gemm --------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("parray::gemm", mutates_args=())
-def _gemm_op(a: Tensor, b: Tensor, c: Optional[Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
+def _gemm_python(a: Tensor, b: Tensor, c: Optional[Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
              precision: Optional[str] = None) -> Tensor:
     _check_pair(a, b, precision)
     shape = _gemm_shape(a, b, c)
@@ -183,7 +177,6 @@ def _gemm_op(a: Tensor, b: Tensor, c: Optional[Tensor] = None, alpha: float = 1.
     return out
 
 
-@_gemm_op.register_fake
 def _gemm_fake(a, b, c=None, alpha=1.0, beta=0.0, precision=None):
     _check_pair(a, b, precision)
     return a.new_empty(_gemm_shape(a, b, c))
@@ -207,7 +200,43 @@ def _gemm_backward(ctx, grad):
     return grad_a, grad_b, grad_c, None, None, None
 
 
-_gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+
+# ---- registration: the C++ operators where built, else the Python definitions above ------------------
+
+
+def _load_cpp_operators():
+    """Loads _parray_torch from beside the module; None, or why it was not loaded."""
+    path = os.path.join(os.path.dirname(os.path.abspath(_parray.__file__)), "_parray_torch.so")
+    if not os.path.exists(path):
+        return "_parray_torch.so was not built (PyTorch's C++ headers were not found when parray was built)"
+    try:
+        torch.ops.load_library(path)
+    except (OSError, RuntimeError) as e:  # built against another PyTorch
+        warnings.warn(f"parray.torch: {path} does not load ({e}); using the slower Python-defined operators")
+        return f"{path} does not load: {e}"
+    return None
+
+
+OPERATORS_WHY = _load_cpp_operators()
+OPERATORS = "Python" if OPERATORS_WHY else "C++"
+if OPERATORS == "C++":
+    _matmul_op = torch.ops.parray.matmul.default
+    _gemm_op = torch.ops.parray.gemm.default
+    torch.library.register_fake("parray::matmul")(_matmul_fake)
+    torch.library.register_fake("parray::gemm")(_gemm_fake)
+else:
+    _matmul_op = torch.library.custom_op("parray::matmul", _matmul_python, mutates_args=())
+    _matmul_op.register_fake(_matmul_fake)
+    _matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+    _gemm_op = torch.library.custom_op("parray::gemm", _gemm_python, mutates_args=())
+    _gemm_op.register_fake(_gemm_fake)
+    _gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+
+
+def matmul(a, b, precision=None):
+    """torch.matmul(a, b) on parray's GEMM (torch.ops.parray.matmul): differentiable, traceable, compilable.
+    precision: the least accuracy of the products (None: the dtype's own; "tf32", "bf16", "fp16" allow less)."""
+    return _matmul_op(a, b, precision)
 
 
 def gemm(a, b, c=None, alpha=1.0, beta=0.0, precision=None):

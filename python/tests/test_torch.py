@@ -225,3 +225,11 @@ def test_linear_repr_and_state_dict():
     plain = torch.nn.Linear(6, 4)
     plain.load_state_dict(layer.state_dict())
     assert np.allclose(plain.weight.detach().numpy(), layer.weight.detach().numpy())
+
+
+def test_cpp_operators_loaded_where_built():
+    """Where _parray_torch.so was built beside the module, parray.torch's matmul and gemm are its C++ operators."""
+    import os
+    if not os.path.exists(os.path.join(os.path.dirname(parray.__file__), "_parray_torch.so")):
+        pytest.skip("_parray_torch.so was not built (PyTorch's C++ headers were not found at build time)")
+    assert pt.OPERATORS == "C++", pt.OPERATORS_WHY
