@@ -72,7 +72,10 @@ int run_gemm8_bench(const Gemm8BenchArgs& a) {
     p.m = d[0], p.k = d[1], p.n = d[2];
     Gemm8Case c(p);
     double lt_tflops = 0;
-    for (const std::string impl : {"cublaslt", "gpu", "cuda-20"}) {  // cuBLASLt first: the denominator
+    std::vector<std::string> impls = {"cublaslt"};  // first: the denominator
+    for (const std::string& impl : gemm8_impls())
+      if (impl != "cublaslt") impls.push_back(impl);
+    for (const std::string& impl : impls) {
       const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
       const tools::CheckedTiming t = tools::check_then_time(c, impl, gemm8_unsupported(impl, c.args()), flops, a.reps);
       all_passed = all_passed && !t.failed;

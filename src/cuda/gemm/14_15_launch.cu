@@ -18,6 +18,7 @@
 #include "parray/cuda/wgmma_plan.hpp"
 #include "parray/tuning.hpp"
 #include "common/smem_opt_in.hpp"
+#include "gemm/cluster_launch.hpp"
 #include "gemm/split_pass.cuh"
 #include "gemm/strided_blocks.hpp"
 #include "gemm/tensor_map.hpp"
@@ -160,7 +161,7 @@ struct Persistent {
     constexpr int kSmem = ladder::kPersistentSmem<Cfg>, kCluster = Cfg::kCluster;
     allow_smem_on_current_device(kernel, kSmem);
     // A cluster's unit is kCluster tiles down M, computed side by side.
-    const int workers = kCluster == 1 ? sm_count() : max_clusters<Cfg>(kernel, kSmem);
+    const int workers = kCluster == 1 ? sm_count() : max_clusters<Cfg>(kernel, kSmem, sm_count());
     WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM * kCluster, Cfg::BN, Cfg::BK, workers, step_us<Cfg>());
     if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
     // A K split writes its parts into a workspace (one row-major M x N slice
@@ -188,7 +189,7 @@ struct Persistent {
       PARRAY_CUDA_CHECK_LAUNCH();
     } else {
       cudaLaunchAttribute cluster{};
-      cudaLaunchConfig_t config = cluster_config<Cfg>(grid, kSmem, s, cluster);
+      const cudaLaunchConfig_t config = cluster_config(kCluster, grid, Cfg::kThreads, kSmem, s, cluster);
       PARRAY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, maps, c_map, stores, M, N, alpha, beta, out,
                                            kPromoteTiles, work, keep_small ? 1 : 0));
     }
@@ -197,39 +198,6 @@ struct Persistent {
       ladder::sum_k_parts<<<blocks, 256, 0, s>>>(c, M, N, work.splits, parts->p, work.slice, alpha, beta);
       PARRAY_CUDA_CHECK_LAUNCH();
     }
-  }
-  // The launch of `grid` blocks in clusters of Cfg::kCluster along x
-  // (`cluster` holds the attribute the config points to).
-  template <class Cfg>
-  static cudaLaunchConfig_t cluster_config(unsigned grid, int smem, cudaStream_t s, cudaLaunchAttribute& cluster) {
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = Cfg::kCluster;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(Cfg::kThreads);
-    config.dynamicSmemBytes = std::size_t(smem);
-    config.stream = s;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    return config;
-  }
-  // Clusters resident at once (the GPCs' SM counts leave some SMs out of
-  // any pair), for the persistent grid: once per kernel configuration (the
-  // GPUs of one host are alike).
-  template <class Cfg, class Kernel>
-  static int max_clusters(Kernel kernel, int smem) {
-    static const int n = [&] {
-      cudaLaunchAttribute cluster{};
-      const cudaLaunchConfig_t config = cluster_config<Cfg>(unsigned(Cfg::kCluster * sm_count()), smem, nullptr,
-                                                            cluster);
-      int clusters = 0;
-      PARRAY_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-      if (clusters < 1) throw Error("cuda-15: no cluster of " + std::to_string(Cfg::kCluster) + " blocks fits");
-      return clusters;
-    }();
-    return n;
   }
 };
 

@@ -15,6 +15,13 @@
 // 32 KB slots; C leaves through the staging buffers as in step 16. While one
 // consumer warpgroup promotes its part, the other's wgmma can keep the tensor
 // cores busy.
+//
+// In clusters (Cfg::kCluster > 1, as step 15's): the blocks of a cluster take
+// tiles of one column of C, side by side down M, and each copies its share of
+// B's k-tile and multicasts it to all, so B leaves L2 once per cluster. The
+// 128 x 128 tile reads 32 KB from L2 per 4.2 MFLOP; at the per-tensor
+// kernel's speed that is most of L2's bandwidth (docs/perf-notes.md), and the
+// multicast takes a quarter of it away.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -40,10 +47,11 @@ struct Fp8Format {
 };
 
 // Step 14's tiles (K-major A and B, 128-byte rows: BK = 128 values) at
-// 128 x 128 with six slots, plus the staging buffers of C. Out: C's type.
-template <class Out_, int A5, int B5, bool Blockwise_>
-struct Fp8Tiles : WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>> {
-  using Base = WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>>;
+// 128 x 128 with six slots, plus the staging buffers of C. Out: C's type;
+// Cluster: blocks sharing B's k-tiles.
+template <class Out_, int A5, int B5, bool Blockwise_, int Cluster_ = 1>
+struct Fp8Tiles : WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>, Cluster_> {
+  using Base = WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>, Cluster_>;
   using Out = Out_;
   static constexpr bool kBlockwise = Blockwise_;
   static constexpr int kSmemBytes = StagedC::smem_bytes(Base::Stages * Base::kStageBytes);
@@ -77,8 +85,16 @@ __device__ __forceinline__ void load_fp8_k_tiles(const Fp8Params<Out>& p, const 
     mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
     mbar_arrive_expect_bytes(&ring.full[s], Cfg::kStageBytes);
     tma_load_2d(ring.slot(s, 0, false), &p.a, &ring.full[s], k0, tm * Cfg::BM);
-    tma_load_2d(ring.slot(s, 0, true), &p.b, &ring.full[s], k0, tn * Cfg::BN);
+    load_b<Cfg>(ring.slot(s, 0, true), &p.b, &ring.full[s], k0, tn);
   }
+}
+
+// Unit u of the grid's walk: tile (tm, tn); in a cluster a unit is kCluster
+// tiles down M (tiles_m counts units), the block's rank picking its own.
+template <class Cfg, class Out>
+__device__ __forceinline__ void fp8_tile(const Fp8Params<Out>& p, int u, int& tm, int& tn) {
+  grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
+  if constexpr (Cfg::kCluster > 1) tm = tm * Cfg::kCluster + int(hopper::cluster_rank());
 }
 
 // The factors of k-tile kt for a consumer thread's two rows (row0, row0 + 8)
@@ -138,15 +154,17 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_fp8(
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
   init_ring(ring);
+  constexpr int kCluster = Cfg::kCluster;
   const int units = p.tiles_m * p.tiles_n;
   int tm, tn, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
     hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
+    for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
+      fp8_tile<Cfg>(p, u, tm, tn);
       load_fp8_k_tiles(p, ring, tm, tn, it);
     }
+    if constexpr (kCluster > 1) drain_ring(ring, it);
     return;
   }
   hopper::claim_registers<hopper::kConsumerRegisters>();
@@ -156,10 +174,11 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_fp8(
   const float scale = Cfg::kBlockwise ? p.alpha : p.alpha * p.scale_a[0] * p.scale_b[0];
   WgmmaAccumulators<Cfg> r;
   float part[Cfg::kAccum];
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
+  for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
+    fp8_tile<Cfg>(p, u, tm, tn);
     const int row0 = tm * Cfg::BM + 64 * wg + 16 * w + l / 4;
     multiply_fp8_k_tiles(p, ring, r, part, rows_off, row0, tn, it);
+    if (kCluster > 1 && tm * Cfg::BM >= p.M) continue;  // a cluster's block past C's last rows
     const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, p.c_data, p.ldc, p.M, p.N, 0, 0};
     store_staged<Cfg, Out>(t, r, staging, tm, tn,
                            [&](float acc, int i, int j) { return epilogue_value(p, p.c_data, scale, acc, i, j); });
