@@ -66,11 +66,14 @@ if(PARRAY_HAVE_TORCH)
   add_library(parray_torch SHARED python/src/torch/operators.cpp)
   target_include_directories(parray_torch SYSTEM PRIVATE ${torch_includes})
   target_link_libraries(parray_torch PRIVATE parray ${PARRAY_TORCH_LIB} ${PARRAY_TORCH_CPU_LIB} ${PARRAY_C10_LIB})
-  # The C++ runtime PyTorch runs with, shared: a toolchain that would link its
-  # own libstdc++ statically gives the library a second copy whose locale
-  # facets clash with the process's (formatting a number then crashes).
+  # The C++ runtime PyTorch runs with, linked ahead of the compiler's: one whose
+  # libstdc++ puts some of its code into what it links (a static supplement
+  # to the shared library) gives the library a second copy of that code,
+  # whose locale facets clash with the process's (formatting a number then
+  # crashed). The Python module too: it shares the process with PyTorch.
   if(EXISTS "${torch_libstdcxx}")
     target_link_libraries(parray_torch PRIVATE ${torch_libstdcxx})
+    target_link_libraries(parray_python PRIVATE ${torch_libstdcxx})
   endif()
   if(parray_torch_cuda)
     target_link_libraries(parray_torch PRIVATE ${PARRAY_C10_CUDA_LIB} CUDA::cudart)
