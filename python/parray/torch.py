@@ -14,6 +14,7 @@ float64 run on the CPU and the GPU; bfloat16 and float16 on the GPU (parray.matm
 A model switches to parray with ``use_parray(model, precision)`` (its ``nn.Linear`` layers become
 ``Linear``, sharing their parameters), or for a block of code with ``matmul_on_parray(precision)``, which
 routes ``torch.matmul``, ``@``, ``torch.mm``, ``torch.bmm`` and ``F.linear`` on float tensors to parray.
+
 matmul and gemm are C++ operators (``_parray_torch``, python/src/torch/operators.cpp) where that library was built
 beside the module against this PyTorch; elsewhere the same operators are defined here in Python, slower per call.
 ``OPERATORS`` says which ("C++" or "Python"), ``OPERATORS_WHY`` why not C++. Needs PyTorch 2.4 or later
@@ -198,7 +199,6 @@ def _gemm_backward(ctx, grad):
     if ctx.has_c and ctx.needs_input_grad[2]:
         grad_c = grad * ctx.beta
     return grad_a, grad_b, grad_c, None, None, None
-
 
 
 # ---- registration: the C++ operators where built, else the Python definitions above ------------------
