@@ -117,10 +117,16 @@ __device__ __forceinline__ void multiply_fp8_k_tiles(const Fp8Params<Out>& p, co
   using namespace hopper;
 #pragma unroll
   for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
-  float2 f = {1.f, 1.f};
+  // Block scales: k-tile kt + 1's loaded while k-tile kt's wgmma run, so a
+  // load's latency (L2, several hundred cycles) has a whole k-tile to pass.
+  float2 f = {1.f, 1.f}, f_next = {1.f, 1.f};
+  if constexpr (Cfg::kBlockwise) f_next = block_scales(p, 0, row0, tn);
   for (int kt = 0; kt < p.k_tiles; ++kt, ++it) {
     const int s = it % Cfg::Stages;
-    if constexpr (Cfg::kBlockwise) f = block_scales(p, kt, row0, tn);  // global loads in flight with the wgmma
+    if constexpr (Cfg::kBlockwise) {
+      f = f_next;
+      if (kt + 1 < p.k_tiles) f_next = block_scales(p, kt + 1, row0, tn);
+    }
     mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);
     wgmma_fence();
 #pragma unroll
