@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "pa_support.hpp"
 #include "paper_gemm.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/gemm.hpp"
@@ -58,23 +59,7 @@ void print_types(const Layout& type, const Layout::Constants& n) {
 // Median milliseconds of one GEMM on device views.
 double time_gemm(const parray::GemmImpl& impl, parray::MatrixView<const float> a, parray::MatrixView<const float> b,
                  parray::MatrixView<float> c) {
-  cudaEvent_t start, stop;
-  PARRAY_CUDA_CHECK(cudaEventCreate(&start));
-  PARRAY_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 13; ++rep) {
-    PARRAY_CUDA_CHECK(cudaEventRecord(start));
-    parray::gemm<float>(impl, 1.f, a, b, 0.f, c);
-    PARRAY_CUDA_CHECK(cudaEventRecord(stop));
-    PARRAY_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    PARRAY_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    if (rep >= 3) ms.push_back(t);
-  }
-  PARRAY_CUDA_CHECK(cudaEventDestroy(start));
-  PARRAY_CUDA_CHECK(cudaEventDestroy(stop));
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  return paper::median_ms([&] { parray::gemm<float>(impl, 1.f, a, b, 0.f, c); });
 }
 
 int run(int argc, char** argv) {
