@@ -34,9 +34,13 @@ struct SliceWorkspace {
 SliceWorkspace& slice_workspace() { return per_thread_on_device<SliceWorkspace>(); }
 
 // Tickets ahead of the partial sums: one per block of rows of a sliced
-// launch (step 7's row blocks), a multiple of 256 bytes so that the sums stay
-// 256-byte aligned. Always the same bytes, so they stay zero between calls.
+// launch (step 7's row blocks), or step 6's root and one per group of slices;
+// a multiple of 256 bytes so that the sums stay 256-byte aligned. Always the
+// same bytes, so they stay zero between calls.
 constexpr std::size_t kTickets = 4096, kTicketBytes = kTickets * sizeof(unsigned);
+// Slices of one launch: at most 65535 (grid.y), and step 6's groups of
+// kTreeSlices one ticket each beside the root.
+constexpr index_t kMaxSlices = index_t(kTreeSlices) * (index_t(kTickets) - 1);
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -57,13 +61,14 @@ void rows_launch(int lanes, dim3 grid, cudaStream_t s, index_t m, index_t n, con
 }
 
 // Runs `launch(part, ticket)` with a workspace for `slices` partial y's of m
-// (none when slices == 1).
+// and, past kTreeSlices slices, their groups' sums (none when slices == 1).
 template <class T, class Launch>
 void with_slices(int slices, index_t m, cudaStream_t s, Launch&& launch) {
   if (slices == 1) return launch(static_cast<T*>(nullptr), static_cast<unsigned*>(nullptr));
+  const int groups = (slices + kTreeSlices - 1) / kTreeSlices;
+  const std::size_t partials = std::size_t(slices) + (groups > 1 ? std::size_t(groups) : 0);
   SliceWorkspace& w = slice_workspace();
-  auto* base = static_cast<char*>(w.buffer.get(kTicketBytes + std::size_t(slices) * std::size_t(m) * sizeof(T), s,
-                                              w.order, true));
+  auto* base = static_cast<char*>(w.buffer.get(kTicketBytes + partials * std::size_t(m) * sizeof(T), s, w.order, true));
   launch(reinterpret_cast<T*>(base + kTicketBytes), reinterpret_cast<unsigned*>(base));
   w.order.leave(s);
 }
@@ -74,7 +79,7 @@ void with_slices(int slices, index_t m, cudaStream_t s, Launch&& launch) {
 std::pair<int, index_t> slicing(index_t blocks, index_t n, index_t min_cols, index_t multiple,
                                 index_t target = index_t(sm_count()) * kBlocksPerSm) {
   index_t slices = blocks >= target ? 1 : (target + blocks - 1) / blocks;
-  slices = std::clamp<index_t>(std::min(slices, n / std::max<index_t>(min_cols, 1)), 1, 65535);
+  slices = std::clamp<index_t>(std::min(slices, n / std::max<index_t>(min_cols, 1)), 1, kMaxSlices);
   index_t per = (n + slices - 1) / slices;
   per = (per + multiple - 1) / multiple * multiple;
   return {int((n + per - 1) / per), per};
@@ -101,7 +106,7 @@ template <class T, int kVec>
 void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   const index_t m = c.a.rows(), n = c.a.cols();
   const int col_threads = int((m + kVec - 1) / kVec), groups = 256 / col_threads;
-  // Fewer, longer slices than the rows' (the last block's sum reads them all).
+  // Fewer, longer slices than the rows' (each partial is read again by the sums).
   const auto [slices, per] = slicing(1, n, index_t(groups) * 16, 1, index_t(sm_count()) * 2);
   with_slices<T>(slices, m, s, [&](T* part, unsigned* ticket) {
     cols_grouped<T, kVec><<<dim3(1, unsigned(slices)), 256, 0, s>>>(m, n, c.a.data, ld, c.x, col_threads, per, part,

@@ -16,34 +16,74 @@
 //    shared memory in a fixed order; the columns are cut into slices (grid.y)
 //    so that the blocks fill the GPU.
 //
-// Sliced work writes one partial y per slice to a workspace; the last block
-// to finish (a ticket counter, reset by that block) adds the slices in slice
-// order and applies alpha and beta: deterministic, and no second launch,
-// whose gap is a large share of a short GEMV's time.
+// Sliced work writes one partial y per slice to a workspace; the last blocks
+// to finish (ticket counters, reset by those blocks) add the slices in a
+// fixed order, in groups of 16 and then the groups' sums, and apply alpha and
+// beta: deterministic, and no second launch, whose gap is a large share of a
+// short GEMV's time.
 #pragma once
 
 #include "05_tuned.cuh"
 
 namespace parray::cuda::gemv_kernels {
 
-// The last block of the grid (every block calls it once its partial sums are
-// stored) adds part[s * m + i] over the slices in order into y. Others return.
-template <class T>
-__device__ __forceinline__ void last_block_sums(index_t m, int slices, const T* part, T* __restrict__ y, T alpha, T beta,
-                                                unsigned* ticket) {
+// Slices per group of the sliced kernels' two-level sum (below).
+constexpr int kTreeSlices = 16;
+
+// Whether this block is the last of `expected` blocks to arrive at `ticket`,
+// each once its stores are done (they are visible to the last one).
+__device__ __forceinline__ bool last_to_arrive(unsigned* ticket, unsigned expected) {
   __shared__ bool last;
-  __threadfence();  // this block's partial sums are visible before its ticket
+  __threadfence();  // this block's stores are visible before its ticket
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x * gridDim.y - 1;
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == expected - 1;
   __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (last) __threadfence();
+  return last;
+}
+
+// Rows [0, m) of `count` partial y's, m apart from `from`, added in order:
+// into `to`, or (to == nullptr) into y with alpha and beta.
+template <class T>
+__device__ __forceinline__ void add_partials(index_t m, const T* from, int count, T* to, T* __restrict__ y, T alpha,
+                                             T beta) {
   for (index_t i = threadIdx.x; i < m; i += blockDim.x) {
     T s = 0;
-    for (int q = 0; q < slices; ++q) s += __ldcg(part + index_t(q) * m + i);  // L2: other blocks wrote them
-    y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
+    for (int q = 0; q < count; ++q) s += __ldcg(from + index_t(q) * m + i);  // L2: other blocks wrote them
+    if (to) to[i] = s;
+    else y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
   }
-  if (threadIdx.x == 0) *ticket = 0;  // ready for the next launch on this workspace
+}
+
+// Every block calls it once its partial sums (part[s * m + i], slice s =
+// blockIdx.y) are stored. Up to kTreeSlices slices, the grid's last block
+// adds them in slice order into y. More: the last block of each group of
+// kTreeSlices consecutive slices adds the group's into a group sum (after
+// the slices' partials, part[(slices + g) * m + i]; ticket 1 + g counts the
+// group's blocks), and the last of those adds the group sums in order into
+// y (ticket 0). A fixed order either way, so the result is deterministic;
+// the tree keeps the serial tail at kTreeSlices + groups partials a row
+// instead of one per slice. Each ticket is reset by the block that read it
+// last, ready for the next launch on this workspace.
+template <class T>
+__device__ __forceinline__ void last_block_sums(index_t m, int slices, T* part, T* __restrict__ y, T alpha, T beta,
+                                                unsigned* ticket) {
+  const int groups = (slices + kTreeSlices - 1) / kTreeSlices;
+  if (groups == 1) {
+    if (!last_to_arrive(ticket, gridDim.x * gridDim.y)) return;
+    add_partials(m, part, slices, static_cast<T*>(nullptr), y, alpha, beta);
+    if (threadIdx.x == 0) *ticket = 0;
+    return;
+  }
+  const int g = int(blockIdx.y) / kTreeSlices, first = g * kTreeSlices;
+  const int count = slices - first < kTreeSlices ? slices - first : kTreeSlices;
+  T* group_sums = part + index_t(slices) * m;
+  if (!last_to_arrive(ticket + 1 + g, gridDim.x * unsigned(count))) return;
+  add_partials(m, part + index_t(first) * m, count, group_sums + index_t(g) * m, y, alpha, beta);
+  if (threadIdx.x == 0) ticket[1 + g] = 0;
+  if (!last_to_arrive(ticket, unsigned(groups))) return;
+  add_partials(m, group_sums, groups, static_cast<T*>(nullptr), y, alpha, beta);
+  if (threadIdx.x == 0) *ticket = 0;
 }
 
 // Row-major A (A(i, j) = a[i * ld + j]), rows in groups of kLanes lanes;
