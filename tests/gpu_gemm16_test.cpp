@@ -11,6 +11,7 @@
 
 #include "parray/array.hpp"
 #include "harness/gemm16_case.hpp"
+#include "every_impl_check.hpp"
 
 using namespace parray;
 
@@ -28,17 +29,8 @@ const Shape16 kShapes[] = {{128, 64, 256, 0}, {300, 200, 260, 8}, {33, 17, 70, 3
 
 // Every implementation that runs here on the case, each against the reference.
 void check_every_impl(Gemm16Case& c) {
-  for (const std::string& impl : gemm16_impls()) {
-    const std::string why = gemm16_unsupported(impl);
-    if (!why.empty()) {
-      std::cout << "[ SKIPPED  ] " << impl << ": " << why << "\n";
-      continue;
-    }
-    c.run(impl);
-    const Gemm16Check r = c.check();
-    EXPECT_TRUE(r.passed) << impl << ": " << r.note << " (Frobenius " << r.frobenius << " tol " << r.frobenius_tol
-                          << ", worst element " << r.worst << " of its bound)";
-  }
+  parray_test::expect_every_impl_passes(c, gemm16_impls(),
+                                        [](const std::string& impl) { return gemm16_unsupported(impl); });
 }
 
 using Param = std::tuple<Type16, bool, bool, bool, int, bool>;  // type, C f32, trans A, trans B, shape, beta

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "harness/gemm8_case.hpp"
+#include "every_impl_check.hpp"
 #include "parray/array.hpp"
 #include "parray/cuda_runtime.hpp"
 
@@ -31,17 +32,8 @@ const Shape8 kShapes[] = {{128, 128, 128, 0}, {300, 200, 260, 16}, {33, 48, 70, 
                           {1, 384, 257, 0},   {257, 64, 1, 16},    {1100, 160, 4000, 0}, {64, 4096, 96, 0}};
 
 void check_every_impl(Gemm8Case& c) {
-  for (const std::string& impl : gemm8_impls()) {
-    const std::string why = gemm8_unsupported(impl, c.args());
-    if (!why.empty()) {
-      std::cout << "[ SKIPPED  ] " << impl << ": " << why << "\n";
-      continue;
-    }
-    c.run(impl);
-    const Gemm16Check r = c.check();
-    EXPECT_TRUE(r.passed) << impl << ": " << r.note << " (Frobenius " << r.frobenius << " tol " << r.frobenius_tol
-                          << ", worst element " << r.worst << " of its bound)";
-  }
+  parray_test::expect_every_impl_passes(c, gemm8_impls(),
+                                        [&](const std::string& impl) { return gemm8_unsupported(impl, c.args()); });
 }
 
 // type pair (0: e4m3 x e4m3, 1: e4m3 x e5m2, 2: e5m2 x e5m2), C's type, blockwise, shape, beta
