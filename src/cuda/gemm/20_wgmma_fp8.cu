@@ -2,8 +2,7 @@
 // cuBLASLt baseline, and the launcher of ladder step 20
 // (gemm/20_wgmma_fp8.cuh): tensor maps straight over A (M x K) and B (N x K),
 // C staged in shared memory and stored by TMA where its rows are aligned, a
-// row at a time elsewhere; alone (cuda-20) or in clusters of two blocks that
-// share B's k-tiles (cuda-20-cluster).
+// row at a time elsewhere.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,12 +15,12 @@
 #include "common/cublas_library.hpp"
 #include "common/smem_opt_in.hpp"
 #include "gemm/20_wgmma_fp8.cuh"
-#include "gemm/cluster_launch.hpp"
 #include "gemm/split_pass.cuh"
 #include "gemm/tensor_map.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/gemm8.hpp"
+#include "parray/tuning.hpp"
 
 namespace parray {
 
@@ -146,12 +145,10 @@ void gemm8_cublaslt(const Gemm8Args& g) {
 template <class Cfg>
 void launch20(const Gemm8Args& g) {
   using Out = typename Cfg::Out;
-  constexpr int kCluster = Cfg::kCluster;
   const cudaStream_t s = cuda::on_stream(g.stream);
   cuda::ladder::Fp8Params<Out> p{};
   p.a = cuda::tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, g.a, g.k, g.m, g.lda, Cfg::BK, Cfg::BM, true);
-  // In a cluster each block copies its share of B's rows (kBoxB of them).
-  p.b = cuda::tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, g.b, g.k, g.n, g.ldb, Cfg::BK, Cfg::kBoxB, true);
+  p.b = cuda::tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, g.b, g.k, g.n, g.ldb, Cfg::BK, Cfg::BN, true);
   p.c_by_tma = aligned16(g.c) && g.ldc * index_t(sizeof(Out)) % 16 == 0;
   if (p.c_by_tma) {
     const CUtensorMapDataType tc = g.out == Fp8Out::f32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
@@ -164,56 +161,46 @@ void launch20(const Gemm8Args& g) {
   p.ldc = g.ldc;
   p.M = int(g.m), p.N = int(g.n);
   p.k_tiles = int(cuda::ceil_div(g.k, Cfg::BK));
-  // In a cluster tiles_m counts units of kCluster tiles down M.
-  p.tiles_m = int(cuda::ceil_div(g.m, index_t(Cfg::BM) * kCluster)), p.tiles_n = int(cuda::ceil_div(g.n, Cfg::BN));
+  p.tiles_m = int(cuda::ceil_div(g.m, Cfg::BM)), p.tiles_n = int(cuda::ceil_div(g.n, Cfg::BN));
   p.scale_b_cols = int(cuda::ceil_div(g.n, kFp8ScaleBlock));
   p.alpha = g.alpha, p.beta = g.beta;
+  p.promote = gpu_tuning().fp8_promote;
   p.scale_a = g.scale_a, p.scale_b = g.scale_b;
   const auto kernel = cuda::ladder::gemm_wgmma_fp8<Cfg>;
   cuda::allow_smem_on_current_device(kernel, Cfg::kSmemBytes);
-  const long long units = static_cast<long long>(p.tiles_m) * p.tiles_n;
-  if (units > 0x7fffffff) throw Error("cuda-20: more than 2^31 tiles of C");
-  if constexpr (kCluster == 1) {
-    const unsigned grid = unsigned(std::min<long long>(units, cuda::sm_count()));
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
-    PARRAY_CUDA_CHECK_LAUNCH();
-  } else {
-    const int clusters = cuda::max_clusters<Cfg>(kernel, Cfg::kSmemBytes, cuda::sm_count());
-    const unsigned grid = unsigned(std::min<long long>(units, clusters) * kCluster);
-    cudaLaunchAttribute attribute{};
-    const cudaLaunchConfig_t config = cuda::cluster_config(kCluster, grid, Cfg::kThreads, Cfg::kSmemBytes, s, attribute);
-    PARRAY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
-  }
+  const long long tiles = static_cast<long long>(p.tiles_m) * p.tiles_n;
+  if (tiles > 0x7fffffff) throw Error("cuda-20: more than 2^31 tiles of C");
+  const unsigned grid = unsigned(std::min<long long>(tiles, cuda::sm_count()));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
+  PARRAY_CUDA_CHECK_LAUNCH();
 }
 
-template <int Cluster, class Out, int A5, int B5>
+template <class Out, int A5, int B5>
 void step20_scaled(const Gemm8Args& g) {
   using cuda::ladder::Fp8Tiles;
-  if (g.scaling == Fp8Scaling::blockwise) launch20<Fp8Tiles<Out, A5, B5, true, Cluster>>(g);
-  else launch20<Fp8Tiles<Out, A5, B5, false, Cluster>>(g);
+  if (g.scaling == Fp8Scaling::blockwise) launch20<Fp8Tiles<Out, A5, B5, true>>(g);
+  else launch20<Fp8Tiles<Out, A5, B5, false>>(g);
 }
 
-template <int Cluster, class Out>
+template <class Out>
 void step20_typed(const Gemm8Args& g) {
   const bool a5 = g.type_a == Fp8::e5m2, b5 = g.type_b == Fp8::e5m2;
-  if (!a5 && !b5) step20_scaled<Cluster, Out, 0, 0>(g);
-  else if (!a5) step20_scaled<Cluster, Out, 0, 1>(g);
-  else if (!b5) step20_scaled<Cluster, Out, 1, 0>(g);
-  else step20_scaled<Cluster, Out, 1, 1>(g);
+  if (!a5 && !b5) step20_scaled<Out, 0, 0>(g);
+  else if (!a5) step20_scaled<Out, 0, 1>(g);
+  else if (!b5) step20_scaled<Out, 1, 0>(g);
+  else step20_scaled<Out, 1, 1>(g);
 }
 
-// Cluster: 1, or 2 (blocks in pairs sharing B's k-tiles: cuda-20-cluster).
-template <int Cluster>
 void gemm8_step20(const Gemm8Args& g) {
-  if (g.out == Fp8Out::bf16) step20_typed<Cluster, __nv_bfloat16>(g);
-  else if (g.out == Fp8Out::fp16) step20_typed<Cluster, __half>(g);
-  else step20_typed<Cluster, float>(g);
+  if (g.out == Fp8Out::bf16) step20_typed<__nv_bfloat16>(g);
+  else if (g.out == Fp8Out::fp16) step20_typed<__half>(g);
+  else step20_typed<float>(g);
 }
 
 }  // namespace
 
 const std::vector<std::string>& gemm8_impls() {
-  static const std::vector<std::string> names = {"gpu", "cuda-20", "cuda-20-cluster", "cublaslt"};
+  static const std::vector<std::string> names = {"gpu", "cuda-20", "cublaslt"};
   return names;
 }
 
@@ -222,8 +209,8 @@ namespace {
 // Why `impl` cannot run this call, as far as its kind and types tell; what
 // cuBLASLt's heuristic decides is asked when its plan is made.
 std::string unsupported_by_kind(const std::string& impl, const Gemm8Args& g) {
-  if (impl == "cuda-20" || impl == "cuda-20-cluster" || impl == "gpu") return cuda::wgmma_unsupported();
-  if (impl != "cublaslt") return "unknown FP8 GEMM '" + impl + "' (gpu, cuda-20, cuda-20-cluster, cublaslt)";
+  if (impl == "cuda-20" || impl == "gpu") return cuda::wgmma_unsupported();
+  if (impl != "cublaslt") return "unknown FP8 GEMM '" + impl + "' (gpu, cuda-20, cublaslt)";
   if (g.scaling == Fp8Scaling::blockwise) return "cuBLASLt's FP8 matmul on Hopper takes per-tensor scales only";
   if (g.type_a == Fp8::e5m2 && g.type_b == Fp8::e5m2) return "cuBLASLt has no E5M2 x E5M2 matmul";
   return "";
@@ -256,8 +243,7 @@ void gemm8(const Gemm8Args& g, const std::string& impl) {
     return;
   }
   if (impl == "cublaslt") gemm8_cublaslt(g);
-  else if (impl == "cuda-20-cluster") gemm8_step20<2>(g);
-  else gemm8_step20<1>(g);
+  else gemm8_step20(g);
 }
 
 }  // namespace parray

@@ -15,13 +15,6 @@
 // 32 KB slots; C leaves through the staging buffers as in step 16. While one
 // consumer warpgroup promotes its part, the other's wgmma can keep the tensor
 // cores busy.
-//
-// In clusters (Cfg::kCluster > 1, as step 15's): the blocks of a cluster take
-// tiles of one column of C, side by side down M, and each copies its share of
-// B's k-tile and multicasts it to all, so B leaves L2 once per cluster. The
-// 128 x 128 tile reads 32 KB from L2 per 4.2 MFLOP; at the per-tensor
-// kernel's speed that is most of L2's bandwidth (docs/perf-notes.md), and the
-// multicast takes a quarter of it away.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -47,11 +40,10 @@ struct Fp8Format {
 };
 
 // Step 14's tiles (K-major A and B, 128-byte rows: BK = 128 values) at
-// 128 x 128 with six slots, plus the staging buffers of C. Out: C's type;
-// Cluster: blocks sharing B's k-tiles.
-template <class Out_, int A5, int B5, bool Blockwise_, int Cluster_ = 1>
-struct Fp8Tiles : WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>, Cluster_> {
-  using Base = WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>, Cluster_>;
+// 128 x 128 with six slots, plus the staging buffers of C. Out: C's type.
+template <class Out_, int A5, int B5, bool Blockwise_>
+struct Fp8Tiles : WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>> {
+  using Base = WgmmaTiles<128, 6, 1, Fp8Format<A5, B5>>;
   using Out = Out_;
   static constexpr bool kBlockwise = Blockwise_;
   static constexpr int kSmemBytes = StagedC::smem_bytes(Base::Stages * Base::kStageBytes);
@@ -68,6 +60,7 @@ struct Fp8Params {
   Out* c_data;
   long long ldc;
   int M, N, k_tiles, tiles_m, tiles_n, scale_b_cols;
+  int promote;  // per-tensor scales: k-tiles the tensor cores sum before each promotion (gpu.fp8_promote)
   float alpha, beta;
   const float *scale_a, *scale_b;
   int c_by_tma;
@@ -85,16 +78,8 @@ __device__ __forceinline__ void load_fp8_k_tiles(const Fp8Params<Out>& p, const 
     mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
     mbar_arrive_expect_bytes(&ring.full[s], Cfg::kStageBytes);
     tma_load_2d(ring.slot(s, 0, false), &p.a, &ring.full[s], k0, tm * Cfg::BM);
-    load_b<Cfg>(ring.slot(s, 0, true), &p.b, &ring.full[s], k0, tn);
+    tma_load_2d(ring.slot(s, 0, true), &p.b, &ring.full[s], k0, tn * Cfg::BN);
   }
-}
-
-// Unit u of the grid's walk: tile (tm, tn); in a cluster a unit is kCluster
-// tiles down M (tiles_m counts units), the block's rank picking its own.
-template <class Cfg, class Out>
-__device__ __forceinline__ void fp8_tile(const Fp8Params<Out>& p, int u, int& tm, int& tn) {
-  grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
-  if constexpr (Cfg::kCluster > 1) tm = tm * Cfg::kCluster + int(hopper::cluster_rank());
 }
 
 // The factors of k-tile kt for a consumer thread's two rows (row0, row0 + 8)
@@ -107,9 +92,11 @@ __device__ __forceinline__ float2 block_scales(const Fp8Params<Out>& p, int kt, 
   return {row0 < p.M ? sa[row0] * sb : 0.f, row0 + 8 < p.M ? sa[row0 + 8] * sb : 0.f};
 }
 
-// Consumers: acc = the scaled sum over the tile's k-tiles, one k-tile at a
-// time through part. Result i of a thread lies in row 16 w + l / 4 + 8 ((i / 2) % 2)
-// of the warpgroup's rows (wgmma's accumulator layout).
+// Consumers: acc = the scaled sum over the tile's k-tiles, through part:
+// one k-tile at a time with block scales, `promote` with per-tensor scales
+// (the slots they came from released together once their wgmma are done).
+// Result i of a thread lies in row 16 w + l / 4 + 8 ((i / 2) % 2) of the
+// warpgroup's rows (wgmma's accumulator layout).
 template <class Cfg, class Out>
 __device__ __forceinline__ void multiply_fp8_k_tiles(const Fp8Params<Out>& p, const WgmmaRing<Cfg>& ring,
                                                      WgmmaAccumulators<Cfg>& r, float (&part)[Cfg::kAccum],
@@ -117,26 +104,24 @@ __device__ __forceinline__ void multiply_fp8_k_tiles(const Fp8Params<Out>& p, co
   using namespace hopper;
 #pragma unroll
   for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
-  // Block scales: k-tile kt + 1's loaded while k-tile kt's wgmma run, so a
-  // load's latency (L2, several hundred cycles) has a whole k-tile to pass.
-  float2 f = {1.f, 1.f}, f_next = {1.f, 1.f};
-  if constexpr (Cfg::kBlockwise) f_next = block_scales(p, 0, row0, tn);
+  float2 f = {1.f, 1.f};
+  const int promote = Cfg::kBlockwise ? 1 : p.promote;
+  int summed = 0;  // k-tiles in part since the last promotion
   for (int kt = 0; kt < p.k_tiles; ++kt, ++it) {
     const int s = it % Cfg::Stages;
-    if constexpr (Cfg::kBlockwise) {
-      f = f_next;
-      if (kt + 1 < p.k_tiles) f_next = block_scales(p, kt + 1, row0, tn);
-    }
+    if constexpr (Cfg::kBlockwise) f = block_scales(p, kt, row0, tn);  // global loads in flight with the wgmma
     mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < Cfg::kSteps; ++step)
       Cfg::mma(part, Cfg::desc_a(ring.slot(s, 0, false), rows_off, step), Cfg::desc_b(ring.slot(s, 0, true), step),
-               step == 0 ? 0 : 1);
+               step == 0 && summed == 0 ? 0 : 1);
     wgmma_commit();
+    if (++summed < promote && kt + 1 < p.k_tiles) continue;
     wgmma_wait<0>();
     fence_registers(part);
-    release_slot(ring, s);
+    for (int q = summed - 1; q >= 0; --q) release_slot(ring, (it - q) % Cfg::Stages);
+    summed = 0;
 #pragma unroll
     for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = fmaf(part[i], (i / 2) % 2 ? f.y : f.x, r.acc[i]);
   }
@@ -160,17 +145,15 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_fp8(
   extern __shared__ std::uint8_t smem_raw[];
   const WgmmaRing<Cfg> ring(smem_raw);
   init_ring(ring);
-  constexpr int kCluster = Cfg::kCluster;
   const int units = p.tiles_m * p.tiles_n;
   int tm, tn, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
     hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
-    for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
-      fp8_tile<Cfg>(p, u, tm, tn);
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
       load_fp8_k_tiles(p, ring, tm, tn, it);
     }
-    if constexpr (kCluster > 1) drain_ring(ring, it);
     return;
   }
   hopper::claim_registers<hopper::kConsumerRegisters>();
@@ -180,11 +163,10 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_fp8(
   const float scale = Cfg::kBlockwise ? p.alpha : p.alpha * p.scale_a[0] * p.scale_b[0];
   WgmmaAccumulators<Cfg> r;
   float part[Cfg::kAccum];
-  for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
-    fp8_tile<Cfg>(p, u, tm, tn);
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    grouped_tile(u, p.tiles_m, p.tiles_n, tm, tn);
     const int row0 = tm * Cfg::BM + 64 * wg + 16 * w + l / 4;
     multiply_fp8_k_tiles(p, ring, r, part, rows_off, row0, tn, it);
-    if (kCluster > 1 && tm * Cfg::BM >= p.M) continue;  // a cluster's block past C's last rows
     const StagedTarget<Out> t{p.c_by_tma ? &p.c : nullptr, p.c_data, p.ldc, p.M, p.N, 0, 0};
     store_staged<Cfg, Out>(t, r, staging, tm, tn,
                            [&](float acc, int i, int j) { return epilogue_value(p, p.c_data, scale, acc, i, j); });

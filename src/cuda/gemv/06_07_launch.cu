@@ -14,6 +14,7 @@
 #include "07_few_vectors.cuh"
 #include "06_07_launch.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
+#include "parray/tuning.hpp"
 
 namespace parray::cuda {
 
@@ -38,9 +39,17 @@ SliceWorkspace& slice_workspace() { return per_thread_on_device<SliceWorkspace>(
 // a multiple of 256 bytes so that the sums stay 256-byte aligned. Always the
 // same bytes, so they stay zero between calls.
 constexpr std::size_t kTickets = 4096, kTicketBytes = kTickets * sizeof(unsigned);
-// Slices of one launch: at most 65535 (grid.y), and step 6's groups of
-// kTreeSlices one ticket each beside the root.
-constexpr index_t kMaxSlices = index_t(kTreeSlices) * (index_t(kTickets) - 1);
+
+// Slices per group of step 6's two-level sum: kTreeSlices unless
+// gpu.gemv_tree_slices says otherwise (as many as the slices: one level).
+int tree_group() {
+  const int g = gpu_tuning().gemv_tree_slices;
+  return g > 0 ? g : kTreeSlices;
+}
+
+// Slices of one launch: at most 65535 (grid.y), and step 6's groups one
+// ticket each beside the root.
+index_t max_slices() { return std::min<index_t>(65535, index_t(tree_group()) * (index_t(kTickets) - 1)); }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -48,28 +57,40 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 // together), at least 4 lanes and at most a warp.
 int lanes_for(index_t elems) { return elems <= 16 ? 4 : elems <= 32 ? 8 : elems <= 64 ? 16 : 32; }
 
+// Where a sliced launch leaves its partial sums: the workspace, its tickets
+// and the slices per group of the two-level sum.
+template <class T>
+struct SliceSums {
+  T* part = nullptr;
+  unsigned* ticket = nullptr;
+  int group = 1;
+};
+
 template <class T, int kVec>
 void rows_launch(int lanes, dim3 grid, cudaStream_t s, index_t m, index_t n, const T* a, index_t ld, const T* x,
-                 index_t per_slice, T* part, T* y, T alpha, T beta, unsigned* ticket) {
+                 index_t per_slice, SliceSums<T> w, T* y, T alpha, T beta) {
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, w.group, w.part, y, alpha, beta, w.ticket);
+  };
   switch (lanes) {
-    case 4: rows_grouped<T, kVec, 4><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket); break;
-    case 8: rows_grouped<T, kVec, 8><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket); break;
-    case 16: rows_grouped<T, kVec, 16><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket); break;
-    default: rows_grouped<T, kVec, 32><<<grid, 256, 0, s>>>(m, n, a, ld, x, per_slice, part, y, alpha, beta, ticket);
+    case 4: launch(rows_grouped<T, kVec, 4>); break;
+    case 8: launch(rows_grouped<T, kVec, 8>); break;
+    case 16: launch(rows_grouped<T, kVec, 16>); break;
+    default: launch(rows_grouped<T, kVec, 32>);
   }
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
-// Runs `launch(part, ticket)` with a workspace for `slices` partial y's of m
-// and, past kTreeSlices slices, their groups' sums (none when slices == 1).
+// Runs `launch(SliceSums)` with a workspace for `slices` partial y's of m
+// and, past one group of slices, their groups' sums (none when slices == 1).
 template <class T, class Launch>
 void with_slices(int slices, index_t m, cudaStream_t s, Launch&& launch) {
-  if (slices == 1) return launch(static_cast<T*>(nullptr), static_cast<unsigned*>(nullptr));
-  const int groups = (slices + kTreeSlices - 1) / kTreeSlices;
+  if (slices == 1) return launch(SliceSums<T>{});
+  const int group = tree_group(), groups = (slices + group - 1) / group;
   const std::size_t partials = std::size_t(slices) + (groups > 1 ? std::size_t(groups) : 0);
   SliceWorkspace& w = slice_workspace();
   auto* base = static_cast<char*>(w.buffer.get(kTicketBytes + partials * std::size_t(m) * sizeof(T), s, w.order, true));
-  launch(reinterpret_cast<T*>(base + kTicketBytes), reinterpret_cast<unsigned*>(base));
+  launch(SliceSums<T>{reinterpret_cast<T*>(base + kTicketBytes), reinterpret_cast<unsigned*>(base), group});
   w.order.leave(s);
 }
 
@@ -79,7 +100,7 @@ void with_slices(int slices, index_t m, cudaStream_t s, Launch&& launch) {
 std::pair<int, index_t> slicing(index_t blocks, index_t n, index_t min_cols, index_t multiple,
                                 index_t target = index_t(sm_count()) * kBlocksPerSm) {
   index_t slices = blocks >= target ? 1 : (target + blocks - 1) / blocks;
-  slices = std::clamp<index_t>(std::min(slices, n / std::max<index_t>(min_cols, 1)), 1, kMaxSlices);
+  slices = std::clamp<index_t>(std::min(slices, n / std::max<index_t>(min_cols, 1)), 1, max_slices());
   index_t per = (n + slices - 1) / slices;
   per = (per + multiple - 1) / multiple * multiple;
   return {int((n + per - 1) / per), per};
@@ -96,9 +117,9 @@ void run_rows(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   // partial sums and the last block's sum cost more than the idle SMs do.
   const auto [slices, per] = slicing(blocks, n, index_t(lanes) * kv * 4, index_t(lanes) * kv, index_t(sm_count()) * 2);
   const dim3 grid(unsigned(std::min<index_t>(blocks, index_t(sm_count()) * kBlocksPerSm * 4)), unsigned(slices));
-  with_slices<T>(slices, m, s, [&](T* part, unsigned* ticket) {
-    if (vec) rows_launch<T, kVec>(lanes, grid, s, m, n, c.a.data, ld, c.x, per, part, c.y, c.alpha, c.beta, ticket);
-    else rows_launch<T, 1>(lanes, grid, s, m, n, c.a.data, ld, c.x, per, part, c.y, c.alpha, c.beta, ticket);
+  with_slices<T>(slices, m, s, [&](SliceSums<T> w) {
+    if (vec) rows_launch<T, kVec>(lanes, grid, s, m, n, c.a.data, ld, c.x, per, w, c.y, c.alpha, c.beta);
+    else rows_launch<T, 1>(lanes, grid, s, m, n, c.a.data, ld, c.x, per, w, c.y, c.alpha, c.beta);
   });
 }
 
@@ -106,11 +127,13 @@ template <class T, int kVec>
 void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   const index_t m = c.a.rows(), n = c.a.cols();
   const int col_threads = int((m + kVec - 1) / kVec), groups = 256 / col_threads;
-  // Fewer, longer slices than the rows' (each partial is read again by the sums).
-  const auto [slices, per] = slicing(1, n, index_t(groups) * 16, 1, index_t(sm_count()) * 2);
-  with_slices<T>(slices, m, s, [&](T* part, unsigned* ticket) {
-    cols_grouped<T, kVec><<<dim3(1, unsigned(slices)), 256, 0, s>>>(m, n, c.a.data, ld, c.x, col_threads, per, part,
-                                                                    c.y, c.alpha, c.beta, ticket);
+  // Fewer, longer slices than the rows' (each partial is read again by the
+  // sums): gpu.gemv_column_slices a SM, 2 unless told.
+  const int per_sm = gpu_tuning().gemv_column_slices > 0 ? gpu_tuning().gemv_column_slices : 2;
+  const auto [slices, per] = slicing(1, n, index_t(groups) * 16, 1, index_t(sm_count()) * per_sm);
+  with_slices<T>(slices, m, s, [&](SliceSums<T> w) {
+    cols_grouped<T, kVec><<<dim3(1, unsigned(slices)), 256, 0, s>>>(m, n, c.a.data, ld, c.x, col_threads, per,
+                                                                    w.group, w.part, c.y, c.alpha, c.beta, w.ticket);
     PARRAY_CUDA_CHECK_LAUNCH();
   });
 }
@@ -169,8 +192,8 @@ void launch_few(const FewVectors& p, cudaStream_t s) {
   }
   if (blocks > index_t(kTickets)) slices = 1, per = p.k;  // a ticket per block of rows
   const dim3 grid(unsigned(std::min(blocks, target * 4)), unsigned(slices));
-  with_slices<float>(slices, p.m * NV, s, [&](float* part, unsigned* ticket) {
-    const gemv_kernels::FewOut out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, part, ticket};
+  with_slices<float>(slices, p.m * NV, s, [&](SliceSums<float> w) {  // step 7 sums its slices in one level
+    const gemv_kernels::FewOut out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, w.part, w.ticket};
     if (p.a_along_k) {
       if (vec) few_vectors_rows<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
       else few_vectors_rows<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);

@@ -27,7 +27,8 @@
 
 namespace parray::cuda::gemv_kernels {
 
-// Slices per group of the sliced kernels' two-level sum (below).
+// Slices per group of the sliced kernels' two-level sum (below), unless
+// gpu.gemv_tree_slices says otherwise.
 constexpr int kTreeSlices = 16;
 
 // Whether this block is the last of `expected` blocks to arrive at `ticket`,
@@ -56,27 +57,27 @@ __device__ __forceinline__ void add_partials(index_t m, const T* from, int count
 }
 
 // Every block calls it once its partial sums (part[s * m + i], slice s =
-// blockIdx.y) are stored. Up to kTreeSlices slices, the grid's last block
-// adds them in slice order into y. More: the last block of each group of
-// kTreeSlices consecutive slices adds the group's into a group sum (after
-// the slices' partials, part[(slices + g) * m + i]; ticket 1 + g counts the
-// group's blocks), and the last of those adds the group sums in order into
-// y (ticket 0). A fixed order either way, so the result is deterministic;
-// the tree keeps the serial tail at kTreeSlices + groups partials a row
-// instead of one per slice. Each ticket is reset by the block that read it
-// last, ready for the next launch on this workspace.
+// blockIdx.y) are stored. Up to `group` slices, the grid's last block adds
+// them in slice order into y. More: the last block of each group of `group`
+// consecutive slices adds the group's into a group sum (after the slices'
+// partials, part[(slices + g) * m + i]; ticket 1 + g counts the group's
+// blocks), and the last of those adds the group sums in order into y
+// (ticket 0). A fixed order either way, so the result is deterministic; the
+// tree keeps the serial tail at `group` + groups partials a row instead of
+// one per slice. Each ticket is reset by the block that read it last, ready
+// for the next launch on this workspace.
 template <class T>
-__device__ __forceinline__ void last_block_sums(index_t m, int slices, T* part, T* __restrict__ y, T alpha, T beta,
-                                                unsigned* ticket) {
-  const int groups = (slices + kTreeSlices - 1) / kTreeSlices;
+__device__ __forceinline__ void last_block_sums(index_t m, int slices, int group, T* part, T* __restrict__ y, T alpha,
+                                                T beta, unsigned* ticket) {
+  const int groups = (slices + group - 1) / group;
   if (groups == 1) {
     if (!last_to_arrive(ticket, gridDim.x * gridDim.y)) return;
     add_partials(m, part, slices, static_cast<T*>(nullptr), y, alpha, beta);
     if (threadIdx.x == 0) *ticket = 0;
     return;
   }
-  const int g = int(blockIdx.y) / kTreeSlices, first = g * kTreeSlices;
-  const int count = slices - first < kTreeSlices ? slices - first : kTreeSlices;
+  const int g = int(blockIdx.y) / group, first = g * group;
+  const int count = slices - first < group ? slices - first : group;
   T* group_sums = part + index_t(slices) * m;
   if (!last_to_arrive(ticket + 1 + g, gridDim.x * unsigned(count))) return;
   add_partials(m, part + index_t(first) * m, count, group_sums + index_t(g) * m, y, alpha, beta);
@@ -91,8 +92,8 @@ __device__ __forceinline__ void last_block_sums(index_t m, int slices, T* part, 
 // kLanes * kVec wide.
 template <class T, int kVec, int kLanes>
 __global__ void __launch_bounds__(256) rows_grouped(index_t m, index_t n, const T* __restrict__ a, index_t ld,
-                                                    const T* __restrict__ x, index_t cols_per_slice, T* part,
-                                                    T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
+                                                    const T* __restrict__ x, index_t cols_per_slice, int group,
+                                                    T* part, T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
   constexpr int kGroups = 256 / kLanes;
   const int lane = threadIdx.x % kLanes;
   const int slices = int(gridDim.y);
@@ -111,7 +112,7 @@ __global__ void __launch_bounds__(256) rows_grouped(index_t m, index_t n, const 
       else part[index_t(blockIdx.y) * m + i] = acc;
     }
   }
-  if (slices > 1) last_block_sums(m, slices, part, y, alpha, beta, ticket);
+  if (slices > 1) last_block_sums(m, slices, group, part, y, alpha, beta, ticket);
 }
 
 // Column-major A (A(i, j) = a[j * ld + i]) of m <= 256 * kVec rows: thread
@@ -121,7 +122,8 @@ __global__ void __launch_bounds__(256) rows_grouped(index_t m, index_t n, const 
 template <class T, int kVec>
 __global__ void __launch_bounds__(256) cols_grouped(index_t m, index_t n, const T* __restrict__ a, index_t ld,
                                                     const T* __restrict__ x, int col_threads, index_t cols_per_slice,
-                                                    T* part, T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
+                                                    int group, T* part, T* __restrict__ y, T alpha, T beta,
+                                                    unsigned* ticket) {
   constexpr int kUnroll = 4;
   __shared__ T sums[256 * kVec];  // [group][row]
   const int groups = 256 / col_threads, r = threadIdx.x % col_threads, g = threadIdx.x / col_threads;
@@ -142,7 +144,7 @@ __global__ void __launch_bounds__(256) cols_grouped(index_t m, index_t n, const 
     if (slices == 1) y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
     else part[index_t(blockIdx.y) * m + i] = s;
   }
-  if (slices > 1) last_block_sums(m, slices, part, y, alpha, beta, ticket);
+  if (slices > 1) last_block_sums(m, slices, group, part, y, alpha, beta, ticket);
 }
 
 }  // namespace parray::cuda::gemv_kernels
