@@ -10,11 +10,7 @@
 
 namespace {
 
-using parray::cuda::plan_parts_tail;
-using parray::cuda::plan_streamk_tail;
-using parray::cuda::StreamKPiece;
-using parray::cuda::StreamKPlan;
-using parray::cuda::streamk_pieces;
+using namespace parray::cuda;  // the plan's types and functions under test
 
 // Every k-tile of the tail in exactly one block's run; every tile's blocks
 // within segments_per_tile; each block's place on a tile (q) below it.

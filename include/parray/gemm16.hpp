@@ -34,12 +34,16 @@ enum class Type16 { bf16, fp16 };
 
 inline const char* type16_name(Type16 t) { return t == Type16::bf16 ? "bf16" : "fp16"; }
 
-struct Gemm16Args {
+// What a 16-bit call computes, apart from where its operands are.
+struct Gemm16Shape {
   Type16 type = Type16::bf16;  // of A and B, and of C unless c_f32
   bool c_f32 = false;
   Trans trans_a = Trans::no, trans_b = Trans::no;
   index_t m = 0, n = 0, k = 0;
   float alpha = 1.f, beta = 0.f;
+};
+
+struct Gemm16Args : Gemm16Shape {
   const void* a = nullptr;
   index_t lda = 0;
   const void* b = nullptr;

@@ -42,12 +42,16 @@ enum class Fp8Scaling { per_tensor, blockwise };
 inline const char* fp8_name(Fp8 t) { return t == Fp8::e4m3 ? "e4m3" : "e5m2"; }
 inline const char* fp8_out_name(Fp8Out t) { return t == Fp8Out::bf16 ? "bf16" : t == Fp8Out::fp16 ? "fp16" : "f32"; }
 
-struct Gemm8Args {
+// What an FP8 call computes, apart from where its operands are.
+struct Gemm8Shape {
   Fp8 type_a = Fp8::e4m3, type_b = Fp8::e4m3;
   Fp8Out out = Fp8Out::bf16;
   Fp8Scaling scaling = Fp8Scaling::per_tensor;
   index_t m = 0, n = 0, k = 0;
   float alpha = 1.f, beta = 0.f;
+};
+
+struct Gemm8Args : Gemm8Shape {
   const void* a = nullptr;  // M x K
   index_t lda = 0;
   const void* b = nullptr;  // N x K

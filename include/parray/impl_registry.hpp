@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parray/core.hpp"
@@ -40,6 +41,19 @@ struct ImplInfo {
     return n == name || std::find(aliases.begin(), aliases.end(), n) != aliases.end();
   }
 };
+
+// An implementation that runs on the GPU: its kernels take operands in
+// device memory. Impl is GemmImpl, GemvImpl or another ImplInfo.
+template <class Impl>
+Impl gpu_impl(std::string name, std::string description, std::string preconditions) {
+  Impl i;
+  i.name = std::move(name);
+  i.description = std::move(description);
+  i.device = Device::gpu;
+  i.operand_memory = Memory::device;
+  i.preconditions = std::move(preconditions);
+  return i;
+}
 
 // The FP32 and FP64 entry points of an operation whose call type is Call<T>.
 template <template <class> class Call>

@@ -137,13 +137,7 @@ void cublas_gemm_bf16(const GemmCall<float>& call) { cublas_gemm_as<float>(call,
 void cublas_gemm_fp16(const GemmCall<float>& call) { cublas_gemm_as<float>(call, CUBLAS_COMPUTE_32F_FAST_16F); }
 
 GemmImpl gpu(std::string name, std::string description, std::string preconditions = "any M, N, K; any layout") {
-  GemmImpl i;
-  i.name = std::move(name);
-  i.description = std::move(description);
-  i.device = Device::gpu;
-  i.operand_memory = Memory::device;
-  i.preconditions = std::move(preconditions);
-  return i;
+  return gpu_impl<GemmImpl>(std::move(name), std::move(description), std::move(preconditions));
 }
 
 }  // namespace

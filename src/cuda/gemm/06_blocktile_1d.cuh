@@ -11,6 +11,21 @@
 
 namespace parray::cuda::ladder {
 
+// One k-tile of A and of B into shared memory, a value a thread at a time
+// (the block's NT threads stride over the tile); values past the edges are 0.
+template <int BM, int BN, int BK, int NT, class T, class OpA, class OpB>
+__device__ void load_tiles(const OpA& a, const OpB& b, T (&As)[BM][BK], T (&Bs)[BK][BN], int M, int N, int K, int m0,
+                           int n0, int k0) {
+  for (int e = threadIdx.x; e < BM * BK; e += NT) {
+    const int r = e / BK, kk = e % BK;
+    As[r][kk] = (m0 + r < M && k0 + kk < K) ? a(m0 + r, k0 + kk) : T(0);
+  }
+  for (int e = threadIdx.x; e < BK * BN; e += NT) {
+    const int kk = e / BN, cc = e % BN;
+    Bs[kk][cc] = (k0 + kk < K && n0 + cc < N) ? b(k0 + kk, n0 + cc) : T(0);
+  }
+}
+
 template <int BM, int BN, int BK, int TM, class T, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(BM* BN / TM) void blocktile_1d(int M, int N, int K, T alpha, OpA a, OpB b, T beta,
                                                           OpC c) {
@@ -21,14 +36,7 @@ __global__ __launch_bounds__(BM* BN / TM) void blocktile_1d(int M, int N, int K,
   const int tcol = threadIdx.x % BN, trow = threadIdx.x / BN;  // rows trow*TM .. +TM of column tcol
   T acc[TM] = {};
   for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int e = threadIdx.x; e < BM * BK; e += NT) {
-      const int r = e / BK, kk = e % BK;
-      As[r][kk] = (m0 + r < M && k0 + kk < K) ? a(m0 + r, k0 + kk) : T(0);
-    }
-    for (int e = threadIdx.x; e < BK * BN; e += NT) {
-      const int kk = e / BN, cc = e % BN;
-      Bs[kk][cc] = (k0 + kk < K && n0 + cc < N) ? b(k0 + kk, n0 + cc) : T(0);
-    }
+    load_tiles<BM, BN, BK, NT>(a, b, As, Bs, M, N, K, m0, n0, k0);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {

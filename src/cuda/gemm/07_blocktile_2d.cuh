@@ -7,9 +7,30 @@
 // and the larger tile halves global traffic per FMA again.
 #pragma once
 
+#include "gemm/06_blocktile_1d.cuh"  // load_tiles
 #include "parray/cuda/operand.cuh"
 
 namespace parray::cuda::ladder {
+
+// acc += ra rb^T: a thread's outer product of TM values of A and TN of B.
+template <int TM, int TN, class T>
+__device__ __forceinline__ void outer_product_add(T (&acc)[TM][TN], const T (&ra)[TM], const T (&rb)[TN]) {
+#pragma unroll
+  for (int t = 0; t < TM; ++t)
+#pragma unroll
+    for (int u = 0; u < TN; ++u) acc[t][u] += ra[t] * rb[u];
+}
+
+// A thread's TM x TN accumulators into C at (i0, j0), alpha and beta
+// applied, the elements past the edges left out.
+template <int TM, int TN, class T, class OpC>
+__device__ void store_thread_tile(OpC& c, const T (&acc)[TM][TN], int i0, int j0, int M, int N, T alpha, T beta) {
+#pragma unroll
+  for (int t = 0; t < TM; ++t)
+#pragma unroll
+    for (int u = 0; u < TN; ++u)
+      if (i0 + t < M && j0 + u < N) store_c(c(i0 + t, j0 + u), alpha * acc[t][u], beta);
+}
 
 template <int BM, int BN, int BK, int TM, int TN, class T, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(BM* BN / (TM * TN)) void blocktile_2d(int M, int N, int K, T alpha, OpA a, OpB b,
@@ -22,14 +43,7 @@ __global__ __launch_bounds__(BM* BN / (TM * TN)) void blocktile_2d(int M, int N,
   T acc[TM][TN] = {};
   T ra[TM], rb[TN];
   for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int e = threadIdx.x; e < BM * BK; e += NT) {
-      const int r = e / BK, kk = e % BK;
-      As[r][kk] = (m0 + r < M && k0 + kk < K) ? a(m0 + r, k0 + kk) : T(0);
-    }
-    for (int e = threadIdx.x; e < BK * BN; e += NT) {
-      const int kk = e / BN, cc = e % BN;
-      Bs[kk][cc] = (k0 + kk < K && n0 + cc < N) ? b(k0 + kk, n0 + cc) : T(0);
-    }
+    load_tiles<BM, BN, BK, NT>(a, b, As, Bs, M, N, K, m0, n0, k0);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
@@ -37,20 +51,11 @@ __global__ __launch_bounds__(BM* BN / (TM * TN)) void blocktile_2d(int M, int N,
       for (int t = 0; t < TM; ++t) ra[t] = As[trow * TM + t][kk];
 #pragma unroll
       for (int u = 0; u < TN; ++u) rb[u] = Bs[kk][tcol * TN + u];
-#pragma unroll
-      for (int t = 0; t < TM; ++t)
-#pragma unroll
-        for (int u = 0; u < TN; ++u) acc[t][u] += ra[t] * rb[u];
+      outer_product_add(acc, ra, rb);
     }
     __syncthreads();
   }
-#pragma unroll
-  for (int t = 0; t < TM; ++t)
-#pragma unroll
-    for (int u = 0; u < TN; ++u) {
-      const int i = m0 + trow * TM + t, j = n0 + tcol * TN + u;
-      if (i < M && j < N) store_c(c(i, j), alpha * acc[t][u], beta);
-    }
+  store_thread_tile(c, acc, m0 + trow * TM, n0 + tcol * TN, M, N, alpha, beta);
 }
 
 }  // namespace parray::cuda::ladder

@@ -9,9 +9,43 @@
 // kernels also fall back to scalar loads for the vectors that cross an edge.
 #pragma once
 
+#include "gemm/07_blocktile_2d.cuh"  // outer_product_add, store_thread_tile
 #include "parray/cuda/operand.cuh"
 
 namespace parray::cuda::ladder {
+
+// One k-tile of A (stored transposed, AsT[k][m]) and of B into shared
+// memory, 4 consecutive values a load; values past the matrix's edges are 0.
+template <bool Vec, int BM, int BN, int BK, int NT, class OpA, class OpB>
+__device__ void load_tiles_float4(const OpA& a, const OpB& b, float (&AsT)[BK][BM], float (&Bs)[BK][BN], int M,
+                                  int N, int K, int m0, int n0, int k0) {
+  for (int e = threadIdx.x; e < BM * BK / 4; e += NT) {  // 4 consecutive k of one row of A
+    const int r = e / (BK / 4), kk = (e % (BK / 4)) * 4, i = m0 + r;
+    float4 v;
+    if (Vec && i < M && k0 + kk + 3 < K) {
+      v = *reinterpret_cast<const float4*>(&a(i, k0 + kk));
+    } else {
+      v.x = (i < M && k0 + kk + 0 < K) ? a(i, k0 + kk + 0) : 0.f;
+      v.y = (i < M && k0 + kk + 1 < K) ? a(i, k0 + kk + 1) : 0.f;
+      v.z = (i < M && k0 + kk + 2 < K) ? a(i, k0 + kk + 2) : 0.f;
+      v.w = (i < M && k0 + kk + 3 < K) ? a(i, k0 + kk + 3) : 0.f;
+    }
+    AsT[kk + 0][r] = v.x, AsT[kk + 1][r] = v.y, AsT[kk + 2][r] = v.z, AsT[kk + 3][r] = v.w;
+  }
+  for (int e = threadIdx.x; e < BK * BN / 4; e += NT) {  // 4 consecutive columns of one row of B
+    const int kk = e / (BN / 4), cc = (e % (BN / 4)) * 4, k = k0 + kk, j = n0 + cc;
+    float4 v;
+    if (Vec && k < K && j + 3 < N) {
+      v = *reinterpret_cast<const float4*>(&b(k, j));
+    } else {
+      v.x = (k < K && j + 0 < N) ? b(k, j + 0) : 0.f;
+      v.y = (k < K && j + 1 < N) ? b(k, j + 1) : 0.f;
+      v.z = (k < K && j + 2 < N) ? b(k, j + 2) : 0.f;
+      v.w = (k < K && j + 3 < N) ? b(k, j + 3) : 0.f;
+    }
+    *reinterpret_cast<float4*>(&Bs[kk][cc]) = v;
+  }
+}
 
 template <bool Vec, int BM, int BN, int BK, int TM, int TN, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(BM* BN / (TM * TN)) void vectorized(int M, int N, int K, float alpha, OpA a,
@@ -24,32 +58,7 @@ __global__ __launch_bounds__(BM* BN / (TM * TN)) void vectorized(int M, int N, i
   float acc[TM][TN] = {};
   float ra[TM], rb[TN];
   for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int e = threadIdx.x; e < BM * BK / 4; e += NT) {  // 4 consecutive k of one row of A
-      const int r = e / (BK / 4), kk = (e % (BK / 4)) * 4, i = m0 + r;
-      float4 v;
-      if (Vec && i < M && k0 + kk + 3 < K) {
-        v = *reinterpret_cast<const float4*>(&a(i, k0 + kk));
-      } else {
-        v.x = (i < M && k0 + kk + 0 < K) ? a(i, k0 + kk + 0) : 0.f;
-        v.y = (i < M && k0 + kk + 1 < K) ? a(i, k0 + kk + 1) : 0.f;
-        v.z = (i < M && k0 + kk + 2 < K) ? a(i, k0 + kk + 2) : 0.f;
-        v.w = (i < M && k0 + kk + 3 < K) ? a(i, k0 + kk + 3) : 0.f;
-      }
-      AsT[kk + 0][r] = v.x, AsT[kk + 1][r] = v.y, AsT[kk + 2][r] = v.z, AsT[kk + 3][r] = v.w;
-    }
-    for (int e = threadIdx.x; e < BK * BN / 4; e += NT) {  // 4 consecutive columns of one row of B
-      const int kk = e / (BN / 4), cc = (e % (BN / 4)) * 4, k = k0 + kk, j = n0 + cc;
-      float4 v;
-      if (Vec && k < K && j + 3 < N) {
-        v = *reinterpret_cast<const float4*>(&b(k, j));
-      } else {
-        v.x = (k < K && j + 0 < N) ? b(k, j + 0) : 0.f;
-        v.y = (k < K && j + 1 < N) ? b(k, j + 1) : 0.f;
-        v.z = (k < K && j + 2 < N) ? b(k, j + 2) : 0.f;
-        v.w = (k < K && j + 3 < N) ? b(k, j + 3) : 0.f;
-      }
-      *reinterpret_cast<float4*>(&Bs[kk][cc]) = v;
-    }
+    load_tiles_float4<Vec, BM, BN, BK, NT>(a, b, AsT, Bs, M, N, K, m0, n0, k0);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
@@ -63,20 +72,11 @@ __global__ __launch_bounds__(BM* BN / (TM * TN)) void vectorized(int M, int N, i
         const float4 x = *reinterpret_cast<const float4*>(&Bs[kk][tcol * TN + u]);
         rb[u] = x.x, rb[u + 1] = x.y, rb[u + 2] = x.z, rb[u + 3] = x.w;
       }
-#pragma unroll
-      for (int t = 0; t < TM; ++t)
-#pragma unroll
-        for (int u = 0; u < TN; ++u) acc[t][u] += ra[t] * rb[u];
+      outer_product_add(acc, ra, rb);
     }
     __syncthreads();
   }
-#pragma unroll
-  for (int t = 0; t < TM; ++t)
-#pragma unroll
-    for (int u = 0; u < TN; ++u) {
-      const int i = m0 + trow * TM + t, j = n0 + tcol * TN + u;
-      if (i < M && j < N) store_c(c(i, j), alpha * acc[t][u], beta);
-    }
+  store_thread_tile(c, acc, m0 + trow * TM, n0 + tcol * TN, M, N, alpha, beta);
 }
 
 }  // namespace parray::cuda::ladder

@@ -10,6 +10,7 @@
 // the unit the scheduler sees, which is what the tiling is matched to.
 #pragma once
 
+#include "gemm/08_vectorized.cuh"  // load_tiles_float4 (and step 7's outer_product_add)
 #include "parray/cuda/operand.cuh"
 
 namespace parray::cuda::ladder {
@@ -27,32 +28,7 @@ __global__ __launch_bounds__(NT) void warptile(int M, int N, int K, float alpha,
   float acc[WMITER * TM][WNITER * TN] = {};
   float ra[WMITER * TM], rb[WNITER * TN];
   for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int e = threadIdx.x; e < BM * BK / 4; e += NT) {
-      const int r = e / (BK / 4), kk = (e % (BK / 4)) * 4, i = m0 + r;
-      float4 v;
-      if (Vec && i < M && k0 + kk + 3 < K) {
-        v = *reinterpret_cast<const float4*>(&a(i, k0 + kk));
-      } else {
-        v.x = (i < M && k0 + kk + 0 < K) ? a(i, k0 + kk + 0) : 0.f;
-        v.y = (i < M && k0 + kk + 1 < K) ? a(i, k0 + kk + 1) : 0.f;
-        v.z = (i < M && k0 + kk + 2 < K) ? a(i, k0 + kk + 2) : 0.f;
-        v.w = (i < M && k0 + kk + 3 < K) ? a(i, k0 + kk + 3) : 0.f;
-      }
-      AsT[kk + 0][r] = v.x, AsT[kk + 1][r] = v.y, AsT[kk + 2][r] = v.z, AsT[kk + 3][r] = v.w;
-    }
-    for (int e = threadIdx.x; e < BK * BN / 4; e += NT) {
-      const int kk = e / (BN / 4), cc = (e % (BN / 4)) * 4, k = k0 + kk, j = n0 + cc;
-      float4 v;
-      if (Vec && k < K && j + 3 < N) {
-        v = *reinterpret_cast<const float4*>(&b(k, j));
-      } else {
-        v.x = (k < K && j + 0 < N) ? b(k, j + 0) : 0.f;
-        v.y = (k < K && j + 1 < N) ? b(k, j + 1) : 0.f;
-        v.z = (k < K && j + 2 < N) ? b(k, j + 2) : 0.f;
-        v.w = (k < K && j + 3 < N) ? b(k, j + 3) : 0.f;
-      }
-      *reinterpret_cast<float4*>(&Bs[kk][cc]) = v;
-    }
+    load_tiles_float4<Vec, BM, BN, BK, NT>(a, b, AsT, Bs, M, N, K, m0, n0, k0);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
@@ -64,10 +40,7 @@ __global__ __launch_bounds__(NT) void warptile(int M, int N, int K, float alpha,
       for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
         for (int u = 0; u < TN; ++u) rb[wn * TN + u] = Bs[kk][wcol * WN + wn * WSUBN + tcol * TN + u];
-#pragma unroll
-      for (int t = 0; t < WMITER * TM; ++t)
-#pragma unroll
-        for (int u = 0; u < WNITER * TN; ++u) acc[t][u] += ra[t] * rb[u];
+      outer_product_add(acc, ra, rb);
     }
     __syncthreads();
   }

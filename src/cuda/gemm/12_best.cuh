@@ -180,6 +180,18 @@ __device__ __noinline__ void streamk_sum_tile(const StreamKFixup<OpC>& f, const 
   }
 }
 
+// A piece's partial product into acc: tile p.x in the tile order, k-tiles
+// [p.y, p.z). Returns the tile's first row and column.
+template <class S, bool AK, bool BKc, class OpA, class OpB>
+__device__ __forceinline__ int2 piece_product(float* smem, const OpA& a, const OpB& b, int M, int N, int K, int group,
+                                              int4 p, float (&acc)[S::WMITER * S::TM][S::WNITER * S::TN]) {
+  int tm, tn;
+  tile_coords(p.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
+  const int m0 = tm * S::BM, n0 = tn * S::BN;
+  best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, p.y, p.z, acc);
+  return {m0, n0};
+}
+
 template <class S, bool AK, bool BKc, class OpA, class OpB, class OpC>
 __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N, int K, float alpha, OpA a, OpB b,
                                                                    float beta, StridedOperand<float> c, int group,
@@ -188,11 +200,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_piece(int M, int N,
   extern __shared__ __align__(16) float smem[];
   __shared__ bool last;
   const int4 p = pieces[blockIdx.x];
-  int tm, tn;
-  tile_coords(p.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
-  const int m0 = tm * S::BM, n0 = tn * S::BN;
   float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
-  best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, p.y, p.z, acc);
+  const auto [m0, n0] = piece_product<S, AK, BKc>(smem, a, b, M, N, K, group, p, acc);
   StridedOperand<float> slot = c;
   slot.p += p.w * slot_stride;
   best_epilogue<S>(slot, min(S::BM, M - m0), min(S::BN, N - n0), 0, 0, alpha, beta, acc);
@@ -222,11 +231,8 @@ __global__ __launch_bounds__(S::NT, S::MINB) void best_sgemm_add_piece(int M, in
   static_assert(AddsInto<OpC>, "pieces of a tile add into C");
   extern __shared__ __align__(16) float smem[];
   const int4 p = pieces[blockIdx.x];
-  int tm, tn;
-  tile_coords(p.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, group, tm, tn);
-  const int m0 = tm * S::BM, n0 = tn * S::BN;
   float acc[S::WMITER * S::TM][S::WNITER * S::TN] = {};
-  best_mainloop<S, AK, BKc>(smem, XKRuns<OpA, false>{{a}}, XKRuns<OpB, true>{{b}}, M, N, K, m0, n0, p.y, p.z, acc);
+  const auto [m0, n0] = piece_product<S, AK, BKc>(smem, a, b, M, N, K, group, p, acc);
   best_epilogue<S>(c, M, N, m0, n0, alpha, beta, acc);
 }
 

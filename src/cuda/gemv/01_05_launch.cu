@@ -227,12 +227,7 @@ void cublas_gemv(const GemvCall<T>& c) {
 template <class F32, class F64, class Why>
 void add_gpu_gemv(GemvRegistry& r, std::string name, std::string description, std::string preconditions, F32 f32,
                   F64 f64, Why unsupported, bool baseline = false) {
-  GemvImpl i;
-  i.name = std::move(name);
-  i.description = std::move(description);
-  i.device = Device::gpu;
-  i.operand_memory = Memory::device;
-  i.preconditions = std::move(preconditions);
+  GemvImpl i = gpu_impl<GemvImpl>(std::move(name), std::move(description), std::move(preconditions));
   i.baseline = baseline;
   i.run_f32 = f32;
   i.run_f64 = f64;

@@ -127,8 +127,7 @@ const Gemm16Problem& Gemm16Case::problem() const { return s_->p; }
 Gemm16Args Gemm16Case::args() const {
   const State& s = *s_;
   Gemm16Args g;
-  g.type = s.p.type, g.c_f32 = s.p.c_f32, g.trans_a = s.p.trans_a, g.trans_b = s.p.trans_b;
-  g.m = s.p.m, g.n = s.p.n, g.k = s.p.k, g.alpha = s.p.alpha, g.beta = s.p.beta;
+  static_cast<Gemm16Shape&>(g) = s.p;
   g.a = s.a.p, g.lda = s.lda, g.b = s.b.p, g.ldb = s.ldb, g.c = s.c.p, g.ldc = s.ldc;
   g.batch = s.batch, g.stride_a = s.stride_a, g.stride_b = s.stride_b, g.stride_c = s.stride_c;
   return g;

@@ -176,8 +176,7 @@ Gemm8Case::~Gemm8Case() = default;
 Gemm8Args Gemm8Case::args() const {
   const State& s = *s_;
   Gemm8Args g;
-  g.type_a = s.p.type_a, g.type_b = s.p.type_b, g.out = s.p.out, g.scaling = s.p.scaling;
-  g.m = s.p.m, g.n = s.p.n, g.k = s.p.k, g.alpha = s.p.alpha, g.beta = s.p.beta;
+  static_cast<Gemm8Shape&>(g) = s.p;
   g.a = s.a.p, g.lda = s.lda, g.b = s.b.p, g.ldb = s.ldb, g.c = s.c.p, g.ldc = s.ldc;
   g.scale_a = s.sa.as<const float>(), g.scale_b = s.sb.as<const float>();
   return g;

@@ -15,12 +15,7 @@
 
 namespace parray {
 
-struct Gemm16Problem {
-  Type16 type = Type16::bf16;
-  bool c_f32 = false;
-  Trans trans_a = Trans::no, trans_b = Trans::no;
-  index_t m = 0, n = 0, k = 0;
-  float alpha = 1.f, beta = 0.f;
+struct Gemm16Problem : Gemm16Shape {
   index_t pad = 0;  // extra elements per stored row of A, B and C
   // A strided batch of `batch` products, each matrix right after the previous
   // one; a broadcast operand is one matrix (batch stride 0).

@@ -17,12 +17,7 @@
 
 namespace parray {
 
-struct Gemm8Problem {
-  Fp8 type_a = Fp8::e4m3, type_b = Fp8::e4m3;
-  Fp8Out out = Fp8Out::bf16;
-  Fp8Scaling scaling = Fp8Scaling::per_tensor;
-  index_t m = 0, n = 0, k = 0;
-  float alpha = 1.f, beta = 0.f;
+struct Gemm8Problem : Gemm8Shape {
   index_t pad = 0;  // extra bytes per row of A and B past K rounded up to 16; extra elements per row of C
   std::uint64_t seed = 42;
 };
