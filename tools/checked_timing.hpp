@@ -4,14 +4,17 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "harness/gemm16_case.hpp"  // Gemm16Check
 
 namespace parray::tools {
 
 struct CheckedTiming {
+  std::string impl;
   Gemm16Check check;
   double ms = 0, tflops = 0;
+  double pct_of_baseline = 0;  // set by check_then_time_each
   std::string note;  // why it was not timed, or ""
   bool failed = false;  // ran and failed its check
 };
@@ -20,6 +23,7 @@ struct CheckedTiming {
 template <class Case>
 CheckedTiming check_then_time(Case& c, const std::string& impl, const std::string& why_not, double flops, int reps) {
   CheckedTiming t;
+  t.impl = impl;
   t.note = why_not;
   if (!t.note.empty()) return t;
   c.run(impl);
@@ -31,6 +35,22 @@ CheckedTiming check_then_time(Case& c, const std::string& impl, const std::strin
     t.tflops = flops / (t.ms * 1e9);
   }
   return t;
+}
+
+// Every one of `impls` through check_then_time, the first being the baseline:
+// each line's pct_of_baseline is its TFLOP/s as a percentage of the
+// baseline's (0 where either was not timed). why_not(impl) as above.
+template <class Case, class WhyNot>
+std::vector<CheckedTiming> check_then_time_each(Case& c, const std::vector<std::string>& impls, WhyNot why_not,
+                                                double flops, int reps) {
+  std::vector<CheckedTiming> lines;
+  for (const std::string& impl : impls) {
+    CheckedTiming t = check_then_time(c, impl, why_not(impl), flops, reps);
+    const double baseline = lines.empty() ? t.tflops : lines.front().tflops;
+    t.pct_of_baseline = baseline > 0 && t.tflops > 0 ? 100.0 * t.tflops / baseline : 0;
+    lines.push_back(t);
+  }
+  return lines;
 }
 
 }  // namespace parray::tools

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "parray/array.hpp"
 #include "parray/config.hpp"
@@ -200,11 +201,9 @@ int run_calls(const CallsArgs& a) {
 std::vector<tools::CliCommand> add_calls_commands(CLI::App&, CLI::App& bench) {
   auto a = std::make_shared<CallsArgs>();
   CLI::App* c = bench.add_subcommand("calls", "host time of one default GPU GEMM call, from one thread and from two");
-  c->add_option("-m", a->m, "rows of A and C")->capture_default_str();
-  c->add_option("-n", a->n, "columns of B and C")->capture_default_str();
-  c->add_option("-k", a->k, "columns of A, rows of B")->capture_default_str();
+  tools::add_gemm_extents(*c, a->m, a->n, a->k).show_defaults();
   c->add_option("--calls", a->calls, "calls per timed loop")->capture_default_str();
-  c->add_option("--precision", a->precision, "fp32, tf32, bf16 or fp16")->capture_default_str();
+  tools::add_gpu_precision(*c, a->precision);
   c->add_option("--impl", a->impl, "the implementation called (cublas: the baseline's own host time)")
       ->capture_default_str();
   c->add_option("--timeline", a->timeline, "CSV of every call's start and end on the GPU, --threads threads at once");

@@ -159,7 +159,7 @@ std::vector<tools::CliCommand> add_shapes_commands(CLI::App&, CLI::App& bench) {
   c->add_option("--max-gflop", a->max_gflop, "largest product, GFLOP")->capture_default_str();
   c->add_option("--max-gib", a->max_gib, "largest operands (host, device, FP64 reference), GiB")->capture_default_str();
   c->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();
-  c->add_option("--csv", a->csv, "every row, as bench gemm writes them");
+  tools::add_csv_option(*c, a->csv, "every row, as bench gemm writes them");
   return {{c, [a] { return run_shapes(*a); }}};
 }
 

@@ -9,7 +9,6 @@
 // and back (against the device-to-device cudaMemcpy of the same matrix).
 // Every copy is checked element by element before it is timed (CUDA events,
 // median); GB/s count the bytes read plus written.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -147,7 +146,7 @@ int run_copy_bench(const CopyArgs& a) {
                        r.memcpy_gbps, pct, r.verdict.passed() ? 1 : 0, r.verdict.note);
   }
   std::cout << csv;
-  if (!a.csv.empty()) std::ofstream(a.csv) << csv;
+  tools::write_output(a.csv, csv);
   for (const CopyRow& r : rows)
     if (!r.verdict.passed()) return 1;
   return 0;
@@ -158,7 +157,7 @@ std::vector<tools::CliCommand> add_copy_commands(CLI::App&, CLI::App& bench) {
   CLI::App* c = bench.add_subcommand("copy", "#copy between matrix types across memory kinds, against cudaMemcpy");
   c->add_option("--size", args->size, "matrix size N (N x N FP32)")->capture_default_str()->check(CLI::Range(1, 65536));
   c->add_option("--layouts", args->layouts, "layouts copied to and from row-major on the device")->capture_default_str();
-  c->add_option("--csv", args->csv, "write the table as CSV");
+  tools::add_csv_option(*c, args->csv);
   return {{c, [args] { return run_copy_bench(*args); }}};
 }
 

@@ -23,6 +23,7 @@
 
 #include "parray/config.hpp"
 #include "parray/core.hpp"
+#include "cli_util.hpp"
 #include "commands.hpp"
 
 #if PARRAY_HAVE_MPI
@@ -634,16 +635,13 @@ int run_dist_gemm(const DistGemmOptions& o) {
 std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI::App&) {
   auto o = std::make_shared<DistGemmOptions>();
   CLI::App* cmd = app.add_subcommand("dist-gemm", "distributed GEMM over MPI: parray's SUMMA on a process grid");
-  cmd->add_option("-m", o->m, "rows of C");
-  cmd->add_option("-n", o->n, "columns of C");
-  cmd->add_option("-k", o->k, "inner dimension");
+  parray::tools::add_gemm_extents(*cmd, o->m, o->n, o->k);
   cmd->add_option("--grid", o->grid,
                   "process grid PxQ (default: the squarest for the rank count), or PxQxC: 2.5-D SUMMA on C layers of "
                   "PxQ (CPU or GPU local GEMM, panels over MPI)");
   cmd->add_option("--block", o->block, "block-cyclic block size (and SUMMA panel width)");
-  cmd->add_option("--dtype", o->dtype, "f32 or f64");
-  cmd->add_flag("--trans-a", o->trans_a, "A is stored K x M and used transposed");
-  cmd->add_flag("--trans-b", o->trans_b, "B is stored N x K and used transposed");
+  parray::tools::add_dtype(*cmd, o->dtype);
+  parray::tools::add_transpose_flags(*cmd, o->trans_a, o->trans_b);
   cmd->add_option("--local", o->local,
                   "where each rank multiplies its panels: cpu, gpu (device node-rank % GPUs) or auto (gpu when "
                   "built with CUDA and a device is present)");
@@ -664,11 +662,12 @@ std::vector<parray::tools::CliCommand> add_dist_gemm_commands(CLI::App& app, CLI
   cmd->add_flag("--efficiency,!--no-efficiency", o->efficiency,
                 "time the whole problem with the same local GEMM on rank 0 alone and print T1 / (P TP) (the "
                 "default; --no-efficiency skips it for sizes one rank cannot hold)");
-  cmd->add_option("--csv", o->csv,
-                  "write impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,"
-                  "wait_ms,pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio,layers,"
-                  "replicate_bytes,replicate_theory_bytes,reduce_bytes,reduce_theory_bytes,gather_bytes,"
-                  "recv_and_reduce_bytes,model_bytes,model_ratio,replicate_ms,layer_ms,reduce_ms,gather_ms");
+  parray::tools::add_csv_option(
+      *cmd, o->csv,
+      "write impl,ranks,grid,dtype,m,n,k,block,threads,local,ms,gflops,bytes_moved,ok,one_rank_ms,eff_vs_1,"
+      "wait_ms,pack_ms,local_ms,comm,operands,upload_ms,recv_bytes,recv_theory_bytes,recv_ratio,layers,"
+      "replicate_bytes,replicate_theory_bytes,reduce_bytes,reduce_theory_bytes,gather_bytes,"
+      "recv_and_reduce_bytes,model_bytes,model_ratio,replicate_ms,layer_ms,reduce_ms,gather_ms");
   cmd->add_option("--fail-rank", o->fail_rank, "test hook: make this rank fail")->group("");
   return {{cmd, [o]() -> int {
 #if PARRAY_HAVE_MPI

@@ -11,7 +11,6 @@
 // fit in the GPUs' memory is shown as "-".
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -99,7 +98,7 @@ int run_dist_model(const ModelArgs& a) {
       const dm::Prediction d2 = dm::predict(machine, problem, dm::most_square_grid(p));
       csv += machine_text + "," + csv_row(p, n, d2, dm::best_25d(machine, problem, p));
     }
-  if (!a.csv.empty() && !(std::ofstream(a.csv) << csv)) throw Error("dist-model: cannot write " + a.csv);
+  tools::write_output(a.csv, csv);
   std::cout << csv;
   return 0;
 }
@@ -119,7 +118,7 @@ std::vector<tools::CliCommand> add_dist_model_commands(CLI::App& app, CLI::App&)
       ->capture_default_str()
       ->check(CLI::Range(index_t(1), index_t(1024)));
   c->add_option("--intra", a->intra, "intra-node link: nvlink or pcie (fitted pinned copies)")->capture_default_str();
-  c->add_option("--csv", a->csv, "write the table as CSV");
+  tools::add_csv_option(*c, a->csv);
   return {{c, [a] { return run_dist_model(*a); }}};
 }
 

@@ -11,7 +11,6 @@
 // one B for them all. Every implementation is checked against the
 // FP64 reference (gemm16_case.hpp) before it is timed (CUDA events, median of
 // --reps after a warm-up); a failed check is reported and not timed.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -43,9 +42,7 @@ struct Gemm16BenchArgs {
 int run_gemm16_bench(const Gemm16BenchArgs& a) {
   if (a.type != "bf16" && a.type != "fp16") throw Error("unknown --type '" + a.type + "' (bf16 or fp16)");
   if (a.c_type != "same" && a.c_type != "f32") throw Error("unknown --c-type '" + a.c_type + "' (same or f32)");
-  std::vector<std::vector<index_t>> shapes;
-  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(tools::cube_or_mkn(s));
-  if (shapes.empty()) throw Error("--sizes is empty");
+  const std::vector<std::vector<index_t>> shapes = tools::cube_or_mkn_list(a.sizes);
 #if PARRAY_HAVE_CUDA
   Gemm16Problem base;
   base.type = a.type == "bf16" ? Type16::bf16 : Type16::fp16;
@@ -61,24 +58,20 @@ int run_gemm16_bench(const Gemm16BenchArgs& a) {
     Gemm16Problem p = base;
     p.m = d[0], p.k = d[1], p.n = d[2];
     Gemm16Case c(p);
-    double cublas_tflops = 0;
     // cuBLAS first: its figure is the denominator of the others.
     // gpu: the planner's choice; step 18 on its own only for a batch.
     std::vector<std::string> impls = {"cublas", "gpu", "cuda-16"};
     if (p.batch > 1) impls.push_back("cuda-18");
-    for (const std::string& impl : impls) {
-      const double flops = 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k);
-      const tools::CheckedTiming t = tools::check_then_time(c, impl, gemm16_unsupported(impl), flops, a.reps);
+    const double flops = 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k);
+    for (const tools::CheckedTiming& t : tools::check_then_time_each(c, impls, gemm16_unsupported, flops, a.reps)) {
       all_passed = all_passed && !t.failed;
-      if (impl == "cublas") cublas_tflops = t.tflops;
-      const double pct = cublas_tflops > 0 && t.tflops > 0 ? 100.0 * t.tflops / cublas_tflops : 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type,
-                         a.c_type, int(a.trans_a), int(a.trans_b), p.batch, p.m, p.k, p.n, p.pad, impl, t.ms, t.tflops,
-                         pct, t.check.frobenius, t.check.worst, t.check.passed ? 1 : 0, t.note);
+                         a.c_type, int(a.trans_a), int(a.trans_b), p.batch, p.m, p.k, p.n, p.pad, t.impl, t.ms,
+                         t.tflops, t.pct_of_baseline, t.check.frobenius, t.check.worst, t.check.passed ? 1 : 0, t.note);
     }
   }
   std::cout << csv;
-  if (!a.csv.empty()) std::ofstream(a.csv) << csv;
+  tools::write_output(a.csv, csv);
   return all_passed ? 0 : 1;
 #else
   (void)a;
@@ -91,18 +84,16 @@ std::vector<tools::CliCommand> add_gemm16_commands(CLI::App&, CLI::App& bench) {
   CLI::App* c = bench.add_subcommand("gemm16", "GEMM on BF16/FP16 data in device memory: parray's step 16 against cuBLAS");
   c->add_option("--type", args->type, "A and B's type: bf16 or fp16")->capture_default_str();
   c->add_option("--c-type", args->c_type, "C's type: same (as A and B) or f32")->capture_default_str();
-  c->add_option("--sizes", args->sizes, "comma-separated N (N^3) or MxKxN")->capture_default_str();
-  c->add_flag("--trans-a", args->trans_a, "A stored K x M (column-major op(A))");
-  c->add_flag("--trans-b", args->trans_b, "B stored N x K (column-major op(B))");
-  c->add_option("--alpha", args->alpha)->capture_default_str();
-  c->add_option("--beta", args->beta)->capture_default_str();
+  tools::add_cube_or_mkn_sizes(*c, args->sizes);
+  tools::add_transpose_flags(*c, args->trans_a, args->trans_b);
+  tools::add_alpha_beta(*c, args->alpha, args->beta).show_defaults();
   c->add_option("--pad", args->pad, "extra elements per stored row of A, B and C")->check(CLI::Range(0, 1 << 16));
   c->add_option("--batch", args->batch, "products of each size in one strided-batched call")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   c->add_flag("--broadcast-b", args->broadcast_b, "one B for every product of the batch (batch stride 0)");
-  c->add_option("--reps", args->reps, "timed repeats (median)")->capture_default_str()->check(CLI::Range(1, 1000));
-  c->add_option("--csv", args->csv, "write the table as CSV");
+  tools::add_median_reps(*c, args->reps);
+  tools::add_csv_option(*c, args->csv);
   return {{c, [args] { return run_gemm16_bench(*args); }}};
 }
 

@@ -10,7 +10,6 @@
 // (gemm8_case.hpp) before it is timed (CUDA events, median of --reps after a
 // warm-up); a failed check is reported and not timed. cuBLASLt's column reads
 // "unsupported" where it has no such matmul (blockwise scales, E5M2 x E5M2).
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -55,10 +54,7 @@ int run_gemm8_bench(const Gemm8BenchArgs& a) {
   const Fp8Out out = parse_out(a.out);
   if (a.scaling != "tensor" && a.scaling != "blockwise")
     throw Error("unknown --scaling '" + a.scaling + "' (tensor or blockwise)");
-  std::vector<std::vector<index_t>> shapes;
-  for (const std::string& s : tools::split_list(a.sizes)) shapes.push_back(tools::cube_or_mkn(s));
-  if (shapes.empty()) throw Error("--sizes is empty");
-  if (!a.csv.empty()) tools::check_writable(a.csv, "--csv");
+  const std::vector<std::vector<index_t>> shapes = tools::cube_or_mkn_list(a.sizes);
 #if PARRAY_HAVE_CUDA
   Gemm8Problem base;
   base.type_a = type_a, base.type_b = type_b, base.out = out;
@@ -71,23 +67,20 @@ int run_gemm8_bench(const Gemm8BenchArgs& a) {
     Gemm8Problem p = base;
     p.m = d[0], p.k = d[1], p.n = d[2];
     Gemm8Case c(p);
-    double lt_tflops = 0;
     std::vector<std::string> impls = {"cublaslt"};  // first: the denominator
     for (const std::string& impl : gemm8_impls())
       if (impl != "cublaslt") impls.push_back(impl);
-    for (const std::string& impl : impls) {
-      const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
-      const tools::CheckedTiming t = tools::check_then_time(c, impl, gemm8_unsupported(impl, c.args()), flops, a.reps);
+    const auto why_not = [&c](const std::string& impl) { return gemm8_unsupported(impl, c.args()); };
+    const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
+    for (const tools::CheckedTiming& t : tools::check_then_time_each(c, impls, why_not, flops, a.reps)) {
       all_passed = all_passed && !t.failed;
-      if (impl == "cublaslt") lt_tflops = t.tflops;
-      const double pct = lt_tflops > 0 && t.tflops > 0 ? 100.0 * t.tflops / lt_tflops : 0;
       csv += fmt::format("{},{},{},{},{},{},{},{},{:.4f},{:.1f},{:.1f},{:.2e},{:.3f},{},\"{}\"\n", a.type_a, a.type_b,
-                         a.out, a.scaling, p.m, p.k, p.n, impl, t.ms, t.tflops, pct, t.check.frobenius, t.check.worst,
-                         t.check.passed ? 1 : 0, t.note);
+                         a.out, a.scaling, p.m, p.k, p.n, t.impl, t.ms, t.tflops, t.pct_of_baseline, t.check.frobenius,
+                         t.check.worst, t.check.passed ? 1 : 0, t.note);
     }
   }
   std::cout << csv;
-  if (!a.csv.empty()) std::ofstream(a.csv) << csv;
+  tools::write_output(a.csv, csv);
   return all_passed ? 0 : 1;
 #else
   (void)type_a, (void)type_b, (void)out;
@@ -103,11 +96,10 @@ std::vector<tools::CliCommand> add_gemm8_commands(CLI::App&, CLI::App& bench) {
   c->add_option("--out", args->out, "C's type: bf16, fp16 or f32")->capture_default_str();
   c->add_option("--scaling", args->scaling, "tensor (one scale per operand) or blockwise (1x128 A, 128x128 B)")
       ->capture_default_str();
-  c->add_option("--sizes", args->sizes, "comma-separated N (N^3) or MxKxN")->capture_default_str();
-  c->add_option("--alpha", args->alpha)->capture_default_str();
-  c->add_option("--beta", args->beta)->capture_default_str();
-  c->add_option("--reps", args->reps, "timed repeats (median)")->capture_default_str()->check(CLI::Range(1, 1000));
-  c->add_option("--csv", args->csv, "write the table as CSV");
+  tools::add_cube_or_mkn_sizes(*c, args->sizes);
+  tools::add_alpha_beta(*c, args->alpha, args->beta).show_defaults();
+  tools::add_median_reps(*c, args->reps);
+  tools::add_csv_option(*c, args->csv);
   return {{c, [args] { return run_gemm8_bench(*args); }}};
 }
 

@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -46,13 +45,6 @@ using tools::whole_list;
 int resolve_threads(int t) {
   if (t < 0) throw Error("--threads " + std::to_string(t) + " is negative");
   return t > 0 ? t : omp_get_max_threads();
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write " + path);
-  f << text;
-  std::fprintf(stderr, "[parray] wrote %s\n", path.c_str());
 }
 
 }  // namespace
@@ -370,11 +362,12 @@ int cmd_dist(const KnnCli& c) {
         "GPU per call: {:.2f} us back-to-back (CUDA events around {} calls, launch included); {:.2f} us single call + "
         "synchronize (host clock, median); {:.2f} us one call between events\n",
         g.back_to_back_us, g.calls, g.single_sync_us, g.single_event_us);
-    if (!c.time_csv.empty())
-      write_text(c.time_csv,
-                 fmt::format("impl,device,metric,n,d,calls,back_to_back_us,single_sync_us,single_event_us\n"
-                             "parray-dist-fused,gpu,{},{},{},{},{:.3f},{:.3f},{:.3f}\n",
-                             metric_name(metric), n, d, g.calls, g.back_to_back_us, g.single_sync_us, g.single_event_us));
+    tools::write_output(c.time_csv,
+                        fmt::format("impl,device,metric,n,d,calls,back_to_back_us,single_sync_us,single_event_us\n"
+                                    "parray-dist-fused,gpu,{},{},{},{},{:.3f},{:.3f},{:.3f}\n",
+                                    metric_name(metric), n, d, g.calls, g.back_to_back_us, g.single_sync_us,
+                                    g.single_event_us),
+                        "parray");
     copy_bytes(dist.data(), Memory::paged, dd->data(), Memory::device, dist.size() * 4);
     copy_bytes(idx.data(), Memory::paged, id->data(), Memory::device, idx.size() * sizeof(index_t));
   }
@@ -392,7 +385,7 @@ int cmd_dist(const KnnCli& c) {
   if (!c.dist_csv.empty()) {
     std::string s = "rank,index,distance\n";
     for (index_t r = 0; r < n; ++r) s += fmt::format("{},{},{:.9g}\n", r, idx[std::size_t(r)], dist[std::size_t(r)]);
-    write_text(c.dist_csv, s);
+    tools::write_output(c.dist_csv, s, "parray");
   }
   return ok ? 0 : 1;
 }
@@ -433,7 +426,7 @@ int cmd_bench_knn(const KnnCli& c) {
   }
   const std::vector<KnnBenchRow> rows = run_knn_bench(o);
   std::cout << knn_bench_table(rows);
-  if (!c.b_csv.empty()) write_text(c.b_csv, knn_bench_csv(rows));
+  tools::write_output(c.b_csv, knn_bench_csv(rows), "parray");
   for (const KnnBenchRow& r : rows)
     if (r.outcome == Outcome::failed) return 1;
   return 0;
@@ -485,74 +478,105 @@ int cmd_bench_gemv(const KnnCli& c) {
   if (c.reps > 0) o.min_reps = o.max_reps = c.reps;
   const std::vector<GemvBenchRow> rows = run_gemv_bench(o);
   std::cout << gemv_bench_table(rows);
-  if (!c.g_csv.empty()) write_text(c.g_csv, gemv_bench_csv(rows));
+  tools::write_output(c.g_csv, gemv_bench_csv(rows), "parray");
   for (const GemvBenchRow& r : rows)
     if (r.outcome == Outcome::failed) return 1;
   return 0;
+}
+
+// Options that knn, dist, bench knn and bench gemv share, worded alike in each.
+
+void add_metric(CLI::App& cmd, std::string& metric) { cmd.add_option("--metric", metric, "l2 or ip"); }
+
+void add_seed(CLI::App& cmd, std::uint64_t& seed) { cmd.add_option("--seed", seed, "seed of --synthetic"); }
+
+// --seed, --offset: how --synthetic data is drawn.
+void add_synthetic_draw(CLI::App& cmd, std::uint64_t& seed, double& offset) {
+  add_seed(cmd, seed);
+  cmd.add_option("--offset", offset, "--synthetic data uniform in [C-1, C+1) instead of [-1, 1)");
+}
+
+// --threads of the benchmarks: a row for each count.
+void add_thread_counts(CLI::App& cmd, std::string& counts) {
+  cmd.add_option("--threads", counts, "comma list of CPU thread counts");
+}
+
+// --storage, --tiles: how the base vectors are stored and tiled for the search's GEMM.
+void add_storage_and_tiles(CLI::App& cmd, std::string& storage, std::string& tiles) {
+  cmd.add_option("--storage", storage, "base storage (CPU and GPU search): f32, f16 or bf16");
+  cmd.add_option("--tiles", tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
+}
+
+void add_knn_command(CLI::App& app, KnnCli& c) {
+  c.knn = app.add_subcommand("knn", "Exact k-nearest-neighbour search (.fvecs/.bvecs or synthetic data)");
+  c.knn->add_option("--base", c.base, "base vectors (.fvecs or .bvecs)");
+  c.knn->add_option("--queries", c.queries, "query vectors (.fvecs or .bvecs)");
+  c.knn->add_option("--synthetic", c.synthetic, "N,d,Q: uniform [-1,1) base and queries");
+  c.knn->add_option("--k", c.k, "neighbours per query (1..N)")->required();
+  add_metric(*c.knn, c.metric);
+  c.knn->add_option("--impl", c.impl, "cpu, gpu, faiss or a name of bench knn --list");
+  c.knn->add_option("--out", c.out, "write the neighbour indices (.ivecs)");
+  c.knn->add_option("--gt", c.gt, "ground truth (.ivecs) for recall@k");
+  c.knn->add_flag("--write-gt", c.write_gt, "compute exact ground truth in FP64 and write it to --out");
+  tools::add_cpu_threads(*c.knn, c.threads);
+  c.knn->add_option("--reps", c.reps, "timed repeats");
+  add_synthetic_draw(*c.knn, c.seed, c.offset);
+  add_storage_and_tiles(*c.knn, c.storage, c.tiles);
+  c.knn->add_option("--save-data", c.save_data, "write the data as PREFIX_base.fvecs / PREFIX_queries.fvecs and exit");
+}
+
+void add_dist_command(CLI::App& app, KnnCli& c) {
+  c.dist = app.add_subcommand("dist", "The GEMV lab report: distances from one query to N vectors, sorted (ties by index)");
+  c.dist->add_option("--base", c.base, "vectors (.fvecs or .bvecs)");
+  c.dist->add_option("--query", c.query, "query file (default: a base vector)");
+  c.dist->add_option("--query-index", c.query_index, "which vector of the query file (or of the base)");
+  c.dist->add_option("--synthetic", c.dist_synthetic, "N,d: random data (the lab report's case is 1024,32)");
+  add_metric(*c.dist, c.metric);
+  c.dist->add_option("--impl", c.impl, "cpu or gpu");
+  tools::add_cpu_threads(*c.dist, c.threads);
+  c.dist->add_option("--top", c.top, "rows to print (default 10)");
+  tools::add_csv_option(*c.dist, c.dist_csv, "write all N sorted (rank, index, distance) rows");
+  c.dist->add_option("--reps", c.reps, "timed repeats (GPU: also the back-to-back calls timed with CUDA events)");
+  c.dist->add_option("--time-csv", c.time_csv, "GPU: write the per-call times (back-to-back, single call) as CSV");
+  add_seed(*c.dist, c.seed);
+}
+
+void add_bench_knn_command(CLI::App& bench, KnnCli& c) {
+  c.bench_knn = bench.add_subcommand("knn", "Time k-NN implementations and FAISS on the same data");
+  c.bench_knn->add_option("--impl", c.b_impl,
+                          "comma list of cpu, gpu, gpu:GEMM (a GPU GEMM by name), faiss, or names (--list)");
+  c.bench_knn->add_option("--synthetic", c.b_synthetic, "N,d,Q (required)");
+  c.bench_knn->add_option("--k", c.b_k, "comma list of k");
+  add_metric(*c.bench_knn, c.b_metric);
+  add_storage_and_tiles(*c.bench_knn, c.b_storage, c.tiles);
+  add_thread_counts(*c.bench_knn, c.b_threads);
+  tools::add_csv_option(*c.bench_knn, c.b_csv);
+  c.bench_knn->add_option("--reps", c.reps, "timed repeats");
+  add_synthetic_draw(*c.bench_knn, c.seed, c.offset);
+  c.bench_knn->add_flag("--list", c.b_list, "list the k-NN implementations");
+}
+
+void add_bench_gemv_command(CLI::App& bench, KnnCli& c) {
+  c.bench_gemv = bench.add_subcommand("gemv", "Verify and time GEMV implementations (GB/s, % of copy bandwidth)");
+  c.bench_gemv->add_option("--impl", c.g_impl, "comma list of names, or all, cpu, gpu");
+  c.bench_gemv->add_option("--shapes", c.g_shapes, "MxN shapes, comma list");
+  c.bench_gemv->add_option("--layout", c.g_layouts, "layouts of A, comma list (row, col, row-pad, fig17, ...)");
+  tools::add_dtype_list(*c.bench_gemv, c.g_dtypes);
+  add_thread_counts(*c.bench_gemv, c.g_threads);
+  tools::add_alpha_beta(*c.bench_gemv, c.g_alpha, c.g_beta);
+  c.bench_gemv->add_option("--reps", c.reps, "timed repeats");
+  tools::add_csv_option(*c.bench_gemv, c.g_csv);
+  c.bench_gemv->add_flag("--list", c.g_list, "list the GEMV implementations");
 }
 
 }  // namespace
 
 std::shared_ptr<KnnCli> add_knn_commands(CLI::App& app, CLI::App& bench) {
   auto c = std::make_shared<KnnCli>();
-  c->knn = app.add_subcommand("knn", "Exact k-nearest-neighbour search (.fvecs/.bvecs or synthetic data)");
-  c->knn->add_option("--base", c->base, "base vectors (.fvecs or .bvecs)");
-  c->knn->add_option("--queries", c->queries, "query vectors (.fvecs or .bvecs)");
-  c->knn->add_option("--synthetic", c->synthetic, "N,d,Q: uniform [-1,1) base and queries");
-  c->knn->add_option("--k", c->k, "neighbours per query (1..N)")->required();
-  c->knn->add_option("--metric", c->metric, "l2 or ip");
-  c->knn->add_option("--impl", c->impl, "cpu, gpu, faiss or a name of bench knn --list");
-  c->knn->add_option("--out", c->out, "write the neighbour indices (.ivecs)");
-  c->knn->add_option("--gt", c->gt, "ground truth (.ivecs) for recall@k");
-  c->knn->add_flag("--write-gt", c->write_gt, "compute exact ground truth in FP64 and write it to --out");
-  c->knn->add_option("--threads", c->threads, "CPU threads (default: all)");
-  c->knn->add_option("--reps", c->reps, "timed repeats");
-  c->knn->add_option("--seed", c->seed, "seed of --synthetic");
-  c->knn->add_option("--offset", c->offset, "--synthetic data uniform in [C-1, C+1) instead of [-1, 1)");
-  c->knn->add_option("--storage", c->storage, "base storage (CPU and GPU search): f32, f16 or bf16");
-  c->knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
-  c->knn->add_option("--save-data", c->save_data, "write the data as PREFIX_base.fvecs / PREFIX_queries.fvecs and exit");
-
-  c->dist = app.add_subcommand("dist", "The GEMV lab report: distances from one query to N vectors, sorted (ties by index)");
-  c->dist->add_option("--base", c->base, "vectors (.fvecs or .bvecs)");
-  c->dist->add_option("--query", c->query, "query file (default: a base vector)");
-  c->dist->add_option("--query-index", c->query_index, "which vector of the query file (or of the base)");
-  c->dist->add_option("--synthetic", c->dist_synthetic, "N,d: random data (the lab report's case is 1024,32)");
-  c->dist->add_option("--metric", c->metric, "l2 or ip");
-  c->dist->add_option("--impl", c->impl, "cpu or gpu");
-  c->dist->add_option("--threads", c->threads, "CPU threads (default: all)");
-  c->dist->add_option("--top", c->top, "rows to print (default 10)");
-  c->dist->add_option("--csv", c->dist_csv, "write all N sorted (rank, index, distance) rows");
-  c->dist->add_option("--reps", c->reps, "timed repeats (GPU: also the back-to-back calls timed with CUDA events)");
-  c->dist->add_option("--time-csv", c->time_csv, "GPU: write the per-call times (back-to-back, single call) as CSV");
-  c->dist->add_option("--seed", c->seed, "seed of --synthetic");
-
-  c->bench_knn = bench.add_subcommand("knn", "Time k-NN implementations and FAISS on the same data");
-  c->bench_knn->add_option("--impl", c->b_impl,
-                           "comma list of cpu, gpu, gpu:GEMM (a GPU GEMM by name), faiss, or names (--list)");
-  c->bench_knn->add_option("--synthetic", c->b_synthetic, "N,d,Q (required)");
-  c->bench_knn->add_option("--k", c->b_k, "comma list of k");
-  c->bench_knn->add_option("--metric", c->b_metric, "l2 or ip");
-  c->bench_knn->add_option("--storage", c->b_storage, "base storage of the CPU and GPU k-NN: f32, f16 or bf16");
-  c->bench_knn->add_option("--tiles", c->tiles, "QT,NT: queries and base vectors per GEMM tile (default: automatic)");
-  c->bench_knn->add_option("--threads", c->b_threads, "comma list of CPU thread counts");
-  c->bench_knn->add_option("--csv", c->b_csv, "write the table as CSV");
-  c->bench_knn->add_option("--reps", c->reps, "timed repeats");
-  c->bench_knn->add_option("--seed", c->seed);
-  c->bench_knn->add_option("--offset", c->offset, "synthetic data uniform in [C-1, C+1) instead of [-1, 1)");
-  c->bench_knn->add_flag("--list", c->b_list, "list the k-NN implementations");
-
-  c->bench_gemv = bench.add_subcommand("gemv", "Verify and time GEMV implementations (GB/s, % of copy bandwidth)");
-  c->bench_gemv->add_option("--impl", c->g_impl, "comma list of names, or all, cpu, gpu");
-  c->bench_gemv->add_option("--shapes", c->g_shapes, "MxN shapes, comma list");
-  c->bench_gemv->add_option("--layout", c->g_layouts, "layouts of A, comma list (row, col, row-pad, fig17, ...)");
-  c->bench_gemv->add_option("--dtype", c->g_dtypes, "f32, f64 or f32,f64");
-  c->bench_gemv->add_option("--threads", c->g_threads, "comma list of CPU thread counts");
-  c->bench_gemv->add_option("--alpha", c->g_alpha);
-  c->bench_gemv->add_option("--beta", c->g_beta);
-  c->bench_gemv->add_option("--reps", c->reps, "timed repeats");
-  c->bench_gemv->add_option("--csv", c->g_csv, "write the table as CSV");
-  c->bench_gemv->add_flag("--list", c->g_list, "list the GEMV implementations");
+  add_knn_command(app, *c);
+  add_dist_command(app, *c);
+  add_bench_knn_command(bench, *c);
+  add_bench_gemv_command(bench, *c);
   return c;
 }
 

@@ -18,7 +18,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -51,13 +50,6 @@ void require_gpu(const std::string& cmd) {
 #else
   throw Error("lab " + cmd + ": needs a GPU, and parray was built without CUDA");
 #endif
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write " + path);
-  f << text;
-  std::fprintf(stderr, "[lab] wrote %s\n", path.c_str());
 }
 
 GemmProblem square(index_t n) {
@@ -112,7 +104,7 @@ int table1(const LabArgs& a) {
         }
     std::cout << line << "\n";
   }
-  if (!a.csv.empty()) write_file(a.csv, csv);
+  tools::write_output(a.csv, csv, "lab");
   return status_of(rows);
 }
 
@@ -140,7 +132,7 @@ int table4(const LabArgs& a) {
         }
     std::cout << line << "\n";
   }
-  if (!a.csv.empty()) write_file(a.csv, csv);
+  tools::write_output(a.csv, csv, "lab");
   return status_of(rows);
 }
 
@@ -241,7 +233,7 @@ int odd(const LabArgs& a) {
                        M, K, N, r.ms, e2e, cpu.ms, gold.ms, cpu.ms / r.ms, gold.ms / r.ms, cpu.ms / e2e, gold.ms / e2e,
                        r.rel_err, diff, ok ? 1 : 0);
   }
-  if (!a.csv.empty()) write_file(a.csv, csv);
+  tools::write_output(a.csv, csv, "lab");
   return rc;
 #else
   (void)a;

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <iostream>
 #include <limits>
 
@@ -353,12 +352,7 @@ int report(const Args& a, const multigpu::Plan& plan, const Operands& x, const s
   if (rows.size() > 1 && rows[0].ms > 0)
     fmt::print("  {} is {:.2f}x {} ({} ms / {} ms)\n", rows[0].impl, rows[1].ms / rows[0].ms,
                on_device ? "the speed of the single GPU" : "the speed of cublasXt", rows[1].ms, rows[0].ms);
-  if (!a.csv.empty()) {
-    std::ofstream f(a.csv);
-    if (!f) throw Error("cannot write " + a.csv);
-    f << csv;
-    std::cerr << "[multigpu] wrote " << a.csv << "\n";
-  }
+  tools::write_output(a.csv, csv, "multigpu");
   return status;
 }
 
@@ -407,9 +401,7 @@ std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
   c->add_option("--gpus", args.gpus, "number of GPUs")->capture_default_str();
   c->add_option("--devices", args.devices, "the GPUs' ids (default 0..G-1)");
   c->add_option("--grid", args.grid, "PxQ GPU array for 2d (default as square as possible; others Gx1)");
-  c->add_option("-m", args.m, "rows of C")->capture_default_str();
-  c->add_option("-n", args.n, "columns of C")->capture_default_str();
-  c->add_option("-k", args.k, "inner dimension")->capture_default_str();
+  tools::add_gemm_extents(*c, args.m, args.n, args.k).show_defaults();
   c->add_option("--variant", args.variant, "2d, ksplit or ooc")->capture_default_str();
   c->add_option("--operands", args.operands,
                 "device (distributed over the GPUs), gpu0 (all on the first GPU; scatter and gather timed) or host (pinned)")
@@ -426,11 +418,10 @@ std::vector<tools::CliCommand> add_multigpu_commands(CLI::App& app, CLI::App&) {
   c->add_option("--panel", args.panel, "2d: K panel width (0: automatic)")->capture_default_str();
   c->add_option("--chunks", args.chunks, "ksplit: row chunks overlapped with the reduce-scatter (0: automatic)")
       ->capture_default_str();
-  c->add_option("--alpha", args.alpha, "alpha")->capture_default_str();
-  c->add_option("--beta", args.beta, "beta")->capture_default_str();
+  tools::add_alpha_beta(*c, args.alpha, args.beta).show_defaults();
   c->add_option("--reps", args.reps, "timed repeats (median)")->capture_default_str();
   c->add_option("--seed", args.seed, "operand seed")->capture_default_str();
-  c->add_option("--csv", args.csv, "write the rows as CSV");
+  tools::add_csv_option(*c, args.csv);
   return {{c, [] { return run(args); }}};
 }
 

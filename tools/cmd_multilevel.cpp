@@ -7,7 +7,6 @@
 //       operands (ml-split-*), and the same split on device operands
 //       (ml-dev-split-*) beside the single kernel (cuda-12-best), with each
 //       device-resident split's time as a % of the single kernel's.
-#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -84,12 +83,7 @@ int table(const MultilevelArgs& a, const std::string& split) {
     }
     std::cout << line << "\n";
   }
-  if (!a.csv.empty()) {
-    std::ofstream f(a.csv);
-    if (!f) throw Error("cannot write " + a.csv);
-    f << csv;
-    std::cerr << "[multilevel] wrote " << a.csv << "\n";
-  }
+  tools::write_output(a.csv, csv, "multilevel");
   return status;
 #else
   (void)a;

@@ -14,7 +14,9 @@
 #include <memory>
 #include <string>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
+#include "parray/array.hpp"
 #include "parray/config.hpp"
 #include "parray/matrix.hpp"
 #include "parray/named_layouts.hpp"
@@ -22,8 +24,6 @@
 #include "parray/precision.hpp"
 
 #if PARRAY_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
 #include "parray/cuda/gemm_launchers.hpp"
 #endif
 
@@ -35,21 +35,12 @@ struct PlanArgs {
   std::string precision = "fp32", gpu = "current", layout_a = "row", layout_b = "row";
 };
 
-bool have_gpu() {
-#if PARRAY_HAVE_CUDA
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-#else
-  return false;
-#endif
-}
-
 GpuModel model_named(const std::string& name) {
   if (name == "h100") return GpuModel::h100();
   if (name == "h200") return GpuModel::h200();
   if (name != "current") throw Error("plan: unknown --gpu '" + name + "' (current, h100 or h200)");
 #if PARRAY_HAVE_CUDA
-  if (have_gpu()) return cuda::current_gpu_model();
+  if (cuda_available()) return cuda::current_gpu_model();
 #endif
   throw Error("plan: no GPU here; name a model with --gpu h100 or --gpu h200");
 }
@@ -102,10 +93,8 @@ int run_plan(const PlanArgs& a) {
 std::vector<tools::CliCommand> add_plan_commands(CLI::App& app, CLI::App&) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* c = app.add_subcommand("plan", "the default GPU GEMM's plan for one call: kernel, tile, K split, predicted time");
-  c->add_option("-m", a->m, "rows of A and C")->required();
-  c->add_option("-n", a->n, "columns of B and C")->required();
-  c->add_option("-k", a->k, "columns of A, rows of B")->required();
-  c->add_option("--precision", a->precision, "the least accuracy asked: fp32, tf32, bf16 or fp16")->capture_default_str();
+  tools::add_gemm_extents(*c, a->m, a->n, a->k).required();
+  tools::add_gpu_precision(*c, a->precision);
   c->add_option("--gpu", a->gpu, "current (this process's GPU), h100 or h200 (the planner's models)")
       ->capture_default_str();
   c->add_option("--layout-a", a->layout_a, "layout of A (row, col, fig17, ...)")->capture_default_str();

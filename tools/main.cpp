@@ -489,10 +489,8 @@ int main(int argc, char** argv) {
   GemmArgs g;
   CLI::App* gemm = app.add_subcommand("gemm", "Verify and time one GEMM C = alpha A B + beta C");
   gemm->add_option("--impl", g.impl, "implementation name, or cpu / gpu for the device's default");
-  gemm->add_option("-m", g.m, "rows of A and C")->required();
-  gemm->add_option("-n", g.n, "columns of B and C")->required();
-  gemm->add_option("-k", g.k, "columns of A, rows of B")->required();
-  gemm->add_option("--dtype", g.dtype, "f32 or f64");
+  tools::add_gemm_extents(*gemm, g.m, g.n, g.k).required();
+  tools::add_dtype(*gemm, g.dtype);
   gemm->add_option("--layout-a", g.layout_a,
                    "layout of A: row, col, row-pad, fig17, fig17x4, fig18, or a Parray type ([64][48], or a view "
                    "such as [#S_1][#S_0] over --storage-a)");
@@ -501,13 +499,12 @@ int main(int argc, char** argv) {
   gemm->add_option("--storage-a", g.storage_a, "A's dense storage type S, e.g. [2][64][24], for a --layout-a over it");
   gemm->add_option("--storage-b", g.storage_b, "B's storage type S");
   gemm->add_option("--storage-c", g.storage_c, "C's storage type S");
-  gemm->add_option("--alpha", g.alpha);
-  gemm->add_option("--beta", g.beta);
+  tools::add_alpha_beta(*gemm, g.alpha, g.beta);
   gemm->add_option("--seed", g.seed, "random seed of the inputs");
   gemm->add_option("--reps", g.reps, "timed repeats (default: adaptive)");
   gemm->add_option("--batch", g.batch,
                    "a strided batch of this many products, row-major, one call of parray::gemm_batched");
-  gemm->add_option("--threads", g.threads, "CPU threads (default: OMP_NUM_THREADS or all cores)");
+  tools::add_cpu_threads(*gemm, g.threads);
   gemm->add_flag("--print", g.print, "print A, B and C (small integer inputs 0..8, checkable by hand)");
   gemm->add_flag("--int-inputs", g.int_inputs, "small integer inputs 0..8");
   gemm->add_option("--precision", g.precision,
@@ -521,7 +518,7 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--impl", b.impls, "comma list of names, or all, baselines, cpu, gpu");
   bench_gemm->add_option("--sizes", b.sizes, "square sizes, comma list");
   bench_gemm->add_option("--shapes", b.shapes, "MxKxN shapes, comma list");
-  bench_gemm->add_option("--dtype", b.dtypes, "f32, f64 or f32,f64");
+  tools::add_dtype_list(*bench_gemm, b.dtypes);
   bench_gemm->add_option("--layout", b.layouts, "layouts of all three operands, comma list");
   bench_gemm->add_option("--layout-a", b.layout_a);
   bench_gemm->add_option("--layout-b", b.layout_b);
@@ -530,8 +527,7 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--storage-b", b.storage_b);
   bench_gemm->add_option("--storage-c", b.storage_c);
   bench_gemm->add_option("--threads", b.threads, "thread counts, comma list (0: OMP_NUM_THREADS or all cores)");
-  bench_gemm->add_option("--alpha", b.alpha);
-  bench_gemm->add_option("--beta", b.beta);
+  tools::add_alpha_beta(*bench_gemm, b.alpha, b.beta);
   bench_gemm->add_option("--reps", b.reps, "timed repeats (default: adaptive)");
   bench_gemm->add_option("--rounds", b.rounds,
                          "time every implementation of a problem this many times in turn; rows report --stat over "
@@ -547,7 +543,9 @@ int main(int argc, char** argv) {
                          "the least accuracy of the products (default: the dtype's own); implementations that "
                          "deliver less are not run, their rows say why");
   bench_gemm->add_option("--stat", b.stat, "the time a row reports: median (default) or min of the timed repeats");
-  bench_gemm->add_option("--csv", b.csv, "write the table as CSV (rewritten after each problem, so a run cut short keeps those it finished)");
+  tools::add_csv_option(*bench_gemm, b.csv,
+                        "write the table as CSV (rewritten after each problem, so a run cut short keeps those it "
+                        "finished)");
   bench_gemm->add_option("--batch", b.batch,
                          "strided batches of this many row-major products per shape (parray::gemm_batched), "
                          "cuBLAS's strided-batched call beside them");
