@@ -77,16 +77,12 @@ struct GpuTuning {
   int wgmma_cluster = 0;
   // gpu.dmma_k, PARRAY_DMMA_K: the K of step 19's FP64 mma (4, 8 or 16).
   int dmma_k = 4;
-  // gpu.fp8_promote, PARRAY_FP8_PROMOTE: k-tiles (128 values of K each) the
-  // tensor cores sum in their own accumulator before step 20 adds it into
-  // the FP32 sum, with per-tensor scales (1, 2 or 4; block scales: always 1).
-  int fp8_promote = 1;
   // gpu.gemv_tree_slices, PARRAY_GEMV_TREE_SLICES: slices per group of GEMV
-  // step 6's two-level sum of its partial sums (0: auto, 16; a count at least
-  // the slices': one level).
+  // step 6's two-level sum of its partial sums (0: auto, one level for short
+  // chains, else 16; a count at least the slices': one level).
   int gemv_tree_slices = 0;
   // gpu.gemv_column_slices, PARRAY_GEMV_COLUMN_SLICES: slices a SM of GEMV
-  // step 6's column-major kernel (0: auto, 2).
+  // step 6's column-major kernel (0: auto, 4).
   int gemv_column_slices = 0;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
   std::string knn_gemm;

@@ -294,15 +294,13 @@ const Key kKeys[] = {
         "(2 for FP32 accuracy where M, N >= 8192), 1 or 2"),
     key<kGpu, &GpuTuning::dmma_k, OneOf<int, 4, 8, 16>>(
         "gpu.dmma_k", "PARRAY_DMMA_K", "cuda-19-dmma's FP64 mma shape: m16n8k4, k8 or k16 (4, 8, 16)"),
-    key<kGpu, &GpuTuning::fp8_promote, OneOf<int, 1, 2, 4>>(
-        "gpu.fp8_promote", "PARRAY_FP8_PROMOTE",
-        "cuda-20's k-tiles summed by the tensor cores before each FP32 promotion, per-tensor scales (1, 2, 4)"),
     key<kGpu, &GpuTuning::gemv_tree_slices, IntegerOrAuto<int, 2, 65535, 0>>(
         "gpu.gemv_tree_slices", "PARRAY_GEMV_TREE_SLICES",
-        "GEMV step 6's slices per group of its two-level sum: auto (16), or 2..65535 (past the slices: one level)"),
+        "GEMV step 6's slices per group of its two-level sum: auto (one level for short chains, else 16), or "
+        "2..65535 (past the slices: one level)"),
     key<kGpu, &GpuTuning::gemv_column_slices, IntegerOrAuto<int, 1, 8, 0>>(
         "gpu.gemv_column_slices", "PARRAY_GEMV_COLUMN_SLICES",
-        "GEMV step 6's column-major slices a SM: auto (2), or 1..8"),
+        "GEMV step 6's column-major slices a SM: auto (4), or 1..8"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),

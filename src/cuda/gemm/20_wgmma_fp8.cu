@@ -20,7 +20,6 @@
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/gemm8.hpp"
-#include "parray/tuning.hpp"
 
 namespace parray {
 
@@ -164,7 +163,6 @@ void launch20(const Gemm8Args& g) {
   p.tiles_m = int(cuda::ceil_div(g.m, Cfg::BM)), p.tiles_n = int(cuda::ceil_div(g.n, Cfg::BN));
   p.scale_b_cols = int(cuda::ceil_div(g.n, kFp8ScaleBlock));
   p.alpha = g.alpha, p.beta = g.beta;
-  p.promote = gpu_tuning().fp8_promote;
   p.scale_a = g.scale_a, p.scale_b = g.scale_b;
   const auto kernel = cuda::ladder::gemm_wgmma_fp8<Cfg>;
   cuda::allow_smem_on_current_device(kernel, Cfg::kSmemBytes);

@@ -60,7 +60,6 @@ struct Fp8Params {
   Out* c_data;
   long long ldc;
   int M, N, k_tiles, tiles_m, tiles_n, scale_b_cols;
-  int promote;  // per-tensor scales: k-tiles the tensor cores sum before each promotion (gpu.fp8_promote)
   float alpha, beta;
   const float *scale_a, *scale_b;
   int c_by_tma;
@@ -92,11 +91,9 @@ __device__ __forceinline__ float2 block_scales(const Fp8Params<Out>& p, int kt, 
   return {row0 < p.M ? sa[row0] * sb : 0.f, row0 + 8 < p.M ? sa[row0 + 8] * sb : 0.f};
 }
 
-// Consumers: acc = the scaled sum over the tile's k-tiles, through part:
-// one k-tile at a time with block scales, `promote` with per-tensor scales
-// (the slots they came from released together once their wgmma are done).
-// Result i of a thread lies in row 16 w + l / 4 + 8 ((i / 2) % 2) of the
-// warpgroup's rows (wgmma's accumulator layout).
+// Consumers: acc = the scaled sum over the tile's k-tiles, one k-tile at a
+// time through part. Result i of a thread lies in row 16 w + l / 4 + 8 ((i / 2) % 2)
+// of the warpgroup's rows (wgmma's accumulator layout).
 template <class Cfg, class Out>
 __device__ __forceinline__ void multiply_fp8_k_tiles(const Fp8Params<Out>& p, const WgmmaRing<Cfg>& ring,
                                                      WgmmaAccumulators<Cfg>& r, float (&part)[Cfg::kAccum],
@@ -105,8 +102,6 @@ __device__ __forceinline__ void multiply_fp8_k_tiles(const Fp8Params<Out>& p, co
 #pragma unroll
   for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
   float2 f = {1.f, 1.f};
-  const int promote = Cfg::kBlockwise ? 1 : p.promote;
-  int summed = 0;  // k-tiles in part since the last promotion
   for (int kt = 0; kt < p.k_tiles; ++kt, ++it) {
     const int s = it % Cfg::Stages;
     if constexpr (Cfg::kBlockwise) f = block_scales(p, kt, row0, tn);  // global loads in flight with the wgmma
@@ -115,13 +110,11 @@ __device__ __forceinline__ void multiply_fp8_k_tiles(const Fp8Params<Out>& p, co
 #pragma unroll
     for (int step = 0; step < Cfg::kSteps; ++step)
       Cfg::mma(part, Cfg::desc_a(ring.slot(s, 0, false), rows_off, step), Cfg::desc_b(ring.slot(s, 0, true), step),
-               step == 0 && summed == 0 ? 0 : 1);
+               step == 0 ? 0 : 1);
     wgmma_commit();
-    if (++summed < promote && kt + 1 < p.k_tiles) continue;
     wgmma_wait<0>();
     fence_registers(part);
-    for (int q = summed - 1; q >= 0; --q) release_slot(ring, (it - q) % Cfg::Stages);
-    summed = 0;
+    release_slot(ring, s);
 #pragma unroll
     for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = fmaf(part[i], (i / 2) % 2 ? f.y : f.x, r.acc[i]);
   }

@@ -40,16 +40,26 @@ SliceWorkspace& slice_workspace() { return per_thread_on_device<SliceWorkspace>(
 // same bytes, so they stay zero between calls.
 constexpr std::size_t kTickets = 4096, kTicketBytes = kTickets * sizeof(unsigned);
 
-// Slices per group of step 6's two-level sum: kTreeSlices unless
-// gpu.gemv_tree_slices says otherwise (as many as the slices: one level).
-int tree_group() {
-  const int g = gpu_tuning().gemv_tree_slices;
-  return g > 0 ? g : kTreeSlices;
+// The longest chain of partial sums a thread of the last block adds alone
+// (slices times its rows) that one level still sums faster than the tree,
+// whose second round of tickets costs a few microseconds (docs/knn.md,
+// "Step 6").
+constexpr index_t kFlatChain = 128;
+
+// Slices per group of step 6's sum of `slices` partial y's of m: one level
+// (a group of all) where the chain is short, else kTreeSlices; or what
+// gpu.gemv_tree_slices says.
+int tree_group(int slices, index_t m) {
+  if (const int g = gpu_tuning().gemv_tree_slices; g > 0) return g;
+  return index_t(slices) * ((m + 255) / 256) <= kFlatChain ? slices : kTreeSlices;
 }
 
 // Slices of one launch: at most 65535 (grid.y), and step 6's groups one
 // ticket each beside the root.
-index_t max_slices() { return std::min<index_t>(65535, index_t(tree_group()) * (index_t(kTickets) - 1)); }
+index_t max_slices() {
+  const int g = gpu_tuning().gemv_tree_slices > 0 ? gpu_tuning().gemv_tree_slices : kTreeSlices;
+  return std::min<index_t>(65535, index_t(g) * (index_t(kTickets) - 1));
+}
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -86,7 +96,7 @@ void rows_launch(int lanes, dim3 grid, cudaStream_t s, index_t m, index_t n, con
 template <class T, class Launch>
 void with_slices(int slices, index_t m, cudaStream_t s, Launch&& launch) {
   if (slices == 1) return launch(SliceSums<T>{});
-  const int group = tree_group(), groups = (slices + group - 1) / group;
+  const int group = tree_group(slices, m), groups = (slices + group - 1) / group;
   const std::size_t partials = std::size_t(slices) + (groups > 1 ? std::size_t(groups) : 0);
   SliceWorkspace& w = slice_workspace();
   auto* base = static_cast<char*>(w.buffer.get(kTicketBytes + partials * std::size_t(m) * sizeof(T), s, w.order, true));
@@ -127,9 +137,10 @@ template <class T, int kVec>
 void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   const index_t m = c.a.rows(), n = c.a.cols();
   const int col_threads = int((m + kVec - 1) / kVec), groups = 256 / col_threads;
-  // Fewer, longer slices than the rows' (each partial is read again by the
-  // sums): gpu.gemv_column_slices a SM, 2 unless told.
-  const int per_sm = gpu_tuning().gemv_column_slices > 0 ? gpu_tuning().gemv_column_slices : 2;
+  // Slices enough for 4 blocks a SM (gpu.gemv_column_slices): a block walks
+  // its columns a few at a time, so more blocks keep more bytes in flight,
+  // and the tree sums the partials the slices leave.
+  const int per_sm = gpu_tuning().gemv_column_slices > 0 ? gpu_tuning().gemv_column_slices : 4;
   const auto [slices, per] = slicing(1, n, index_t(groups) * 16, 1, index_t(sm_count()) * per_sm);
   with_slices<T>(slices, m, s, [&](SliceSums<T> w) {
     cols_grouped<T, kVec><<<dim3(1, unsigned(slices)), 256, 0, s>>>(m, n, c.a.data, ld, c.x, col_threads, per,
