@@ -49,10 +49,12 @@ TEST(GpuGemv, EveryGpuImplementationAgreesWithFp64) {
     if (i.device == Device::gpu) o.impls.push_back(i.name);
   ASSERT_GE(o.impls.size(), 6u);
   // Step 6's classes too: few long rows (sliced), short rows (groups of 4-16
-  // lanes), short columns (a few threads each, sliced), and columns past its
-  // 1024 rows (step 5's kernels).
-  o.shapes = {{1, 1},       {1, 37},      {37, 1},     {67, 129}, {4097, 33}, {33, 20051}, {1000, 1003}, {256, 256},
-              {32, 30011},  {30011, 32},  {3, 70001},  {20011, 7}, {513, 4099}, {1025, 77}, {5, 9}};
+  // lanes), short columns (a few threads each, sliced), columns past its
+  // 1024 rows (sliced blocks of 64 rows where 16-byte loads align, else step
+  // 5's kernels).
+  o.shapes = {{1, 1},      {1, 37},     {37, 1},     {67, 129},  {4097, 33}, {33, 20051}, {1000, 1003}, {256, 256},
+              {32, 30011}, {30011, 32}, {3, 70001},  {20011, 7}, {513, 4099}, {1025, 77}, {5, 9},      {2052, 301},
+              {4100, 1029}};
   o.layouts = {"row", "col", "row-pad"};
   o.dtypes = {Dtype::f32, Dtype::f64};
   parray_test::expect_every_gemv_passes(o, 60);
