@@ -30,7 +30,8 @@ struct KnnOptions {
   int threads = 0;          // CPU threads, 0: OMP_NUM_THREADS or all cores
   index_t query_tile = 0;   // queries per GEMM tile, 0: automatic
   index_t base_tile = 0;    // base vectors per GEMM tile, 0: automatic
-  std::string gemm = "";    // GPU: GEMM implementation for the inner products ("" = the GPU default)
+  std::string gemm = "";    // GPU: GEMM implementation for the inner products ("" = gpu.knn_gemm, else the
+                            // default GPU GEMM asked for TF32; docs/knn.md)
   // GPU: the CUDA stream of the search's work (nullptr: the calling thread's
   // default stream). The search waits for the stream's earlier work and
   // returns with its results on the host side done: it synchronises this

@@ -53,8 +53,10 @@ PARRAY_HD inline double exact_key(const Q* q, const X* x, index_t d, bool l2) {
 // the norms inside the bound being approximate themselves. eta covers
 // underflow: up to 2d + 24 roundings of absolute error at most 2^-126 each
 // (flush-to-zero included).
+// gamma: a term gamma (|q| + |x|) more, for inner products whose inputs
+// were converted to a narrower format (FilterArithmetic): zero otherwise.
 struct FilterBound {
-  double beta = 0, eta = 0;
+  double beta = 0, eta = 0, gamma = 0;
 };
 
 template <class T>
@@ -64,11 +66,38 @@ inline FilterBound filter_bound(index_t d) {
   return {1.25 * units * u / (1.0 - units * u), 2.0 * units * std::ldexp(1.0, -126)};
 }
 
+// The arithmetic of a GEMM that computes the filter's inner products in
+// FP32 data: input_unit, the relative error of converting an input to the
+// format its products take (0: none; TF32 2^-10 and BF16 2^-7 cover
+// truncation as well as rounding), input_min, the smallest normal magnitude
+// of that format (an input below it may become anything within input_min of
+// it, flushed or rounded as a subnormal), and sum_unit, the unit roundoff of
+// its sums (2^-24 for FP32 rounded to nearest; 2^-23 covers tensor cores,
+// which may truncate).
+struct FilterArithmetic {
+  double input_unit = 0, input_min = 0, sum_unit = 0x1p-24;
+};
+
+// filter_bound for such a GEMM. With q~ = q (1 + e) + f for each input
+// (|e| <= input_unit = v, |f| <= input_min = m), summed over the d products:
+//   |q~.x~ - q.x| <= (2v + v^2) |q| |x| + (1 + v) m sqrt(d) (|q| + |x|) + d m^2,
+// doubled in the L2 expansion's 2 q.x, where 2 |q| |x| <= (|q| + |x|)^2 / 2:
+// beta gains 2v + v^2 (enough for IP's |q| |x| too), gamma is
+// 2 (1 + v) m sqrt(d) and eta gains 2 d m^2. The sums' error keeps the 2d + 24
+// units of the FP32 bound at sum_unit. With the defaults it is the FP32 bound.
+inline FilterBound filter_bound(index_t d, const FilterArithmetic& f) {
+  const double units = 2.0 * double(d) + 24.0, v = f.input_unit, m = f.input_min;
+  const double relative = units * f.sum_unit + 2.0 * v + v * v;
+  return {1.25 * relative / (1.0 - relative),
+          2.0 * units * std::ldexp(1.0, -126) + 2.0 * double(d) * m * m,
+          1.25 * 2.0 * (1.0 + v) * m * std::sqrt(double(d))};
+}
+
 // The per-query half of the lower bound below, computed once per query from
 // its squared norm qn and norm qr:
-//   L2:  key >= (1 - beta)(qn + xr^2) - 2 beta qr xr - 2 q.x - eta
-//        (the expansion minus beta (qr + xr)^2 - eta, regrouped)
-//   IP:  key >= -q.x - beta qr xr - eta
+//   L2:  key >= (1 - beta)(qn + xr^2) - (2 beta qr + gamma) xr - gamma qr - 2 q.x - eta
+//        (the expansion minus beta (qr + xr)^2 + gamma (qr + xr) + eta, regrouped)
+//   IP:  key >= -q.x - (beta qr + gamma) xr - gamma qr - eta
 // so that a base vector costs one norm xr and four operations.
 template <class T>
 struct QueryTerms {
@@ -76,9 +105,9 @@ struct QueryTerms {
 };
 
 template <class T>
-PARRAY_HD inline QueryTerms<T> query_terms(bool l2, T qn, T qr, T beta, T eta) {
-  if (l2) return {(T(1) - beta) * qn - eta, T(-2) * beta * qr, T(1) - beta};
-  return {-eta, -beta * qr, T(0)};
+PARRAY_HD inline QueryTerms<T> query_terms(bool l2, T qn, T qr, T beta, T eta, T gamma = T(0)) {
+  if (l2) return {(T(1) - beta) * qn - gamma * qr - eta, T(-2) * beta * qr - gamma, T(1) - beta};
+  return {-eta - gamma * qr, -beta * qr - gamma, T(0)};
 }
 
 // A lower bound of the exact key from the GEMM's q.x and the base vector's

@@ -84,7 +84,8 @@ struct GpuTuning {
   // gpu.gemv_column_slices, PARRAY_GEMV_COLUMN_SLICES: slices a SM of GEMV
   // step 6's column-major kernel (0: auto, 4).
   int gemv_column_slices = 0;
-  // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN ("": cuda-12-best).
+  // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN's filter ("": the
+  // default GPU GEMM asked for TF32 products).
   std::string knn_gemm;
   // gpu.speed_table, PARRAY_GPU_SPEED_TABLE: the CSV of `parray tune` (a bench
   // gemm table) the default GPU GEMM chooses its kernel from ("": built-in).

@@ -303,7 +303,8 @@ const Key kKeys[] = {
         "GEMV step 6's column-major slices a SM: auto (4), or 1..8"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
-        "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: cuda-12-best)"),
+        "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: the default GPU GEMM "
+        "asked for TF32)"),
     key<kGpu, &GpuTuning::speed_table, Text>(
         "gpu.speed_table", "PARRAY_GPU_SPEED_TABLE",
         "bench gemm CSV (parray tune) the default GPU GEMM picks its kernel from (empty: the built-in table)"),

@@ -26,6 +26,7 @@
 #include "parray/cuda/check.hpp"
 #include "parray/gemm.hpp"
 #include "parray/knn.hpp"
+#include "parray/registry.hpp"
 #include "parray/tuning.hpp"
 #include "decide.cuh"
 #include "select_topk.cuh"
@@ -140,10 +141,44 @@ struct FilterPass {
   index_t n, q, d, kc;
   const float* queries;
   const KnnOptions* o;
+  GemmOptions gemm;  // the inner products' GEMM (filter_gemm)
   KeyArgs keys;
   float* cand_key;
   index_t* cand_idx;
 };
+
+// The arithmetic the filter's bound must cover when `impl`, asked for
+// `asked`, computes the inner products.
+FilterArithmetic arithmetic_of(const GemmImpl& impl, Precision asked) {
+  switch (impl.delivers(Dtype::f32, asked)) {
+    case Precision::tf32: return {0x1p-10, 0x1p-126, 0x1p-23};
+    case Precision::bf16: return {0x1p-7, 0x1p-126, 0x1p-23};
+    case Precision::fp16: return {0x1p-10, 0x1p-14, 0x1p-23};
+    default: break;
+  }
+  // FP32 accuracy from tensor cores (split inputs, 3 products each) is
+  // within 2^-19 of each input's product; from the CUDA cores, the bound's own.
+  if (impl.device == Device::gpu && (impl.has_tag("tensor") || !impl.selects_down_to.empty()))
+    return {0x1p-19, 0x1p-126, 0x1p-23};
+  return {};
+}
+
+// The GEMM of the filter: KnnOptions::gemm, else gpu.knn_gemm, asked for
+// what it delivers; else the default GPU GEMM asked for TF32 (its tensor
+// cores where the GPU has them), whose rounding the bound then covers.
+struct FilterGemm {
+  GemmOptions options;
+  FilterBound bound;
+};
+
+FilterGemm filter_gemm(const KnnOptions& o, index_t d) {
+  std::string name = o.gemm.empty() ? gpu_tuning().knn_gemm : o.gemm;
+  const bool named = !name.empty();
+  const GemmImpl& impl = registry().find(named ? name : std::string("gpu"));
+  const Precision asked = named ? impl.delivers(Dtype::f32) : Precision::tf32;
+  return {GemmOptions{.impl = impl.name, .threads = 1, .precision = asked, .stream = o.stream},
+          filter_bound(d, arithmetic_of(impl, asked))};
+}
 
 // tile(j0, nb) returns FP32 rows j0 .. j0 + nb as the filter sees them (the
 // base itself, or a widened / centered copy); base_roots are their norms.
@@ -169,11 +204,8 @@ void filter(const FilterPass& p, const float* base_roots, BaseTile&& tile) {
   float* qn = ws_qn.get<float>(std::size_t(q));
   row_norms<<<unsigned((q + 7) / 8), 256, 0, st>>>(p.queries, q, d, false, qn);
   PARRAY_CUDA_CHECK_LAUNCH();
-  // The GEMM: KnnOptions::gemm, else gpu.knn_gemm, else cuda-12-best (the
-  // CUDA-core kernel the exact search's measurements were taken with).
-  std::string gemm_impl = o.gemm;
-  if (gemm_impl.empty()) gemm_impl = gpu_tuning().knn_gemm;
-  const GemmOptions gemm_options{.impl = gemm_impl.empty() ? "cuda-12-best" : gemm_impl, .threads = 1, .stream = st};
+  GemmOptions gemm_options = p.gemm;
+  gemm_options.stream = st;
   // State: k keys + int32 indices per query of the tile (two copies for merged passes).
   float* sk = ws_state.get<float>(std::size_t(qt * k) * 2);
   int* si = reinterpret_cast<int*>(sk + qt * k);
@@ -361,11 +393,12 @@ std::vector<unsigned char> search_chunk(const Search& s, const index_t* ids, ind
     PARRAY_CUDA_CHECK_LAUNCH();
     qf = buf;
   }
-  const FilterBound fb = filter_bound<float>(d);
+  const FilterGemm g = filter_gemm(*s.o, d);
+  const KeyArgs keys{l2, float(g.bound.beta), float(g.bound.eta), float(g.bound.gamma)};
   float* cand_key = ws_cand_key.get<float>(std::size_t(m * kc));
   index_t* cand_idx = ws_cand_idx.get<index_t>(std::size_t(m * kc));
-  filter(FilterPass{b.n, m, d, kc, qf, s.o, KeyArgs{l2, float(fb.beta), float(fb.eta)}, cand_key, cand_idx},
-         s.base_roots, [&](index_t j0, index_t nb) { return b.tile(j0, nb); });
+  filter(FilterPass{b.n, m, d, kc, qf, s.o, g.options, keys, cand_key, cand_idx}, s.base_roots,
+         [&](index_t j0, index_t nb) { return b.tile(j0, nb); });
   double* key = ws_exact.get<double>(std::size_t(m * kc));
   double* key2 = ws_exact2.get<double>(std::size_t(m * kc));
   int* idx = ws_exact_idx.get<int>(std::size_t(m * kc));

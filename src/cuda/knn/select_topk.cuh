@@ -38,11 +38,11 @@ namespace parray::cuda::knn_kernels {
 // How a tile's inner products become keys (filter_lower's arguments).
 struct KeyArgs {
   bool l2;
-  float beta, eta;
+  float beta, eta, gamma;
 };
 
 __device__ __forceinline__ QueryTerms<float> terms_of(const KeyArgs& a, float qn) {
-  return query_terms<float>(a.l2, qn, sqrtf(qn), a.beta, a.eta);
+  return query_terms<float>(a.l2, qn, sqrtf(qn), a.beta, a.eta, a.gamma);
 }
 
 struct Cand {
