@@ -10,6 +10,7 @@
 #include "gemv_check.hpp"
 #include "parray/array.hpp"
 #include "harness/knn_bench.hpp"
+#include "parray/tuning.hpp"
 
 using namespace parray;
 
@@ -241,22 +242,28 @@ TEST(GpuKnn, SixteenBitBaseMatchesFp32SearchOnRoundedBase) {
                Error);
 }
 
+// Every path: ranks over several blocks and one block's network up to 1024
+// vectors (gpu.dist_rank), the network to 4096, the radix sort beyond.
 TEST(GpuDist, SortedDistancesMatchCpu) {
   SKIP_WITHOUT_GPU();
-  for (index_t n : {1, 100, 128, 129, 1000, 1024, 1025, 2047, 2048, 3000, 4096, 5000, 100003}) {
-    for (Metric m : {Metric::l2, Metric::ip}) {
-      const index_t d = n == 1025 || n == 3000 ? 30 : 32;  // d % 4 != 0: the scalar-load path
-      const std::vector<float> base = small_ints(n, d, 5), query = small_ints(1, d, 6);  // exact: ties by index
-      std::vector<float> cd(n);
-      std::vector<index_t> ci(n);
-      distances_sorted_cpu<float>(base.data(), n, d, query.data(), m, 2, cd.data(), ci.data());
-      Dev<float> b(base), qq(query), dist(std::vector<float>(std::size_t(n), std::nanf("")));
-      Dev<index_t> idx(std::vector<index_t>(std::size_t(n), -1));
-      cuda::distances_sorted_device(b.a.data(), n, d, qq.a.data(), m, dist.a.data(), idx.a.data());
-      EXPECT_EQ(idx.host(n), ci) << "n " << n << " " << metric_name(m);
-      EXPECT_EQ(dist.host(n), cd) << "n " << n << " " << metric_name(m);
+  for (const char* rank : {"auto", "0"})
+    for (index_t n : {1, 31, 100, 128, 129, 999, 1000, 1024, 1025, 2047, 2048, 3000, 4096, 5000, 100003}) {
+      if (rank[0] == '0' && n > 1024) continue;
+      set_tuning("gpu.dist_rank", rank);
+      for (Metric m : {Metric::l2, Metric::ip}) {
+        const index_t d = n == 999 || n == 1025 || n == 3000 ? 30 : 32;  // d % 4 != 0: the scalar-load path
+        const std::vector<float> base = small_ints(n, d, 5), query = small_ints(1, d, 6);  // exact: ties by index
+        std::vector<float> cd(n);
+        std::vector<index_t> ci(n);
+        distances_sorted_cpu<float>(base.data(), n, d, query.data(), m, 2, cd.data(), ci.data());
+        Dev<float> b(base), qq(query), dist(std::vector<float>(std::size_t(n), std::nanf("")));
+        Dev<index_t> idx(std::vector<index_t>(std::size_t(n), -1));
+        cuda::distances_sorted_device(b.a.data(), n, d, qq.a.data(), m, dist.a.data(), idx.a.data());
+        EXPECT_EQ(idx.host(n), ci) << "n " << n << " " << metric_name(m) << " gpu.dist_rank " << rank;
+        EXPECT_EQ(dist.host(n), cd) << "n " << n << " " << metric_name(m) << " gpu.dist_rank " << rank;
+      }
     }
-  }
+  set_tuning("gpu.dist_rank", "auto");
 }
 
 // The timing helper runs the same kernel: its last call's output is still right.

@@ -81,6 +81,10 @@ struct GpuTuning {
   // step 6's two-level sum of its partial sums (0: auto, one level for short
   // chains, else 16; a count at least the slices': one level).
   int gemv_tree_slices = 0;
+  // gpu.dist_rank, PARRAY_DIST_RANK: the sorted distances of one query to at
+  // most 1024 vectors placed by rank over several blocks (auto, 1) or sorted
+  // by one block's bitonic network (0).
+  Choice dist_rank = Choice::automatic;
   // gpu.gemv_column_slices, PARRAY_GEMV_COLUMN_SLICES: slices a SM of GEMV
   // step 6's column-major kernel (0: auto, 4).
   int gemv_column_slices = 0;

@@ -298,6 +298,10 @@ const Key kKeys[] = {
         "gpu.gemv_tree_slices", "PARRAY_GEMV_TREE_SLICES",
         "GEMV step 6's slices per group of its two-level sum: auto (one level for short chains, else 16), or "
         "2..65535 (past the slices: one level)"),
+    key<kGpu, &GpuTuning::dist_rank, Named<ChoiceNames>>(
+        "gpu.dist_rank", "PARRAY_DIST_RANK",
+        "one query's sorted distances to <= 1024 vectors placed by rank over several blocks: auto, 1, or 0 (one "
+        "block's bitonic network)"),
     key<kGpu, &GpuTuning::gemv_column_slices, IntegerOrAuto<int, 1, 8, 0>>(
         "gpu.gemv_column_slices", "PARRAY_GEMV_COLUMN_SLICES",
         "GEMV step 6's column-major slices a SM: auto (4), or 1..8"),

@@ -1,7 +1,17 @@
 // The GEMV lab report on the GPU: distances from one query to N vectors, sorted, ties
 // by index.
 //
-// N <= 4096 (the lab report's case is 1024 x 32): ONE kernel launch of P / E
+// N <= 1024 (the lab report's case is 1024 x 32): ONE launch of N / 32 blocks
+// that sort by rank. Every block computes all N sort keys (below) into shared
+// memory — the base comes from L2 after the first — and places 32 of them: an
+// element's place is the number of keys before it, counted by 8 threads over
+// an eighth of the keys each. The keys are unique (the index is in them), so
+// the places are a permutation, and every block's keys are the same bits.
+// Why: one block's sorting network is one SM's work, N log^2 N / 2 steps in
+// sequence; the ranks spread N^2 compares over N / 32 SMs with no barrier
+// between them.
+//
+// N <= 4096: ONE kernel launch of P / E
 // threads (P = N rounded up to a power of two, at least 128; E elements per
 // thread, element i = E * thread + e). Each element is one 64-bit sort key:
 // the float key's order-preserving bits above the 32-bit index, so "(key,
@@ -30,6 +40,7 @@
 #include "common/stream_workspace.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/knn.hpp"
+#include "parray/tuning.hpp"
 #include "select_topk.cuh"
 
 namespace parray::cuda {
@@ -167,6 +178,39 @@ __global__ void __launch_bounds__(P / E) fused_dist_sort(const float* __restrict
     }
 }
 
+// Sort by rank (N <= kRankMaxN): the keys of all N rows in every block, then
+// each of the block's kRankPerBlock elements placed by kRankThreads threads.
+constexpr int kRankMaxN = 1024, kRankPerBlock = 32, kRankThreads = 8;
+
+__global__ void __launch_bounds__(kRankPerBlock * kRankThreads)
+    ranked_dist(const float* __restrict__ base, index_t n, index_t d, const float* __restrict__ query, bool l2,
+                bool vec, float* __restrict__ dist, index_t* __restrict__ idx) {
+  constexpr int kThreads = kRankPerBlock * kRankThreads, kRows = 4;
+  static_assert(kThreads * kRows >= kRankMaxN, "one pass computes every key");
+  __shared__ SortKey keys[kRankMaxN];
+  const int first = kRows * int(threadIdx.x);
+  if (first < n) {
+    float s[kRows] = {};
+    row_keys<kRows>(base, n, d, query, l2, vec, first, s);
+#pragma unroll
+    for (int e = 0; e < kRows; ++e)
+      if (first + e < n) keys[first + e] = sort_key(s[e], first + e);
+  }
+  __syncthreads();
+  const int elem = int(blockIdx.x) * kRankPerBlock + int(threadIdx.x) / kRankThreads;
+  const int part = int(threadIdx.x) % kRankThreads;
+  const SortKey mine = elem < n ? keys[elem] : kPadKey;
+  unsigned before = 0;
+  for (int j = part; j < n; j += kRankThreads) before += keys[j] < mine ? 1u : 0u;
+#pragma unroll
+  for (int o = 1; o < kRankThreads; o <<= 1) before += __shfl_xor_sync(0xffffffffu, before, o);
+  if (part == 0 && elem < n) {
+    const float key = key_part(mine);
+    dist[before] = l2 ? key : -key;
+    idx[before] = index_t(elem);
+  }
+}
+
 __global__ void dist_keys(const float* __restrict__ base, index_t n, index_t d, const float* __restrict__ query,
                           bool l2, float* __restrict__ keys, index_t* __restrict__ idx) {
   const index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -228,6 +272,13 @@ void distances_sorted_device(const float* base, index_t n, index_t d, const floa
   check_knn_problem(n, 1, d, o);
   if (n >= (index_t(1) << 31)) throw Error("GPU dist: N >= 2^31 vectors");
   const bool l2 = metric == Metric::l2;
+  if (n <= kRankMaxN && gpu_tuning().dist_rank != Choice::off) {
+    const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
+    ranked_dist<<<unsigned((n + kRankPerBlock - 1) / kRankPerBlock), kRankPerBlock * kRankThreads, 0, s>>>(
+        base, n, d, query, l2, vec, distances, indices);
+    PARRAY_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (n <= 4096) {
     if (n <= 128) launch_fused<128>(s, base, n, d, query, l2, distances, indices);
     else if (n <= 256) launch_fused<256>(s, base, n, d, query, l2, distances, indices);
