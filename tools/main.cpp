@@ -473,20 +473,10 @@ std::string in_own_words(const CLI::ParseError& e, const std::string& what) {
   return what;
 }
 
-int main(int argc, char** argv) {
-  // The hidden child of `bench gemm` that times one baseline (src/harness/bench_child.cpp).
-  if (argc > 1 && std::string(argv[1]) == "__bench-child") return bench_child_main(argc, argv);
-  CLI::App app{"parray: GEMM on layout-typed arrays, from the lab report's triple loop to BLAS speed"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", PARRAY_VERSION);
+namespace {
 
-  TuningOptions tuning;
-  tuning.add_to(app);
-  std::string list_format = "table";
-  CLI::App* list = app.add_subcommand("list", "List every implementation and the optional parts that are missing");
-  list->add_option("--format", list_format, "table or csv");
-
-  GemmArgs g;
+// parray gemm: one GEMM verified and timed.
+CLI::App* add_gemm_command(CLI::App& app, GemmArgs& g) {
   CLI::App* gemm = app.add_subcommand("gemm", "Verify and time one GEMM C = alpha A B + beta C");
   gemm->add_option("--impl", g.impl, "implementation name, or cpu / gpu for the device's default");
   tools::add_gemm_extents(*gemm, g.m, g.n, g.k).required();
@@ -510,11 +500,12 @@ int main(int argc, char** argv) {
   gemm->add_option("--precision", g.precision,
                    "the least accuracy of the products: fp64, fp32, tf32, fp16, bf16 (default: the dtype's own); "
                    "an implementation that delivers less is refused");
+  return gemm;
+}
 
-  CLI::App* bench = app.add_subcommand("bench", "Benchmark tables");
-  bench->require_subcommand(1);
-  BenchArgs b;
-  CLI::App* bench_gemm = bench->add_subcommand("gemm", "Verify and time implementations side by side");
+// parray bench gemm: implementations side by side over problems.
+CLI::App* add_bench_gemm_command(CLI::App& bench, BenchArgs& b) {
+  CLI::App* bench_gemm = bench.add_subcommand("gemm", "Verify and time implementations side by side");
   bench_gemm->add_option("--impl", b.impls, "comma list of names, or all, baselines, cpu, gpu");
   bench_gemm->add_option("--sizes", b.sizes, "square sizes, comma list");
   bench_gemm->add_option("--shapes", b.shapes, "MxKxN shapes, comma list");
@@ -550,10 +541,12 @@ int main(int argc, char** argv) {
                          "strided batches of this many row-major products per shape (parray::gemm_batched), "
                          "cuBLAS's strided-batched call beside them");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
+  return bench_gemm;
+}
 
-  // parray tune: the speed table of the default GPU GEMM for this GPU, a
-  // bench gemm table of its candidates over shapes from thin to large.
-  BenchArgs tune_args;
+// parray tune: the speed table of the default GPU GEMM for this GPU, a
+// bench gemm table of its candidates over shapes from thin to large.
+CLI::App* add_tune_command(CLI::App& app, BenchArgs& tune_args) {
   // Steps 14 and 15's rows say why off a Hopper GPU.
   tune_args.impls = "cuda-12-best,cuda-13-3xtf32,cuda-14-3xtf32,cuda-15-3xtf32";
   tune_args.shapes =
@@ -564,6 +557,32 @@ int main(int argc, char** argv) {
   tune->add_option("--out", tune_args.csv, "the CSV to write")->required();
   tune->add_option("--shapes", tune_args.shapes, "MxKxN shapes, comma list");
   tune->add_option("--rounds", tune_args.rounds, "rounds over the candidates (default 1)");
+  return tune;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The hidden child of `bench gemm` that times one baseline (src/harness/bench_child.cpp).
+  if (argc > 1 && std::string(argv[1]) == "__bench-child") return bench_child_main(argc, argv);
+  CLI::App app{"parray: GEMM on layout-typed arrays, from the lab report's triple loop to BLAS speed"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", PARRAY_VERSION);
+
+  TuningOptions tuning;
+  tuning.add_to(app);
+  std::string list_format = "table";
+  CLI::App* list = app.add_subcommand("list", "List every implementation and the optional parts that are missing");
+  list->add_option("--format", list_format, "table or csv");
+
+  GemmArgs g;
+  CLI::App* gemm = add_gemm_command(app, g);
+  CLI::App* bench = app.add_subcommand("bench", "Benchmark tables");
+  bench->require_subcommand(1);
+  BenchArgs b;
+  CLI::App* bench_gemm = add_bench_gemm_command(*bench, b);
+  BenchArgs tune_args;
+  CLI::App* tune = add_tune_command(app, tune_args);
 
   std::vector<tools::CliCommand> extra;
   for (tools::CommandAdder adder : tools::command_adders())
