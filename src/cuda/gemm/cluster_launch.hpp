@@ -1,5 +1,5 @@
-// Launches in thread-block clusters along x, shared by the launchers of the
-// steps whose blocks run in clusters (step 15's and step 20's B multicast).
+// Launches in thread-block clusters along x, for a step whose blocks share
+// operand tiles by TMA multicast (step 15's pairs sharing B).
 #pragma once
 
 #include <cuda_runtime.h>
