@@ -47,20 +47,23 @@ constexpr std::size_t kTickets = 4096, kTicketBytes = kTickets * sizeof(unsigned
 // "Step 6").
 constexpr index_t kFlatChain = 128;
 
+// Slices per group where the tree sums: kTreeSlices, or gpu.gemv_tree_slices.
+int tree_size() {
+  const int g = gpu_tuning().gemv_tree_slices;
+  return g > 0 ? g : kTreeSlices;
+}
+
 // Slices per group of step 6's sum of `slices` partial y's of m: one level
-// (a group of all) where the chain is short, else kTreeSlices; or what
-// gpu.gemv_tree_slices says.
+// (a group of all) where the chain is short, else the tree's; the tree's
+// whatever the chain where gpu.gemv_tree_slices is set.
 int tree_group(int slices, index_t m) {
-  if (const int g = gpu_tuning().gemv_tree_slices; g > 0) return g;
-  return index_t(slices) * ((m + 255) / 256) <= kFlatChain ? slices : kTreeSlices;
+  const bool told = gpu_tuning().gemv_tree_slices > 0;
+  return told || index_t(slices) * ((m + 255) / 256) > kFlatChain ? tree_size() : slices;
 }
 
 // Slices of one launch: at most 65535 (grid.y), and step 6's groups one
 // ticket each beside the root.
-index_t max_slices() {
-  const int g = gpu_tuning().gemv_tree_slices > 0 ? gpu_tuning().gemv_tree_slices : kTreeSlices;
-  return std::min<index_t>(65535, index_t(g) * (index_t(kTickets) - 1));
-}
+index_t max_slices() { return std::min<index_t>(65535, index_t(tree_size()) * (index_t(kTickets) - 1)); }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 

@@ -242,10 +242,9 @@ int elems_per_thread(int p) {
 }
 
 template <int P, int E>
-void launch_fused_e(cudaStream_t s, const float* base, index_t n, index_t d, const float* query, bool l2, float* dist,
-                    index_t* idx) {
+void launch_fused_e(cudaStream_t s, const float* base, index_t n, index_t d, const float* query, bool l2, bool vec,
+                    float* dist, index_t* idx) {
   if constexpr (P / E <= 1024 && P / E >= 32) {
-    const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
     fused_dist_sort<P, E><<<1, P / E, 0, s>>>(base, n, d, query, l2, vec, dist, idx);
   } else {
     throw Error("GPU dist: no kernel for P = " + std::to_string(P) + ", E = " + std::to_string(E));
@@ -253,12 +252,12 @@ void launch_fused_e(cudaStream_t s, const float* base, index_t n, index_t d, con
 }
 
 template <int P>
-void launch_fused(cudaStream_t s, const float* base, index_t n, index_t d, const float* query, bool l2, float* dist,
-                  index_t* idx) {
+void launch_fused(cudaStream_t s, const float* base, index_t n, index_t d, const float* query, bool l2, bool vec,
+                  float* dist, index_t* idx) {
   switch (elems_per_thread(P)) {
-    case 1: launch_fused_e<P, 1>(s, base, n, d, query, l2, dist, idx); break;
-    case 2: launch_fused_e<P, 2>(s, base, n, d, query, l2, dist, idx); break;
-    default: launch_fused_e<P, 4>(s, base, n, d, query, l2, dist, idx); break;
+    case 1: launch_fused_e<P, 1>(s, base, n, d, query, l2, vec, dist, idx); break;
+    case 2: launch_fused_e<P, 2>(s, base, n, d, query, l2, vec, dist, idx); break;
+    default: launch_fused_e<P, 4>(s, base, n, d, query, l2, vec, dist, idx); break;
   }
 }
 
@@ -272,20 +271,21 @@ void distances_sorted_device(const float* base, index_t n, index_t d, const floa
   check_knn_problem(n, 1, d, o);
   if (n >= (index_t(1) << 31)) throw Error("GPU dist: N >= 2^31 vectors");
   const bool l2 = metric == Metric::l2;
+  // 128-bit loads where every row and the query are 16-byte aligned
+  const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
   if (n <= kRankMaxN && gpu_tuning().dist_rank != Choice::off) {
-    const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
     ranked_dist<<<unsigned((n + kRankPerBlock - 1) / kRankPerBlock), kRankPerBlock * kRankThreads, 0, s>>>(
         base, n, d, query, l2, vec, distances, indices);
     PARRAY_CUDA_CHECK_LAUNCH();
     return;
   }
   if (n <= 4096) {
-    if (n <= 128) launch_fused<128>(s, base, n, d, query, l2, distances, indices);
-    else if (n <= 256) launch_fused<256>(s, base, n, d, query, l2, distances, indices);
-    else if (n <= 512) launch_fused<512>(s, base, n, d, query, l2, distances, indices);
-    else if (n <= 1024) launch_fused<1024>(s, base, n, d, query, l2, distances, indices);
-    else if (n <= 2048) launch_fused<2048>(s, base, n, d, query, l2, distances, indices);
-    else launch_fused<4096>(s, base, n, d, query, l2, distances, indices);
+    if (n <= 128) launch_fused<128>(s, base, n, d, query, l2, vec, distances, indices);
+    else if (n <= 256) launch_fused<256>(s, base, n, d, query, l2, vec, distances, indices);
+    else if (n <= 512) launch_fused<512>(s, base, n, d, query, l2, vec, distances, indices);
+    else if (n <= 1024) launch_fused<1024>(s, base, n, d, query, l2, vec, distances, indices);
+    else if (n <= 2048) launch_fused<2048>(s, base, n, d, query, l2, vec, distances, indices);
+    else launch_fused<4096>(s, base, n, d, query, l2, vec, distances, indices);
     PARRAY_CUDA_CHECK_LAUNCH();
     return;
   }

@@ -373,6 +373,7 @@ struct Search {
   const float* queries = nullptr;  // device, original
   index_t q = 0;
   const KnnOptions* o = nullptr;
+  FilterGemm filter;  // the inner products' GEMM and the bound it needs, for every round
   float* distances = nullptr;
   index_t* indices = nullptr;
 };
@@ -393,7 +394,7 @@ std::vector<unsigned char> search_chunk(const Search& s, const index_t* ids, ind
     PARRAY_CUDA_CHECK_LAUNCH();
     qf = buf;
   }
-  const FilterGemm g = filter_gemm(*s.o, d);
+  const FilterGemm& g = s.filter;
   const KeyArgs keys{l2, float(g.bound.beta), float(g.bound.eta), float(g.bound.gamma)};
   float* cand_key = ws_cand_key.get<float>(std::size_t(m * kc));
   index_t* cand_idx = ws_cand_idx.get<index_t>(std::size_t(m * kc));
@@ -472,6 +473,7 @@ void run(DeviceBase b, const float* queries, index_t q, const KnnOptions& o, flo
   s.base = b;
   s.base_roots = base_roots(b);
   s.queries = queries, s.q = q, s.o = &o, s.distances = distances, s.indices = indices;
+  s.filter = filter_gemm(o, b.d);
   run_search(s);
 }
 
