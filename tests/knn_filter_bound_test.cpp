@@ -6,6 +6,7 @@
 // sums rounded to nearest, must fail there, so that the check can fail.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -143,4 +144,42 @@ TEST(FilterBound, NarrowerBoundsFailUnderTensorCoreArithmetic) {
     return b;
   };
   EXPECT_GT(stress_violations(no_gamma, m), 0) << "no gamma";
+}
+
+// The first round's candidates on 128-d uniform data under TF32's bound: the
+// points whose lower bound (key - bound, the bound's centre case) falls below
+// a query's k-th key must fit in first_candidates, else every such query
+// takes a second pass over the base. k + k/8, enough for FP32's bound, is
+// not enough for TF32's at k = 100 (so the check can fail).
+TEST(FilterBound, FirstRoundCandidatesCoverTheBoundsShell) {
+  constexpr std::size_t d = 128, n = 20000, queries = 12;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> x(n * d), xn(n, 0.0), key(n), lower(n), q(d);
+  for (double& e : x) e = u(rng);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < d; ++t) xn[i] += x[i * d + t] * x[i * d + t];
+  const FilterBound b = filter_bound(index_t(d), kTf32.arithmetic);
+  for (index_t k : {10, 100}) {
+    index_t most = 0;
+    for (std::size_t qi = 0; qi < queries; ++qi) {
+      double qn = 0;
+      for (double& e : q) e = u(rng), qn += e * e;
+      for (std::size_t i = 0; i < n; ++i) {
+        double dot = 0;
+        for (std::size_t t = 0; t < d; ++t) dot += q[t] * x[i * d + t];
+        key[i] = qn + xn[i] - 2 * dot;
+        const double reach = std::sqrt(qn) + std::sqrt(xn[i]);
+        lower[i] = key[i] - b.beta * reach * reach;
+      }
+      std::vector<double> sorted = key;
+      std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end());
+      const double kth = sorted[std::size_t(k - 1)];
+      most = std::max(most, index_t(std::count_if(lower.begin(), lower.end(), [&](double l) { return l < kth; })));
+    }
+    EXPECT_LE(most, first_candidates(k, index_t(n), b.beta)) << "k = " << k;
+    if (k == 100) {
+      EXPECT_GT(most, first_candidates(k, index_t(n), filter_bound<float>(index_t(d)).beta)) << "the FP32 margin";
+    }
+  }
 }

@@ -404,7 +404,7 @@ template <class T>
 void search(const Filter<T>& f, const T* queries, index_t q, index_t k, T* distances, index_t* indices) {
   std::vector<index_t> ids(static_cast<std::size_t>(q));
   for (index_t i = 0; i < q; ++i) ids[static_cast<std::size_t>(i)] = i;
-  for (index_t kc = first_candidates(k, f.base.n); !ids.empty(); kc = std::min(f.base.n, 4 * kc))
+  for (index_t kc = first_candidates(k, f.base.n, f.bound.beta); !ids.empty(); kc = std::min(f.base.n, 4 * kc))
     ids = search_round(f, queries, ids, kc, k, distances, indices);
 }
 

@@ -184,8 +184,7 @@ void launch_tuned(const GemvCall<T>& c) {
 }
 
 // Step 6 where it applies, else step 5's column kernels (column-major A of
-// more rows than step 6's short-column kernel takes whose blocks fill the
-// GPU, or that 16-byte loads cannot read).
+// more rows than step 6's short-column kernel takes).
 template <class T>
 void launch_shapes(const GemvCall<T>& c) {
   if (std::string why = unit_stride_only(c.a.layout); !why.empty()) throw Error(why);

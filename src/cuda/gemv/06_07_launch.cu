@@ -1,9 +1,8 @@
 // Launchers of GEMV steps 6 (06_any_shape.cuh: the group of lanes a row or a
 // column gets, and the slices that fill the GPU where the rows or the
-// columns are too few; column-major A of more than 256 * kVec rows whose
-// blocks fill the GPU goes to step 5's one-kernel version, and A not aligned
-// for 16-byte loads to step 5's column kernels) and 7 (07_few_vectors.cuh: a
-// GEMM with at most 8 columns or rows, for the default GEMM).
+// columns are too few; column-major A of more than 256 * kVec rows goes to
+// step 5's column kernels) and 7 (07_few_vectors.cuh: a GEMM with at most 8
+// columns or rows, for the default GEMM).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -153,25 +152,6 @@ void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   });
 }
 
-// Column-major A of more rows than run_short_cols takes: step 5's
-// one-kernel block (16 lanes, 16 column groups) over slices of the columns
-// where its blocks alone are fewer than the SMs, in one launch. False where
-// they fill the GPU: step 5's kernel runs it.
-template <class T, int kVec>
-bool run_tall_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
-  constexpr int kRowLanes = 16, kRows = kRowLanes * kVec, kBlocksPerSmAt64Registers = 4;
-  const index_t m = c.a.rows(), n = c.a.cols(), blocks = (m + kRows - 1) / kRows;
-  if (blocks >= sm_count()) return false;
-  // Each slice keeps 8 columns for each of a block's 16 groups.
-  const auto [slices, per] = slicing(blocks, n, 128, 1, index_t(sm_count()) * kBlocksPerSmAt64Registers);
-  with_slices<T>(slices, m, s, [&](SliceSums<T> w) {
-    cols_whole_sliced<T, kVec, kRowLanes, 8><<<dim3(unsigned(blocks), unsigned(slices)), 256, 0, s>>>(
-        m, n, c.a.data, ld, c.x, per, w.group, w.part, c.y, c.alpha, c.beta, w.ticket);
-    PARRAY_CUDA_CHECK_LAUNCH();
-  });
-  return true;
-}
-
 }  // namespace
 
 template <class T>
@@ -191,7 +171,6 @@ bool gemv_any_shape(const GemvCall<T>& c) {
   const bool vec = ld % kVec == 0 && aligned16(c.a.data);
   if (vec && m <= 256 * kVec) run_short_cols<T, kVec>(c, s, ld);
   else if (!vec && m <= 256) run_short_cols<T, 1>(c, s, ld);
-  else if (vec) return run_tall_cols<T, kVec>(c, s, ld);
   else return false;  // step 5's column kernels
   return true;
 }

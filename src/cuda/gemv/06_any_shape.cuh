@@ -14,10 +14,7 @@
 //    ceil(M / kVec) threads, one 16-byte load each, and a block walks
 //    256 / that many columns at a time; its column groups' sums are added in
 //    shared memory in a fixed order; the columns are cut into slices (grid.y)
-//    so that the blocks fill the GPU;
-//  * cols_whole_sliced (column-major, more rows, too few to fill the GPU in
-//    step 5's one-kernel version): that kernel's block over slices of the
-//    columns.
+//    so that the blocks fill the GPU.
 //
 // Sliced work writes one partial y per slice to a workspace; the last blocks
 // to finish (ticket counters, reset by those blocks) add the slices in a
@@ -144,27 +141,6 @@ __global__ void __launch_bounds__(256) cols_grouped(index_t m, index_t n, const 
   for (index_t i = threadIdx.x; i < m; i += 256) {
     T s = 0;
     for (int q = 0; q < groups; ++q) s += sums[q * m + i];
-    if (slices == 1) y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
-    else part[index_t(blockIdx.y) * m + i] = s;
-  }
-  if (slices > 1) last_block_sums(m, slices, group, part, y, alpha, beta, ticket);
-}
-
-// Column-major A of more than 256 * kVec rows whose blocks of step 5's
-// one-kernel version (tuned_cols_whole) are too few to fill the GPU: the same
-// block over slice blockIdx.y of the columns, the slices' partial sums added
-// by last_block_sums in the same launch (step 5's split version adds them in
-// a second one).
-template <class T, int kVec, int kRowLanes, int kUnroll>
-__global__ void __launch_bounds__(256, 4) cols_whole_sliced(index_t m, index_t n, const T* __restrict__ a, index_t ld,
-                                                         const T* __restrict__ x, index_t cols_per_slice, int group,
-                                                         T* part, T* __restrict__ y, T alpha, T beta,
-                                                         unsigned* ticket) {
-  const int slices = int(gridDim.y);
-  const index_t r0 = index_t(blockIdx.x) * (kRowLanes * kVec), i = r0 + threadIdx.x;
-  const index_t jb = index_t(blockIdx.y) * cols_per_slice, je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
-  const T s = block_column_sums<T, kVec, kRowLanes, kUnroll>(m, a, ld, x, r0, jb, je);
-  if (threadIdx.x < kRowLanes * kVec && i < m) {
     if (slices == 1) y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
     else part[index_t(blockIdx.y) * m + i] = s;
   }
