@@ -61,6 +61,22 @@ TEST(GpuGemv, EveryGpuImplementationAgreesWithFp64) {
   parray_test::expect_every_gemv_passes(o, 60);
 }
 
+// Column-major A past step 6's 1024 rows with too few 64-row blocks to fill
+// the GPU, through the sliced one-kernel block with a ticket per row block
+// (gpu.gemv_tall_cols = 1): several slices, a partial last row block, an
+// unaligned leading dimension (6001: step 5 then), beta.
+TEST(GpuGemv, TallColumnsSlicedWithATicketPerRowBlock) {
+  SKIP_WITHOUT_GPU();
+  set_tuning("gpu.gemv_tall_cols", "1");
+  GemvBenchOptions o;
+  o.impls = {"gemv-gpu-06-shapes"};
+  o.shapes = {{2052, 301}, {4100, 1029}, {1028, 4099}, {6001, 257}};
+  o.layouts = {"col"};
+  o.dtypes = {Dtype::f32, Dtype::f64};
+  parray_test::expect_every_gemv_passes(o, 7);
+  set_tuning("gpu.gemv_tall_cols", "auto");
+}
+
 TEST(GpuKnn, MatchesCpuAndFp64) {
   SKIP_WITHOUT_GPU();
   struct Case {

@@ -305,6 +305,10 @@ const Key kKeys[] = {
     key<kGpu, &GpuTuning::gemv_column_slices, IntegerOrAuto<int, 1, 8, 0>>(
         "gpu.gemv_column_slices", "PARRAY_GEMV_COLUMN_SLICES",
         "GEMV step 6's column-major slices a SM: auto (4), or 1..8"),
+    key<kGpu, &GpuTuning::gemv_tall_cols, Named<ChoiceNames>>(
+        "gpu.gemv_tall_cols", "PARRAY_GEMV_TALL_COLS",
+        "column-major A of more than 1024 rows whose 64-row blocks are fewer than the SMs: step 5's kernels "
+        "(auto, 0) or step 6's sliced one-kernel block, a ticket per row block (1)"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: the default GPU GEMM "

@@ -133,37 +133,45 @@ __global__ void __launch_bounds__(256) tuned_cols_partial(index_t m, index_t n, 
   for (int e = 0; e < kVec && i0 + e < m; ++e) part[index_t(blockIdx.y) * m + i0 + e] = acc[e];
 }
 
-// Column-major in one kernel: a block (256 threads) owns kRowLanes * kVec
-// rows and walks ALL n columns of them: kRowLanes lanes along the rows (one
-// 128-bit load each per column) x 256 / kRowLanes column groups (column j
-// goes to group j mod groups), kUnroll columns in flight per thread; the
-// groups' partial sums are added in shared memory in a fixed order. No
-// workspace and no second launch (the split version's reduce pass and launch
-// gap; docs/perf-notes.md); needs m large enough that the blocks fill
-// the GPU (gemv/01_05_launch.cu chooses). Bounds (256, 4): up to 64 registers —
-// with no minimum, nvcc 13's ptxas held it to 32 and spilled the loads in
-// flight.
+// A block's kRowLanes * kVec rows from r0 over columns [jb, je) of a
+// column-major A: kRowLanes lanes along the rows (one 128-bit load each per
+// column) x G = 256 / kRowLanes column groups (group g takes columns jb + g,
+// jb + g + G, ...), kUnroll columns in flight per thread; the groups' partial
+// sums are added in shared memory in a fixed order. Returns row
+// r0 + threadIdx.x's sum to the threads below kRowLanes * kVec.
 template <class T, int kVec, int kRowLanes, int kUnroll>
-__global__ void __launch_bounds__(256, 4) tuned_cols_whole(index_t m, index_t n, const T* __restrict__ a, index_t ld,
-                                                        const T* __restrict__ x, T* __restrict__ y, T alpha,
-                                                        T beta) {
+__device__ __forceinline__ T block_column_sums(index_t m, const T* __restrict__ a, index_t ld,
+                                               const T* __restrict__ x, index_t r0, index_t jb, index_t je) {
   constexpr int kGroups = 256 / kRowLanes, kRows = kRowLanes * kVec;
   static_assert(256 % kRowLanes == 0 && kRows <= 256, "block shape");
   __shared__ T part[kGroups][kRows];
   const int lane = threadIdx.x % kRowLanes, g = threadIdx.x / kRowLanes;
-  const index_t r0 = index_t(blockIdx.x) * kRows, i0 = r0 + lane * kVec;
   T acc[kVec] = {};
-  column_sums<T, kVec, kUnroll>(m, a, ld, x, i0, g, n, kGroups, acc);
+  column_sums<T, kVec, kUnroll>(m, a, ld, x, r0 + lane * kVec, jb + g, je, kGroups, acc);
 #pragma unroll
   for (int e = 0; e < kVec; ++e) part[g][lane * kVec + e] = acc[e];
   __syncthreads();
-  if (threadIdx.x < kRows && r0 + threadIdx.x < m) {
-    T s = 0;
+  T s = 0;
+  if (threadIdx.x < kRows) {
 #pragma unroll 8
     for (int q = 0; q < kGroups; ++q) s += part[q][threadIdx.x];
-    const index_t i = r0 + threadIdx.x;
-    y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
   }
+  return s;
+}
+
+// Column-major in one kernel: a block (256 threads) owns kRowLanes * kVec
+// rows and walks ALL n columns of them (block_column_sums). No workspace and
+// no second launch (the split version's reduce pass and launch gap;
+// docs/perf-notes.md); needs m large enough that the blocks fill the GPU
+// (gemv/01_05_launch.cu chooses). Bounds (256, 4): up to 64 registers — with
+// no minimum, nvcc 13's ptxas held it to 32 and spilled the loads in flight.
+template <class T, int kVec, int kRowLanes, int kUnroll>
+__global__ void __launch_bounds__(256, 4) tuned_cols_whole(index_t m, index_t n, const T* __restrict__ a, index_t ld,
+                                                        const T* __restrict__ x, T* __restrict__ y, T alpha,
+                                                        T beta) {
+  const index_t r0 = index_t(blockIdx.x) * (kRowLanes * kVec), i = r0 + threadIdx.x;
+  const T s = block_column_sums<T, kVec, kRowLanes, kUnroll>(m, a, ld, x, r0, 0, n);
+  if (threadIdx.x < kRowLanes * kVec && i < m) y[i] = beta == T(0) ? alpha * s : alpha * s + beta * y[i];
 }
 
 template <class T>

@@ -152,6 +152,29 @@ void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   });
 }
 
+// Column-major A of more rows than run_short_cols takes whose 64-row blocks
+// are fewer than the SMs, where gpu.gemv_tall_cols = 1: step 5's one-kernel
+// block over slices of the columns (4 blocks a SM, at least 128 columns a
+// slice), a ticket per block of rows, in one launch. False otherwise: step
+// 5's kernels run it.
+template <class T, int kVec>
+bool run_tall_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
+  constexpr int kRowLanes = 16, kRows = kRowLanes * kVec, kBlocksPerSmAt64Registers = 4;
+  const index_t m = c.a.rows(), n = c.a.cols(), blocks = (m + kRows - 1) / kRows;
+  if (gpu_tuning().gemv_tall_cols != Choice::on || blocks >= sm_count()) return false;
+  const auto [slices, per] = slicing(blocks, n, 128, 1, index_t(sm_count()) * kBlocksPerSmAt64Registers);
+  if (slices == 1) return false;
+  SliceWorkspace& w = slice_workspace();
+  auto* base = static_cast<char*>(
+      w.buffer.get(kTicketBytes + std::size_t(slices) * std::size_t(m) * sizeof(T), s, w.order, true));
+  cols_tall_sliced<T, kVec, kRowLanes, 8><<<dim3(unsigned(blocks), unsigned(slices)), 256, 0, s>>>(
+      m, n, c.a.data, ld, c.x, per, reinterpret_cast<T*>(base + kTicketBytes), c.y, c.alpha, c.beta,
+      reinterpret_cast<unsigned*>(base));
+  PARRAY_CUDA_CHECK_LAUNCH();
+  w.order.leave(s);
+  return true;
+}
+
 }  // namespace
 
 template <class T>
@@ -171,6 +194,7 @@ bool gemv_any_shape(const GemvCall<T>& c) {
   const bool vec = ld % kVec == 0 && aligned16(c.a.data);
   if (vec && m <= 256 * kVec) run_short_cols<T, kVec>(c, s, ld);
   else if (!vec && m <= 256) run_short_cols<T, 1>(c, s, ld);
+  else if (vec) return run_tall_cols<T, kVec>(c, s, ld);
   else return false;  // step 5's column kernels
   return true;
 }

@@ -14,7 +14,10 @@
 //    ceil(M / kVec) threads, one 16-byte load each, and a block walks
 //    256 / that many columns at a time; its column groups' sums are added in
 //    shared memory in a fixed order; the columns are cut into slices (grid.y)
-//    so that the blocks fill the GPU.
+//    so that the blocks fill the GPU;
+//  * cols_tall_sliced (column-major, more rows, too few to fill the GPU in
+//    step 5's one-kernel version; gpu.gemv_tall_cols): that kernel's block
+//    over slices of the columns, a ticket per block of rows.
 //
 // Sliced work writes one partial y per slice to a workspace; the last blocks
 // to finish (ticket counters, reset by those blocks) add the slices in a
@@ -145,6 +148,32 @@ __global__ void __launch_bounds__(256) cols_grouped(index_t m, index_t n, const 
     else part[index_t(blockIdx.y) * m + i] = s;
   }
   if (slices > 1) last_block_sums(m, slices, group, part, y, alpha, beta, ticket);
+}
+
+// Column-major A of more than 256 * kVec rows whose blocks of step 5's
+// one-kernel version (tuned_cols_whole) are too few to fill the GPU: the same
+// block over slice blockIdx.y of the columns (gridDim.y > 1). A ticket per
+// block of rows (blockIdx.x): the last of its slices to finish adds the
+// slices' partial sums of its rows in slice order, so the sums are spread
+// over the row blocks instead of left to one block (last_block_sums, whose
+// one block walked all M rows' partials in sequence).
+template <class T, int kVec, int kRowLanes, int kUnroll>
+__global__ void __launch_bounds__(256, 4) cols_tall_sliced(index_t m, index_t n, const T* __restrict__ a, index_t ld,
+                                                        const T* __restrict__ x, index_t cols_per_slice, T* part,
+                                                        T* __restrict__ y, T alpha, T beta, unsigned* ticket) {
+  const int slices = int(gridDim.y);
+  const index_t r0 = index_t(blockIdx.x) * (kRowLanes * kVec), i = r0 + threadIdx.x;
+  const index_t jb = index_t(blockIdx.y) * cols_per_slice, je = jb + cols_per_slice < n ? jb + cols_per_slice : n;
+  const bool mine = threadIdx.x < kRowLanes * kVec && i < m;
+  const T s = block_column_sums<T, kVec, kRowLanes, kUnroll>(m, a, ld, x, r0, jb, je);
+  if (mine) part[index_t(blockIdx.y) * m + i] = s;
+  if (!last_to_arrive(ticket + blockIdx.x, unsigned(slices))) return;
+  if (mine) {
+    T sum = 0;
+    for (int q = 0; q < slices; ++q) sum += __ldcg(part + index_t(q) * m + i);  // L2: other blocks wrote them
+    y[i] = beta == T(0) ? alpha * sum : alpha * sum + beta * y[i];
+  }
+  if (threadIdx.x == 0) ticket[blockIdx.x] = 0;
 }
 
 }  // namespace parray::cuda::gemv_kernels
