@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""bench/micro/fp32_split_error.py [--csv F]: the error of ways to reach FP32 accuracy on the tensor
+cores, simulated on the CPU, against the FP32 verifier's tolerances (docs/verification.md).
+
+A tensor core multiplies narrow inputs exactly (their products fit FP32) and adds each
+instruction's products (8 of K for TF32, 16 for BF16; modelled as exact) to its FP32 sum by
+truncation; the step-15 kernels add 256 of K that way before the sum joins an FP32 accumulator
+rounded to nearest. Every scheme below is simulated so, inputs split on the host as
+the split pass would:
+
+  fp32        an FP32 GEMM: one fused multiply-add per product, rounded to nearest (the reference)
+  3xtf32      big = tf32(x) (nearest, ties away: cvt.rna), small = tf32(x - big);
+              big*big + big*small + small*big (three TF32 products: what step 15 runs)
+  tf32+2bf16  big = tf32(x), small = bf16(x - big); big*big in TF32, bf16(big)*small and
+              small*bf16(big) in BF16 (one TF32 and two BF16 products: BF16 runs at twice TF32's
+              rate, so the time of two TF32 products instead of three)
+  6xbf16      x = x0 + x1 + x2, each bf16 of what is left; the six products of order <= 2^-16 (the
+              time of three TF32 products)
+
+Data (M = N = 48): uniform [-1, 1); offset 1000 + [-1, 1); wide exponents (sign x [1, 2) x 2^e,
+e uniform in [-40, 40]); tiny (half the values scaled by 2^-40..2^-30: their products with
+the others fall far below the big parts' roundings).
+For each scheme, data set and K: the relative Frobenius error over tol(K) = 4u(sqrt(K) + 4) and the
+largest element error over 2 (K + 4) u (|A||B|)_ij, u = 2^-24: a scheme passes where both are <= 1.
+Prints a CSV (or writes --csv F). Needs NumPy.
+"""
+import argparse
+import sys
+
+import numpy as np
+
+U = 2.0 ** -24
+
+
+def round_mantissa(x, bits):
+    """x (float32 array) rounded to `bits` explicit mantissa bits, nearest, ties away from zero
+    (cvt.rna); zero below FP32's smallest normal, as the tensor cores see such inputs."""
+    x = np.asarray(x, dtype=np.float32)
+    drop = 23 - bits
+    i = x.view(np.uint32).astype(np.uint64)
+    half = np.uint64(1 << (drop - 1))
+    mask = np.uint64(~((1 << drop) - 1) & 0xFFFFFFFF)
+    r = ((i + half) & mask).astype(np.uint32).view(np.float32)
+    r = np.where(np.isfinite(x), r, x)
+    return np.where(np.abs(x) < np.float32(2.0 ** -126), np.float32(0), r).astype(np.float32)
+
+
+def bf16_nearest_even(x):
+    """x rounded to BF16 (nearest, ties to even), as a conversion on the CUDA cores does it."""
+    x = np.asarray(x, dtype=np.float32)
+    i = x.view(np.uint32).astype(np.uint64)
+    lsb = (i >> np.uint64(16)) & np.uint64(1)
+    r = ((i + np.uint64(0x7FFF) + lsb) & np.uint64(0xFFFF0000)).astype(np.uint32).view(np.float32)
+    r = np.where(np.isfinite(x), r, x)
+    return np.where(np.abs(x) < np.float32(2.0 ** -126), np.float32(0), r).astype(np.float32)
+
+
+def tf32(x):
+    return round_mantissa(x, 10)
+
+
+def add_toward_zero(acc, v):
+    """acc + v in FP32, truncated (acc, v float32 arrays)."""
+    exact = acc.astype(np.float64) + v.astype(np.float64)
+    f = exact.astype(np.float32)
+    over = np.abs(f.astype(np.float64)) > np.abs(exact)
+    return np.where(over, np.nextafter(f, np.float32(0)), f).astype(np.float32)
+
+
+def tensor_core_gemm(pairs, k):
+    """sum over the (A part, B part, instruction K) triples of A_part @ B_part as the kernel adds
+    them: each wgmma's products over its K (8 for TF32, 16 for BF16) summed exactly and added to
+    the partial sum truncated to FP32; the partial sums of 256 of K added to an FP32 accumulator
+    rounded to nearest."""
+    m, n = pairs[0][0].shape[0], pairs[0][1].shape[1]
+    acc = np.zeros((m, n), np.float32)
+    for k0 in range(0, k, 256):
+        part = np.zeros((m, n), np.float32)
+        for s0 in range(k0, min(k, k0 + 256), 16):
+            for a, b, step in pairs:
+                for t0 in range(s0, min(k, s0 + 16), step):
+                    t1 = min(k, t0 + step)
+                    dot = a[:, t0:t1].astype(np.float64) @ b[t0:t1, :].astype(np.float64)
+                    part = add_toward_zero(part, dot)
+        acc = (acc + part).astype(np.float32)
+    return acc
+
+
+def fp32_gemm(a, b, k):
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for kk in range(k):
+        acc = (acc.astype(np.float64) + a[:, kk:kk + 1].astype(np.float64) * b[kk:kk + 1, :]).astype(np.float32)
+    return acc
+
+
+def split3(x, first, rest):
+    big = first(x)
+    small = np.where(np.isfinite(big), rest((x - big).astype(np.float32)), np.float32(0)).astype(np.float32)
+    return big, small
+
+
+def scheme(name, a, b, k):
+    if name == "fp32":
+        return fp32_gemm(a, b, k)
+    if name == "3xtf32":
+        ab, as_ = split3(a, tf32, tf32)
+        bb, bs = split3(b, tf32, tf32)
+        return tensor_core_gemm([(ab, bb, 8), (ab, bs, 8), (as_, bb, 8)], k)
+    if name == "tf32+2bf16":
+        ab, as_ = split3(a, tf32, bf16_nearest_even)
+        bb, bs = split3(b, tf32, bf16_nearest_even)
+        return tensor_core_gemm([(ab, bb, 8), (bf16_nearest_even(ab), bs, 16), (as_, bf16_nearest_even(bb), 16)], k)
+    if name == "6xbf16":
+        def three(x):
+            x0 = bf16_nearest_even(x)
+            x1 = bf16_nearest_even((x - x0).astype(np.float32))
+            x2 = bf16_nearest_even((x - x0 - x1).astype(np.float32))
+            return x0, x1, x2
+        a0, a1, a2 = three(a)
+        b0, b1, b2 = three(b)
+        return tensor_core_gemm([(a0, b0, 16), (a0, b1, 16), (a1, b0, 16), (a0, b2, 16), (a1, b1, 16), (a2, b0, 16)], k)
+    raise ValueError(name)
+
+
+def data(kind, rows, cols, rng):
+    if kind == "uniform":
+        return rng.uniform(-1, 1, (rows, cols)).astype(np.float32)
+    if kind == "offset":
+        return (1000 + rng.uniform(-1, 1, (rows, cols))).astype(np.float32)
+    if kind == "wide":
+        e = rng.integers(-40, 41, (rows, cols))
+        return (rng.choice([-1.0, 1.0], (rows, cols)) * rng.uniform(1, 2, (rows, cols)) * 2.0 ** e).astype(np.float32)
+    if kind == "tiny":
+        x = rng.uniform(-1, 1, (rows, cols))
+        tiny = rng.random((rows, cols)) < 0.5
+        x[tiny] *= 2.0 ** rng.integers(-40, -29, tiny.sum())
+        return x.astype(np.float32)
+    raise ValueError(kind)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", help="write the table here instead of standard output")
+    ap.add_argument("--ks", default="1,4,16,64,256,2048", help="values of K, comma list")
+    ap.add_argument("--size", type=int, default=48, help="M = N")
+    args = ap.parse_args()
+    try:
+        ks = [int(v) for v in args.ks.split(",")]
+        if not ks or min(ks) < 1 or args.size < 1:
+            raise ValueError
+    except ValueError:
+        print("fp32_split_error: --ks takes positive integers, --size a positive integer", file=sys.stderr)
+        return 2
+    rng = np.random.default_rng(5)
+    lines = ["scheme,data,k,rel_frobenius,frob_over_tol,worst_element_over_bound"]
+    for kind in ("uniform", "offset", "wide", "tiny"):
+        for k in ks:
+            a, b = data(kind, args.size, k, rng), data(kind, k, args.size, rng)
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            bound = 2 * (k + 4) * U * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+            tol = 4 * U * (np.sqrt(k) + 4)
+            for name in ("fp32", "3xtf32", "tf32+2bf16", "6xbf16"):
+                c = scheme(name, a, b, k).astype(np.float64)
+                rel = np.linalg.norm(c - ref) / np.linalg.norm(ref)
+                worst = np.max(np.abs(c - ref) / np.where(bound > 0, bound, np.inf))
+                lines.append(f"{name},{kind},{k},{rel:.3e},{rel / tol:.3f},{worst:.3f}")
+    text = "\n".join(lines) + "\n"
+    if args.csv:
+        with open(args.csv, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
