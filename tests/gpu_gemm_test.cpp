@@ -143,7 +143,8 @@ INSTANTIATE_TEST_SUITE_P(Grid, GpuGemm, testing::ValuesIn(grid()), gemm_case_nam
 // Step 13's accuracy comes from the small parts: with them dropped
 // (gpu.3xtf32_small=0: one TF32 product, ~2^-11 relative error) the same
 // check fails on every layout, with them it passes.
-// Steps 13, 14 and 15 (cuBLAS's and parray's tensor-core kernels on the split).
+// Steps 13, 14 and 15 (cuBLAS's and parray's tensor-core kernels on the split)
+// and 21 (its small parts in BF16 cross terms).
 class Gpu3xTf32 : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -205,7 +206,8 @@ TEST_P(Gpu3xTf32, LongKStaysWithinTheFp32Tolerance) {
   EXPECT_TRUE(r.ok) << r.reason << " (rel_err " << r.rel_err << ", tolerance " << r.tolerance << ")";
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32, testing::Values("cuda-13-3xtf32", "cuda-14-3xtf32", "cuda-15-3xtf32"),
+INSTANTIATE_TEST_SUITE_P(Kernels, Gpu3xTf32,
+                         testing::Values("cuda-13-3xtf32", "cuda-14-3xtf32", "cuda-15-3xtf32", "cuda-21-tf32-bf16"),
                          [](const testing::TestParamInfo<std::string>& i) {
                            std::string name = i.param;
                            for (char& ch : name)

@@ -287,6 +287,14 @@ void register_cuda_backend(Registry& r) {
       p.rounds_inputs = precision;
       r.add(std::move(p));
     }
+    i.name = "cuda-21-tf32-bf16";
+    i.description =
+        "ladder 21: FP32 accuracy from one TF32 product of the big parts (step 15) and two BF16 products of "
+        "the cross terms (step 16, one GEMM over 2K): big = tf32(x), small = bf16(x - big), read through any "
+        "layout; K < 64: step 15's three TF32 products";
+    i.run_f32 = gemm_tf32_bf16;
+    i.rounds_inputs.reset();
+    r.add(i);
   }
   {
     GemmImpl i = gpu("cuda-17-short-k",

@@ -41,6 +41,8 @@ void gemm_persistent_tf32(const GemmCall<float>& call);    // step 15 (persisten
 void gemm_persistent_bf16(const GemmCall<float>& call);    // step 15, inputs rounded to BF16
 void gemm_persistent_fp16(const GemmCall<float>& call);    // step 15, inputs rounded to FP16
 void gemm_persistent_3xtf32(const GemmCall<float>& call);  // step 15, FP32 accuracy
+// Step 21: FP32 accuracy from one TF32 product (step 15) and two BF16 ones (step 16).
+void gemm_tf32_bf16(const GemmCall<float>& call);
 // Step 17 (K <= 32, strided layouts); false where it cannot take the call.
 bool gemm_short_k(const GemmCall<float>& call);
 void gemm_short_k_only(const GemmCall<float>& call);  // the same, an error where it cannot
