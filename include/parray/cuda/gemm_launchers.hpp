@@ -41,8 +41,11 @@ void gemm_persistent_tf32(const GemmCall<float>& call);    // step 15 (persisten
 void gemm_persistent_bf16(const GemmCall<float>& call);    // step 15, inputs rounded to BF16
 void gemm_persistent_fp16(const GemmCall<float>& call);    // step 15, inputs rounded to FP16
 void gemm_persistent_3xtf32(const GemmCall<float>& call);  // step 15, FP32 accuracy
-// Step 21: FP32 accuracy from one TF32 product (step 15) and two BF16 ones (step 16).
+// Step 21: FP32 accuracy from one TF32 product (step 15) and two BF16 ones
+// (step 16); its TF32 product: step 15 with the sums promoted to FP32 every
+// 256 of K (exact on operands that are TF32 values).
 void gemm_tf32_bf16(const GemmCall<float>& call);
+void gemm_persistent_tf32_fp32_sums(const GemmCall<float>& call);
 // Step 17 (K <= 32, strided layouts); false where it cannot take the call.
 bool gemm_short_k(const GemmCall<float>& call);
 void gemm_short_k_only(const GemmCall<float>& call);  // the same, an error where it cannot

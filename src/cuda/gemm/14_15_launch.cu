@@ -3,7 +3,8 @@
 // A and B (TF32 big parts, and small ones for FP32 accuracy; or BF16 / FP16
 // values), tensor maps describe them to the copy engine, and one kernel
 // computes C through C's layout (step 15: a persistent grid, K split into a
-// workspace summed in a fixed order when the tiles are too few).
+// workspace summed in a fixed order when the tiles are too few). Also step
+// 21's TF32 product of TF32 values with its sums promoted to FP32.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -33,6 +34,10 @@ using Tf32Tiles = ladder::WgmmaTiles<256, 4, 1>;
 using Bf16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Bf16Format>;
 using Fp16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Fp16Format>;
 using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
+// Step 21's one TF32 product of TF32 values at FP32 accuracy: 128 x 128 tiles
+// (a partial and a full accumulator per thread), 5 slots of 32 KB, the
+// partial sums promoted to FP32 every 256 of K.
+using Tf32SumsTiles = ladder::WgmmaTiles<128, 5, 1, ladder::Tf32Format, 1, true>;
 // The same in clusters of two blocks along M, B multicast (gpu.wgmma_cluster).
 template <class Cfg>
 using InPairs = ladder::WgmmaTiles<Cfg::BN, Cfg::Stages, Cfg::Products, typename Cfg::Format, 2>;
@@ -548,6 +553,9 @@ void gemm_persistent_fp16(const GemmCall<float>& call) {
   if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Fp16Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
   gemm_wgmma_on_stream<Fp16Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
+}
+void gemm_persistent_tf32_fp32_sums(const GemmCall<float>& call) {
+  gemm_wgmma_on_stream<Tf32SumsTiles, Persistent>(on_stream(call.stream), call, "cuda-21-tf32-bf16");
 }
 void gemm_persistent_3xtf32(const GemmCall<float>& call) {
   if (in_pairs(call, true))

@@ -63,12 +63,19 @@ using Fp16Format = WgmmaFormat<MmaInput::f16>;
 
 // Cluster_ > 1 (step 15): blocks in clusters of that many along M, each
 // tile of B copied once per cluster and multicast to all of its blocks.
-template <int BN_, int Stages_, int Products_, class Format_ = Tf32Format, int Cluster_ = 1>
+// Promote_: the tensor cores' sums go into a partial accumulator that joins
+// the FP32 one every promote_every k-tiles (FP32 accuracy: the split's three
+// products, or step 21's one TF32 product of TF32 values); else they
+// accumulate over all of K.
+template <int BN_, int Stages_, int Products_, class Format_ = Tf32Format, int Cluster_ = 1,
+          bool Promote_ = (Products_ == 3)>
 struct WgmmaTiles {
   using Format = Format_;
   static constexpr int kRowBytes = 128;  // of a k-tile, per row of A or B: one swizzle span
   static constexpr int BM = 128, BN = BN_, BK = kRowBytes / Format::kBytes, Stages = Stages_, Products = Products_;
   static constexpr int kCluster = Cluster_;
+  static constexpr bool kPromote = Promote_;
+  static_assert(Products_ == 1 || Promote_, "the split's products are promoted");
   // B's box per block: each block of a cluster copies its share of B's tile
   // (a multiple of the 8-row swizzle atom, so the shares tile the slot).
   static constexpr int kBoxB = BN / kCluster;
@@ -231,7 +238,7 @@ __device__ __forceinline__ void drain_ring(const WgmmaRing<Cfg>& ring, int it) {
 // the partial sums of the split products in `part`).
 template <class Cfg>
 struct WgmmaAccumulators {
-  float acc[Cfg::kAccum], part[Cfg::Products == 3 ? Cfg::kAccum : 1];
+  float acc[Cfg::kAccum], part[Cfg::kPromote ? Cfg::kAccum : 1];
 };
 
 // A consumer warp gives slot s back to the producer (s < 0: none).
@@ -258,8 +265,8 @@ __device__ __forceinline__ void commit_k_tile(const WgmmaRing<Cfg>& ring, WgmmaA
                                               int promote_every, int s, int& pending) {
   using namespace hopper;
   wgmma_commit();
-  if constexpr (Cfg::Products == 1) fence_registers(r.acc);
-  if (Cfg::Products == 3 && ((k + 1) % promote_every == 0 || k + 1 == n)) {
+  if constexpr (!Cfg::kPromote) fence_registers(r.acc);
+  if (Cfg::kPromote && ((k + 1) % promote_every == 0 || k + 1 == n)) {
     wgmma_wait<0>();
     fence_registers(r.part);
 #pragma unroll
@@ -291,10 +298,11 @@ template <class Cfg, bool ReadEarly = false>
 __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, WgmmaAccumulators<Cfg>& r, int n,
                                                  int promote_every, std::uint32_t rows_off, int& it) {
   using namespace hopper;
-  // TF32 accumulates in acc, its first wgmma overwriting it (scale_d = 0):
-  // zeroing it first would put ordinary writes of the accumulators inside the
-  // wgmma pipeline, and ptxas then serialises the wgmma (warning C7515).
-  if constexpr (Cfg::Products == 3) {
+  // Unpromoted sums accumulate in acc, its first wgmma overwriting it
+  // (scale_d = 0): zeroing it first would put ordinary writes of the
+  // accumulators inside the wgmma pipeline, and ptxas then serialises the
+  // wgmma (warning C7515). Promoted ones start in part the same way.
+  if constexpr (Cfg::kPromote) {
 #pragma unroll
     for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
   }
@@ -302,8 +310,8 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
   for (int k = 0; k < n; ++k, ++it) {
     const int s = it % Cfg::Stages;
     if constexpr (!ReadEarly) mbar_wait(&ring.full[s], (it / Cfg::Stages) & 1);
-    const bool chunk_start = Cfg::Products == 3 ? k % promote_every == 0 : k == 0;
-    if constexpr (Cfg::Products == 1) fence_registers(r.acc);
+    const bool chunk_start = Cfg::kPromote ? k % promote_every == 0 : k == 0;
+    if constexpr (!Cfg::kPromote) fence_registers(r.acc);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < Cfg::kSteps; ++step) {
@@ -317,6 +325,8 @@ __device__ __forceinline__ void multiply_k_tiles(const WgmmaRing<Cfg>& ring, Wgm
         Cfg::mma(r.part, as, bb, scale);
         Cfg::mma(r.part, ab, bs, 1);
         Cfg::mma(r.part, ab, bb, 1);
+      } else if constexpr (Cfg::kPromote) {
+        Cfg::mma(r.part, ab, bb, scale);
       } else {
         Cfg::mma(r.acc, ab, bb, scale);
       }
@@ -373,7 +383,7 @@ __device__ __forceinline__ void multiply_k_tiles_a_in_registers(const WgmmaRing<
                                                                 WgmmaAccumulators<Cfg>& r, int n, int promote_every,
                                                                 std::uint32_t rows_off, bool keep_small, int& it) {
   using namespace hopper;
-  if constexpr (Cfg::Products == 3) {
+  if constexpr (Cfg::kPromote) {
 #pragma unroll
     for (int i = 0; i < Cfg::kAccum; ++i) r.acc[i] = 0.f;
   }
@@ -385,8 +395,8 @@ __device__ __forceinline__ void multiply_k_tiles_a_in_registers(const WgmmaRing<
   int pending = -1;  // the slot whose wgmma may still be running
   auto k_tile = [&](const RegisterA<Cfg>& a, RegisterA<Cfg>& next, int k) {
     const int s = (it + k) % Cfg::Stages;
-    const bool chunk_start = Cfg::Products == 3 ? k % promote_every == 0 : k == 0;
-    if constexpr (Cfg::Products == 1) fence_registers(r.acc);
+    const bool chunk_start = Cfg::kPromote ? k % promote_every == 0 : k == 0;
+    if constexpr (!Cfg::kPromote) fence_registers(r.acc);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < Cfg::kSteps; ++step) {
@@ -396,6 +406,8 @@ __device__ __forceinline__ void multiply_k_tiles_a_in_registers(const WgmmaRing<
         WgmmaRegA<Cfg::BN>::tf32(r.part, a.small[step], bb, scale);
         WgmmaRegA<Cfg::BN>::tf32(r.part, a.big[step], Cfg::desc_b(ring.slot(s, 1, true), step), 1);
         WgmmaRegA<Cfg::BN>::tf32(r.part, a.big[step], bb, 1);
+      } else if constexpr (Cfg::kPromote) {
+        WgmmaRegA<Cfg::BN>::tf32(r.part, a.big[step], bb, scale);
       } else {
         WgmmaRegA<Cfg::BN>::tf32(r.acc, a.big[step], bb, scale);
       }

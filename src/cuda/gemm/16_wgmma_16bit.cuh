@@ -45,6 +45,7 @@ struct Wgmma16Tiles {
   static constexpr int kRowBytes = 128;
   static constexpr int BM = 128, BN = 256, BK = kRowBytes / 2, Stages = Stages_, Products = 1;
   static constexpr int kCluster = 1;    // one block (step 14's ring without B's multicast)
+  static constexpr bool kPromote = false;  // FP32 sums over all of K, as cuBLAS on 16-bit data
   static constexpr int kThreads = 384;  // producer + 2 consumer warpgroups
   static constexpr int kBox = 64 * kRowBytes;  // an MN-major box (64 x 64 values), or a staging box of C
   static constexpr int kTileA = BM * kRowBytes, kTileB = BN * kRowBytes;

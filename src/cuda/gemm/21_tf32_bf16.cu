@@ -48,7 +48,9 @@ void products(const GemmCall<float>& call, const SplitCopies& x, float* c, index
   big.b = MatrixView<const float>{x.b_big.p, MatrixLayout::col_major(K, N, x.ld_big), Memory::device};
   big.c = MatrixView<float>{c, MatrixLayout::row_major(M, N, ldc), Memory::device};
   big.alpha = alpha, big.beta = beta, big.precision = Precision::tf32;
-  gemm_persistent_tf32(big);  // exact on the big parts: they are TF32 values
+  // Exact products of the big parts (TF32 values), sums promoted to FP32 as
+  // the split's are: one TF32 GEMM over all of K would drift by truncation.
+  gemm_persistent_tf32_fp32_sums(big);
   Gemm16Args cross;
   cross.type = Type16::bf16, cross.c_f32 = true, cross.trans_b = Trans::yes;
   cross.m = M, cross.n = N, cross.k = 2 * K, cross.alpha = alpha, cross.beta = 1.f;

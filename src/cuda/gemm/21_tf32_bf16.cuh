@@ -4,7 +4,8 @@
 // which Hopper's tensor cores multiply at twice TF32's rate, so the products
 // cost two TF32 products' time instead of three. Each element x of A and B
 // is split into big = tf32(x) and small = bf16(x - big); then
-//   A B ~ Ab Bb                     (TF32, step 15 on the big parts)
+//   A B ~ Ab Bb                     (TF32, step 15 on the big parts,
+//                                    its sums promoted to FP32 every 256 of K)
 //       + bf16(Ab) Bs + As bf16(Bb) (BF16: one GEMM over 2K, step 16)
 // with As Bs (~2^-22 of the rest) dropped. The BF16 roundings of big and
 // small leave up to 2^-18 of a product, within the FP32 verifier's
