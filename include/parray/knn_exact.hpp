@@ -126,8 +126,8 @@ PARRAY_HD inline T filter_lower(bool l2, T dot, const QueryTerms<T>& t, T xr) {
 // the base. The points whose lower bound can fall below the k-th key lie in
 // a shell as thick as the bound, so the margin grows with beta: a k/8 share
 // (at least 8) for FP32's bound (beta ~2e-5 at d = 128), and 160 beta more
-// of max(k, 64), which on 128-d uniform data covers TF32's (beta ~2.5e-3:
-// up to 1.39 k needed at k = 100, where k + k/8 failed every query).
+// of max(k, 64), enough for TF32's (beta ~2.5e-3) on 128-d uniform data
+// (docs/perf-notes.md, k-NN; tests/knn_filter_bound_test.cpp).
 inline index_t first_candidates(index_t k, index_t n, double beta) {
   const double share = 0.125 + 160.0 * beta;
   const index_t margin = index_t(double(k > 64 ? k : 64) * share);

@@ -1,8 +1,10 @@
 // Launchers of GEMV steps 6 (06_any_shape.cuh: the group of lanes a row or a
 // column gets, and the slices that fill the GPU where the rows or the
 // columns are too few; column-major A of more than 256 * kVec rows goes to
-// step 5's column kernels) and 7 (07_few_vectors.cuh: a GEMM with at most 8
-// columns or rows, for the default GEMM).
+// step 5's column kernels, or with gpu.gemv_tall_cols = 1 to step 6's sliced
+// block where its 64-row blocks are fewer than the SMs) and 7
+// (07_few_vectors.cuh: a GEMM with at most 8 columns or rows, for the default
+// GEMM).
 #include <algorithm>
 #include <cstdint>
 #include <memory>

@@ -427,7 +427,8 @@ void run_search(const Search& s) {
   const index_t n = s.base.n;
   std::vector<index_t> pending;  // host ids of the queries still open; empty in round one: all
   bool first = true;
-  for (index_t kc = first_candidates(s.o->k, n, s.filter.bound.beta); first || !pending.empty(); kc = std::min(n, 4 * kc)) {
+  for (index_t kc = first_candidates(s.o->k, n, s.filter.bound.beta); first || !pending.empty();
+       kc = std::min(n, 4 * kc)) {
     const index_t total = first ? s.q : index_t(pending.size());
     const index_t chunk = std::max<index_t>(1, (index_t(1) << 23) / kc);
     std::vector<index_t> failed;
