@@ -13,7 +13,9 @@ the split pass would:
               big*big + big*small + small*big (three TF32 products: what step 15 runs)
   tf32+2bf16  big = tf32(x), small = bf16(x - big); big*big in TF32, bf16(big)*small and
               small*bf16(big) in BF16 (one TF32 and two BF16 products: BF16 runs at twice TF32's
-              rate, so the time of two TF32 products instead of three)
+              rate, so the time of two TF32 products instead of three), as step 21 runs them:
+              the TF32 product promoted every 256 of K, the cross terms one BF16 GEMM over 2K
+              summed in the tensor cores throughout, the two added in FP32
   6xbf16      x = x0 + x1 + x2, each bf16 of what is left; the six products of order <= 2^-16 (the
               time of three TF32 products)
 
@@ -67,16 +69,16 @@ def add_toward_zero(acc, v):
     return np.where(over, np.nextafter(f, np.float32(0)), f).astype(np.float32)
 
 
-def tensor_core_gemm(pairs, k):
+def tensor_core_gemm(pairs, k, promote=256):
     """sum over the (A part, B part, instruction K) triples of A_part @ B_part as the kernel adds
     them: each wgmma's products over its K (8 for TF32, 16 for BF16) summed exactly and added to
     the partial sum truncated to FP32; the partial sums of 256 of K added to an FP32 accumulator
     rounded to nearest."""
     m, n = pairs[0][0].shape[0], pairs[0][1].shape[1]
     acc = np.zeros((m, n), np.float32)
-    for k0 in range(0, k, 256):
+    for k0 in range(0, k, promote):
         part = np.zeros((m, n), np.float32)
-        for s0 in range(k0, min(k, k0 + 256), 16):
+        for s0 in range(k0, min(k, k0 + promote), 16):
             for a, b, step in pairs:
                 for t0 in range(s0, min(k, s0 + 16), step):
                     t1 = min(k, t0 + step)
@@ -107,9 +109,15 @@ def scheme(name, a, b, k):
         bb, bs = split3(b, tf32, tf32)
         return tensor_core_gemm([(ab, bb, 8), (ab, bs, 8), (as_, bb, 8)], k)
     if name == "tf32+2bf16":
+        # as step 21 runs it: the TF32 product with its sums promoted every 256 of K, then the cross
+        # terms as one BF16 GEMM over 2K summed in the tensor cores throughout, added to C in FP32
         ab, as_ = split3(a, tf32, bf16_nearest_even)
         bb, bs = split3(b, tf32, bf16_nearest_even)
-        return tensor_core_gemm([(ab, bb, 8), (bf16_nearest_even(ab), bs, 16), (as_, bf16_nearest_even(bb), 16)], k)
+        big = tensor_core_gemm([(ab, bb, 8)], k)
+        cat_a = np.concatenate([bf16_nearest_even(ab), as_], axis=1)
+        cat_b = np.concatenate([bs, bf16_nearest_even(bb)], axis=0)
+        cross = tensor_core_gemm([(cat_a, cat_b, 16)], 2 * k, promote=2 * k)
+        return (big.astype(np.float64) + cross.astype(np.float64)).astype(np.float32)
     if name == "6xbf16":
         def three(x):
             x0 = bf16_nearest_even(x)
