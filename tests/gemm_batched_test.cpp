@@ -79,6 +79,34 @@ TEST(GemmBatched, BroadcastsAndEdges) {
   check_batch(4, 0, 9, 11, false, false, false, 1.f, 0.f, 2);   // empty C
 }
 
+// A broadcast operand with the other and C stacked evenly: one product of
+// the whole stack (B broadcast: A's and C's rows; A broadcast: B's and C's
+// columns), the same results as the products in turn.
+TEST(GemmBatched, BroadcastOverAStackIsOneProduct) {
+  check_batch(7, 20, 30, 40, false, true, false, 1.f, 0.5f, 2);  // row-major A and C stacked by rows
+  check_batch(5, 1, 30, 40, false, true, false, -2.f, 0.f, 1);   // a stack of row vectors
+  // A broadcast, column-major B_i (K x N) and C_i (M x N) stacked by columns.
+  const index_t batch = 6, m = 23, n = 17, k = 31;
+  const std::vector<float> a = random_values(std::size_t(m * k), 4), b = random_values(std::size_t(batch * k * n), 5);
+  std::vector<float> c = random_values(std::size_t(batch * m * n), 6);
+  const std::vector<float> c0 = c;
+  GemmOptions o;
+  o.threads = 2;
+  gemm_batched<float>(batch, 1.5f, MatrixView<const float>{a.data(), MatrixLayout::row_major(m, k, k)},
+                      {b.data(), MatrixLayout::col_major(k, n, k)}, -0.5f,
+                      MatrixView<float>{c.data(), MatrixLayout::col_major(m, n, m)}, {0, k * n, m * n}, o);
+  const double tolerance = 4.0 * std::numeric_limits<float>::epsilon() * double(k + 2);
+  for (index_t q = 0; q < batch; ++q)
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (index_t p = 0; p < k; ++p) sum += double(a[std::size_t(i * k + p)]) * double(b[std::size_t(q * k * n + j * k + p)]);
+        const std::size_t at = std::size_t(q * m * n + j * m + i);
+        const double want = 1.5 * sum - 0.5 * double(c0[at]);
+        ASSERT_NEAR(c[at], want, tolerance * (1.0 + std::abs(want))) << "product " << q << " (" << i << ", " << j << ")";
+      }
+}
+
 TEST(GemmBatched, BadInput) {
   std::vector<float> a(64, 1.f), b(64, 1.f), c(64, 0.f);
   const MatrixView<const float> va{a.data(), MatrixLayout::row_major(4, 4, 4)}, vb{b.data(), MatrixLayout::row_major(4, 4, 4)};

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -77,6 +78,38 @@ bool run_in_one_go(const GemmImpl& impl, index_t batch, T alpha, const MatrixVie
   return first && entry(GemmBatchCall<T>{*first, batch, s.a, s.b, s.c});
 }
 
+// View v with the batch folded into its rows (rows) or columns: matrix i + 1
+// begins one stride of that axis after matrix i's last row (column), so the
+// batch is one matrix of batch times as many; nullopt where it is not.
+template <class V>
+std::optional<V> stacked(V v, bool rows, index_t batch, index_t stride) {
+  Axis& axis = rows ? v.layout.rows : v.layout.cols;
+  const index_t count = axis.size;
+  if (!axis.is_strided() || stride <= 0 || (count > 1 && stride != count * axis.stride[0])) return std::nullopt;
+  axis = Axis::strided(count * batch, count > 1 ? axis.stride[0] : stride);
+  return v;
+}
+
+// A batch with one operand broadcast whose other operand and C are stacked
+// evenly along the axis the product keeps (B broadcast: A's and C's rows; A
+// broadcast: B's and C's columns) is one product batch times as tall (wide):
+// one call, which a kernel for large products runs at its speed, where the
+// batch would be many small ones (a layer's weights applied to a stack of
+// inputs). False where the batch is not such a stack.
+template <class T>
+bool run_folded(const GemmImpl& impl, index_t batch, T alpha, const MatrixView<const T>& a,
+                const MatrixView<const T>& b, T beta, const MatrixView<T>& c, const BatchStrides& s,
+                const GemmOptions& options) {
+  if (batch < 2 || (s.a == 0) == (s.b == 0)) return false;
+  const bool by_rows = s.b == 0;
+  const auto one = stacked(by_rows ? a : b, by_rows, batch, by_rows ? s.a : s.b);
+  const auto out = stacked(c, by_rows, batch, s.c);
+  if (!one || !out) return false;
+  gemm<T>(impl, alpha, by_rows ? *one : a, by_rows ? b : *one, beta, *out, threads_of(options), options.precision,
+          options.stream);
+  return true;
+}
+
 }  // namespace
 
 template <class T>
@@ -94,6 +127,7 @@ void gemm_batched(index_t batch, T alpha, MatrixView<const T> a, MatrixView<cons
                 size_text(b.rows(), b.cols()) + ", C is " + size_text(c.rows(), c.cols()) + " (need A MxK, B KxN, C MxN)");
   if (batch == 0) return;
   const GemmImpl& impl = registry().find(options.impl);
+  if (run_folded(impl, batch, alpha, a, b, beta, c, s, options)) return;
   if (run_in_one_go(impl, batch, alpha, a, b, beta, c, s, options)) return;
   const double macs = double(c.rows()) * double(c.cols()) * double(a.cols());
   run_batch(batch, macs, impl, threads_of(options), [&](index_t i, int product_threads) {
