@@ -122,13 +122,15 @@ TEST(Cli, BenchThreadsZeroIsAllCores) {
 // --batch B: a strided batch (parray::gemm_batched), every product checked against FP64.
 TEST(Cli, GemmBatchVerifies) {
   for (const char* args : {"gemm --impl cpu -m 17 -n 13 -k 29 --batch 37 --reps 1",
-                           "gemm --impl cpu -m 40 -n 30 -k 50 --batch 3 --dtype f64 --alpha -1 --beta 0.5 --reps 1"}) {
+                           "gemm --impl cpu -m 40 -n 30 -k 50 --batch 3 --dtype f64 --alpha -1 --beta 0.5 --reps 1",
+                           "gemm --impl cpu -m 21 -n 30 -k 40 --batch 9 --broadcast-b --beta 0.5 --reps 1"}) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
     EXPECT_NE(r.out.find("check OK"), std::string::npos) << args << "\n" << r.out;
   }
   expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --batch 3 --layout-a col", "--batch takes row-major operands");
   expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --batch -1", "--batch -1 must be >= 1");
+  expect_cli_bad_input("gemm -m 8 -n 8 -k 8 --broadcast-b", "--broadcast-b needs --batch");
 }
 
 TEST(Cli, GemmVerifies) {

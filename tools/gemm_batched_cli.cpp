@@ -1,5 +1,6 @@
 // `parray gemm --batch B` (gemm_batched_cli.hpp): B row-major products packed
-// one after another (batch strides M K, K N, M N), random inputs in [-1, 1),
+// one after another (batch strides M K, K N, M N; with --broadcast-b one B,
+// stride 0), random inputs in [-1, 1),
 // C poisoned with NaN where beta is 0; every product's FP64 reference; the
 // batch run once and checked (relative Frobenius error over the stack, at the
 // tolerance of the precision delivered; NaN never passes), then timed (CUDA
@@ -66,7 +67,7 @@ struct BatchData {
 
   explicit BatchData(const BatchedGemmArgs& x) : args(x) {
     std::mt19937_64 rng(x.seed);
-    a = random_stack<T>(x.batch, x.m, x.k, rng), b = random_stack<T>(x.batch, x.k, x.n, rng);
+    a = random_stack<T>(x.batch, x.m, x.k, rng), b = random_stack<T>(x.broadcast_b ? 1 : x.batch, x.k, x.n, rng);
     c0 = random_stack<T>(x.batch, x.m, x.n, rng);
     if (x.beta == 0) std::fill(c0.host.begin(), c0.host.end(), std::numeric_limits<T>::quiet_NaN());  // not read
     c = Stack<T>{x.batch, x.m, x.n, c0.host, nullptr};
@@ -75,7 +76,7 @@ struct BatchData {
     for (index_t row = 0; row < x.batch * x.m; ++row) {
       const index_t q = row / std::max<index_t>(x.m, 1);
       const T* ar = a.host.data() + row * x.k;
-      const T* bq = b.host.data() + q * x.k * x.n;
+      const T* bq = b.host.data() + (x.broadcast_b ? 0 : q * x.k * x.n);
       for (index_t j = 0; j < x.n; ++j) {
         double s = 0;
         for (index_t p = 0; p < x.k; ++p) s += double(ar[p]) * double(bq[p * x.n + j]);
@@ -120,7 +121,7 @@ BatchResult measure_batch(BatchData<T>& d, const GemmImpl& impl, int threads, in
   };
   t.run = [&] {
     gemm_batched<T>(a.batch, T(a.alpha), MatrixView<const T>(view(d.a)), MatrixView<const T>(view(d.b)), T(a.beta),
-                    view(sc), {d.a.stride(), d.b.stride(), sc.stride()}, o);
+                    view(sc), {d.a.stride(), a.broadcast_b ? 0 : d.b.stride(), sc.stride()}, o);
   };
 #if PARRAY_HAVE_CUDA
   if (on_device) {
@@ -169,10 +170,10 @@ int run_typed(const BatchedGemmArgs& a, const GemmImpl& impl) {
   const BatchResult r = measure_batch(d, impl, a.threads, a.reps);
   const bool on_device = impl.operand_memory == Memory::device;
   const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
-  std::cout << fmt::format("{} ({}) {} batch of {}: C[{}x{}] = A[{}x{}] * B[{}x{}], row-major, alpha {}, beta {}, {} "
-                           "thread(s)\n",
+  std::cout << fmt::format("{} ({}) {} batch of {}: C[{}x{}] = A[{}x{}] * B[{}x{}]{}, row-major, alpha {}, beta {}, "
+                           "{} thread(s)\n",
                            impl.name, on_device ? "gpu" : "cpu", dtype_name(dtype_of<T>()), a.batch, a.m, a.n, a.m, a.k,
-                           a.k, a.n, a.alpha, a.beta, threads);
+                           a.k, a.n, a.broadcast_b ? " (one B)" : "", a.alpha, a.beta, threads);
   if (!r.m.verdict.passed()) {
     std::cout << "check FAILED: " << r.m.verdict.note << "\n";
     return 1;
@@ -220,8 +221,9 @@ bool bench_typed(const BatchedBenchArgs& b, const BatchedGemmArgs& a, std::strin
     const bool ran = row.note.empty();
     all_passed = all_passed && (ran || row.note.rfind("check FAILED", 0) != 0);
     const double ms = ran ? row.r.m.timing.median_ms : 0;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{:.5f},{:.1f},{:.1f},{:.2e},{},\"{}\"\n", dtype_name(dtype_of<T>()),
-                       a.precision ? precision_name(*a.precision) : "default", a.batch, a.m, a.k, a.n, row.impl->name,
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.5f},{:.1f},{:.1f},{:.2e},{},\"{}\"\n", dtype_name(dtype_of<T>()),
+                       a.precision ? precision_name(*a.precision) : "default", a.batch, a.broadcast_b ? 1 : 0, a.m, a.k,
+                       a.n, row.impl->name,
                        precision_name(row.r.delivered), ms, ms > 0 ? flops / (ms * 1e6) : 0.0,
                        ms > 0 && best_baseline_ms > 0 ? 100.0 * best_baseline_ms / ms : 0.0, row.r.rel_err,
                        ran ? 1 : 0, row.note);
@@ -242,7 +244,8 @@ int run_batched_gemm(const BatchedGemmArgs& a) {
 int run_batched_bench(const BatchedBenchArgs& b) {
   if (b.impls.empty()) throw Error("bench gemm --batch: no implementation to run");
   for (const std::string& name : b.impls) registry().find(name);  // an unknown name fails before any work
-  std::string csv = "dtype,precision,batch,m,k,n,impl,delivers,ms,gflops,pct_best_baseline,rel_err,ok,note\n";
+  std::string csv =
+      "dtype,precision,batch,broadcast_b,m,k,n,impl,delivers,ms,gflops,pct_best_baseline,rel_err,ok,note\n";
   bool all_passed = true;
   for (const BatchedGemmArgs& a : b.problems) {
     check_room(a);

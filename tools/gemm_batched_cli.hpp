@@ -18,6 +18,7 @@ struct BatchedGemmArgs {
   std::string impl;
   Dtype dtype = Dtype::f32;
   index_t batch = 0, m = 0, n = 0, k = 0;
+  bool broadcast_b = false;  // one B for every product (batch stride 0)
   double alpha = 1, beta = 0;
   std::uint64_t seed = 42;
   int threads = 0, reps = 0;

@@ -200,6 +200,7 @@ struct GemmArgs {
   std::uint64_t seed = 42;
   int reps = 0, threads = 0;
   long long batch = 0;
+  bool broadcast_b = false;
   bool print = false, int_inputs = false;
   std::string precision;
 };
@@ -214,7 +215,7 @@ int cmd_gemm_batch(const GemmArgs& g) {
   if (g.threads < 0) throw Error("--threads " + std::to_string(g.threads) + " is negative");
   if (g.reps < 0) throw Error("--reps " + std::to_string(g.reps) + " is negative");
   tools::BatchedGemmArgs a;
-  a.impl = g.impl, a.dtype = parse_dtype(g.dtype), a.batch = g.batch;
+  a.impl = g.impl, a.dtype = parse_dtype(g.dtype), a.batch = g.batch, a.broadcast_b = g.broadcast_b;
   a.m = whole(g.m, "-m"), a.n = whole(g.n, "-n"), a.k = whole(g.k, "-k");
   a.alpha = g.alpha, a.beta = g.beta, a.seed = g.seed, a.threads = g.threads, a.reps = g.reps;
   if (!g.precision.empty()) a.precision = parse_precision(g.precision);
@@ -223,6 +224,7 @@ int cmd_gemm_batch(const GemmArgs& g) {
 
 int cmd_gemm(const GemmArgs& g) {
   if (g.batch != 0) return cmd_gemm_batch(g);
+  if (g.broadcast_b) throw Error("--broadcast-b needs --batch");
   GemmProblem p;
   p.dtype = parse_dtype(g.dtype);
   p.m = whole(g.m, "-m");
@@ -290,6 +292,7 @@ struct BenchArgs {
   std::string stat = "median";
   std::string precision;
   long long batch = 0;
+  bool broadcast_b = false;
 };
 
 // --sizes (N: N^3) and --shapes (MxKxN) as (M, K, N) triples.
@@ -333,7 +336,7 @@ int cmd_bench_gemm_batch(const BenchArgs& b) {
   for (const std::string& d : split_list(b.dtypes, ','))
     for (const auto& [m, k, n] : shapes) {
       tools::BatchedGemmArgs p;
-      p.dtype = parse_dtype(d), p.batch = b.batch, p.m = m, p.k = k, p.n = n;
+      p.dtype = parse_dtype(d), p.batch = b.batch, p.broadcast_b = b.broadcast_b, p.m = m, p.k = k, p.n = n;
       p.alpha = b.alpha, p.beta = b.beta, p.seed = b.seed, p.precision = precision;
       a.problems.push_back(p);
     }
@@ -342,6 +345,7 @@ int cmd_bench_gemm_batch(const BenchArgs& b) {
 
 int cmd_bench_gemm(const BenchArgs& b) {
   if (b.batch != 0) return cmd_bench_gemm_batch(b);
+  if (b.broadcast_b) throw Error("--broadcast-b needs --batch");
   BenchOptions o;
   o.impls = expand_impls(b.impls);
   o.threads.clear();
@@ -494,6 +498,7 @@ CLI::App* add_gemm_command(CLI::App& app, GemmArgs& g) {
   gemm->add_option("--reps", g.reps, "timed repeats (default: adaptive)");
   gemm->add_option("--batch", g.batch,
                    "a strided batch of this many products, row-major, one call of parray::gemm_batched");
+  gemm->add_flag("--broadcast-b", g.broadcast_b, "with --batch: one B for every product (batch stride 0)");
   tools::add_cpu_threads(*gemm, g.threads);
   gemm->add_flag("--print", g.print, "print A, B and C (small integer inputs 0..8, checkable by hand)");
   gemm->add_flag("--int-inputs", g.int_inputs, "small integer inputs 0..8");
@@ -540,6 +545,7 @@ CLI::App* add_bench_gemm_command(CLI::App& bench, BenchArgs& b) {
   bench_gemm->add_option("--batch", b.batch,
                          "strided batches of this many row-major products per shape (parray::gemm_batched), "
                          "cuBLAS's strided-batched call beside them");
+  bench_gemm->add_flag("--broadcast-b", b.broadcast_b, "with --batch: one B for every product (batch stride 0)");
   bench_gemm->add_option("--json", b.json, "write the table as JSON");
   return bench_gemm;
 }
