@@ -294,6 +294,7 @@ void register_cuda_backend(Registry& r) {
         "layout; K < 64: step 15's three TF32 products";
     i.run_f32 = gemm_tf32_bf16;
     i.rounds_inputs.reset();
+    i.tags.push_back("bf16-cross");  // its products' error, for the k-NN filter's bound (knn/knn.cu)
     r.add(i);
   }
   {
