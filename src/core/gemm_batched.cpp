@@ -86,6 +86,7 @@ std::optional<V> stacked(V v, bool rows, index_t batch, index_t stride) {
   Axis& axis = rows ? v.layout.rows : v.layout.cols;
   const index_t count = axis.size;
   if (!axis.is_strided() || stride <= 0 || (count > 1 && stride != count * axis.stride[0])) return std::nullopt;
+  if (count * batch >= (index_t(1) << 31)) return std::nullopt;  // kernels take extents below 2^31
   axis = Axis::strided(count * batch, count > 1 ? axis.stride[0] : stride);
   return v;
 }
