@@ -103,12 +103,7 @@ void gemm_3xtf32_on_stream(cudaStream_t s, const GemmCall<float>& call) {
     // Any other C: the product into a row-major workspace, then C = alpha W + beta C through C's layout.
     PoolBuffer w(std::size_t(M) * std::size_t(N), s);
     tn_gemms(n, m, b3.p, a3.p, 1.f, 0.f, w.p, N);
-    const dim3 grid(std::min(ceil_div(N, 256), 1024u), unsigned(std::min<index_t>(M, 65535)));
-    if (cl.is_strided())
-      ladder::scatter_c<<<grid, 256, 0, s>>>(m, n, w.p, call.alpha, call.beta, strided_operand(call.c));
-    else
-      ladder::scatter_c<<<grid, 256, 0, s>>>(m, n, w.p, call.alpha, call.beta, layout_operand(call.c));
-    PARRAY_CUDA_CHECK_LAUNCH();
+    scatter_workspace(s, call, w.p);
   }
 }
 

@@ -4,7 +4,7 @@
 // the BF16 cross terms as one GEMM over 2K with beta = 1. A row-major C is
 // written in place; any other C through a row-major workspace and one pass.
 // K below kMinK: step 15's three TF32 products.
-#include <algorithm>
+#include <string>
 
 #include "gemm/21_tf32_bf16.cuh"
 #include "gemm/split_pass.cuh"
@@ -82,12 +82,7 @@ void gemm_tf32_bf16(const GemmCall<float>& call) {
   // Any other C: the product into a row-major workspace, then C = alpha W + beta C through C's layout.
   PoolBuffer w(std::size_t(M * N), s);
   products(call, x, w.p, N, 1.f, 0.f);
-  const dim3 grid(std::min(ceil_div(N, 256), 1024u), unsigned(std::min<index_t>(M, 65535)));
-  if (cl.is_strided())
-    ladder::scatter_c<<<grid, 256, 0, s>>>(int(M), int(N), w.p, call.alpha, call.beta, strided_operand(call.c));
-  else
-    ladder::scatter_c<<<grid, 256, 0, s>>>(int(M), int(N), w.p, call.alpha, call.beta, layout_operand(call.c));
-  PARRAY_CUDA_CHECK_LAUNCH();
+  scatter_workspace(s, call, w.p);
 }
 
 }  // namespace parray::cuda

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include "gemm/13_split_tf32.cuh"
@@ -75,6 +76,18 @@ void split_operand(cudaStream_t s, const MatrixView<const float>& v, bool is_b, 
     split_through(s, strided_operand(v), v, is_b, out, impl);
   else
     split_through(s, layout_operand(v), v, is_b, out, impl);
+}
+
+// C = alpha W + beta C through C's layout, W its M x N row-major workspace
+// (steps 13 and 21 compute a C that is not row- or column-major there first).
+inline void scatter_workspace(cudaStream_t s, const GemmCall<float>& call, const float* w) {
+  const int m = int(call.c.rows()), n = int(call.c.cols());
+  const dim3 grid(std::min(ceil_div(n, 256), 1024u), unsigned(std::min(m, 65535)));
+  if (call.c.layout.is_strided())
+    ladder::scatter_c<<<grid, 256, 0, s>>>(m, n, w, call.alpha, call.beta, strided_operand(call.c));
+  else
+    ladder::scatter_c<<<grid, 256, 0, s>>>(m, n, w, call.alpha, call.beta, layout_operand(call.c));
+  PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 // A (M x K) and B (K x N) split into out_a and out_b by one launch

@@ -166,14 +166,11 @@ bool run_tall_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   if (gpu_tuning().gemv_tall_cols != Choice::on || blocks >= sm_count()) return false;
   const auto [slices, per] = slicing(blocks, n, 128, 1, index_t(sm_count()) * kBlocksPerSmAt64Registers);
   if (slices == 1) return false;
-  SliceWorkspace& w = slice_workspace();
-  auto* base = static_cast<char*>(
-      w.buffer.get(kTicketBytes + std::size_t(slices) * std::size_t(m) * sizeof(T), s, w.order, true));
-  cols_tall_sliced<T, kVec, kRowLanes, 8><<<dim3(unsigned(blocks), unsigned(slices)), 256, 0, s>>>(
-      m, n, c.a.data, ld, c.x, per, reinterpret_cast<T*>(base + kTicketBytes), c.y, c.alpha, c.beta,
-      reinterpret_cast<unsigned*>(base));
-  PARRAY_CUDA_CHECK_LAUNCH();
-  w.order.leave(s);
+  with_slices<T>(slices, m, s, [&](SliceSums<T> w) {  // its tickets: one per block of rows, not w.group's
+    cols_tall_sliced<T, kVec, kRowLanes, 8><<<dim3(unsigned(blocks), unsigned(slices)), 256, 0, s>>>(
+        m, n, c.a.data, ld, c.x, per, w.part, c.y, c.alpha, c.beta, w.ticket);
+    PARRAY_CUDA_CHECK_LAUNCH();
+  });
   return true;
 }
 
