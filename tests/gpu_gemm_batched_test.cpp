@@ -1,8 +1,9 @@
 // Strided batches of GEMMs on the GPU (include/parray/gemm_batched.hpp): the
-// batch entries of the default (gpu-auto), of ladder step 18 and of cuBLAS,
-// every product checked against an FP64 reference on random data with C
-// poisoned (NaN) before the run; layouts (row- and column-major A, a padded
-// C), broadcasts, alpha and beta, edges of step 18's tiles, batch 1.
+// batch entries of the default (gpu-auto), of ladder steps 18 and 15 (one
+// persistent launch over the products' tiles, each tensor-core format) and
+// of cuBLAS, every product checked against an FP64 reference on random data
+// with C poisoned (NaN) before the run; layouts (row- and column-major A, a
+// padded C), broadcasts, alpha and beta, edges of step 18's tiles, batch 1.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -52,7 +53,10 @@ using testing::random_values;
 // The error bound of docs/verification.md for the precision `impl` delivers:
 // the inputs' rounding (TF32: 2^-11 each) and FP32 sums of K terms.
 double bound_per_unit(const GemmImpl& impl, index_t k) {
-  const double inputs = impl.delivers(Dtype::f32) == Precision::tf32 ? 2.0 * 0x1p-11 : 0.0;
+  const Precision p = impl.delivers(Dtype::f32);
+  const double inputs = p == Precision::tf32 || p == Precision::fp16 ? 2.0 * 0x1p-11
+                        : p == Precision::bf16                      ? 2.0 * 0x1p-8
+                                                                    : 0.0;
   return inputs + 2.0 * double(k + 4) * 0x1p-24;
 }
 
@@ -115,8 +119,9 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, GpuGemmBatched,
-                         ::testing::Combine(::testing::Values("gpu-auto", "cuda-18-batched-small", "cublas",
-                                                              "cublas-tf32"),
+                         ::testing::Combine(::testing::Values("gpu-auto", "cuda-18-batched-small", "cuda-15-tf32",
+                                                              "cuda-15-bf16", "cuda-15-fp16", "cuda-15-3xtf32",
+                                                              "cublas", "cublas-tf32"),
                                             ::testing::Range(0, 7), ::testing::Bool()),
                          param_name);
 

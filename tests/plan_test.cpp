@@ -150,11 +150,30 @@ TEST_P(PlanOnGpu, BatchesOfSmallMatricesTakeStep18) {
   EXPECT_LT(plan_batched_small(gpu(), batch(1024, 64, 64, 64, 4)).predicted_us, in_turn);
 }
 
+// FP32 data: step 15's batch on the tensor cores once a matrix fills its
+// tiles, at any precision asked (3xTF32 for FP32); step 18 for the smallest.
+TEST_P(PlanOnGpu, LargeFp32BatchesTakeStep15) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16})
+    for (index_t s : {256, 512, 2048})
+      EXPECT_LT(predict_batched_tensor_us(gpu(), batch(64, s, s, s, 4), p),
+                plan_batched_small(gpu(), batch(64, s, s, s, 4)).predicted_us)
+          << s << " " << precision_name(p);
+  EXPECT_LT(plan_batched_small(gpu(), batch(4096, 8, 8, 8, 4)).predicted_us,
+            predict_batched_tensor_us(gpu(), batch(4096, 8, 8, 8, 4), Precision::fp32));
+  // The 16-bit formats pass A too; 3xTF32 runs three products.
+  const BatchProblem big = batch(64, 1024, 1024, 1024, 4);
+  EXPECT_LT(predict_batched_tensor_us(gpu(), big, Precision::tf32),
+            predict_batched_tensor_us(gpu(), big, Precision::fp32));
+}
+
 TEST_P(PlanOnGpu, BatchTimeGrowsWithTheBatch) {
   for (index_t s : {16, 64, 300}) {
     const double one = plan_batched_small(gpu(), batch(100, s, s, s, 4)).predicted_us;
     const double four = plan_batched_small(gpu(), batch(400, s, s, s, 4)).predicted_us;
     EXPECT_GT(four, one) << s;
+    EXPECT_GT(predict_batched_tensor_us(gpu(), batch(400, s, s, s, 4), Precision::tf32),
+              predict_batched_tensor_us(gpu(), batch(100, s, s, s, 4), Precision::tf32))
+        << s;
     EXPECT_GE(predict_batched_16bit_us(gpu(), batch(400, s, s, s, 2)),
               predict_batched_16bit_us(gpu(), batch(100, s, s, s, 2)))
         << s;

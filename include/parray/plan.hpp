@@ -134,6 +134,13 @@ BatchSmallPlan plan_batched_small(const GpuModel& gpu, const BatchProblem& p);
 // 70 % of the tensor cores' peak and a fixed time), or DRAM where it bounds.
 double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p);
 
+// Step 15's batch on FP32 data with the tensor-core kernel of `kernel`
+// (TF32, BF16, FP16; FP32: 3xTF32): the split pass over B (and A for the
+// 16-bit formats), then one persistent launch over batch x tiles of 128 x BN
+// (256; 128 for 3xTF32), rounds of units on the SMs as step 16's batch, or
+// DRAM where it bounds.
+double predict_batched_tensor_us(const GpuModel& gpu, const BatchProblem& p, Precision kernel);
+
 // The host's time per call of the default GEMM, a little under what `parray
 // bench calls` measures (docs/dispatch.md, "Host time and threads"): products
 // run in turn cost at least this each.

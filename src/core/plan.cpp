@@ -241,6 +241,31 @@ double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p) {
   return gpu.launch_us + std::max(batch_bytes(p) / (gpu.dram_gbs * 1e3 * kBatch16Dram), compute_us);
 }
 
+// Step 15's batch: a work unit's fixed time (its first copies and the
+// epilogue; the persistent ring overlaps part of it with the next unit's
+// loads), fitted to its figures on stacks from 32^3 to 2048 x 64 x 2048.
+constexpr double kBatch15UnitUs = 2.0;
+
+double predict_batched_tensor_us(const GpuModel& gpu, const BatchProblem& p, Precision kernel) {
+  const bool three = kernel == Precision::fp32, half = kernel == Precision::bf16 || kernel == Precision::fp16;
+  const int bn = three ? 128 : 256, bk = half ? 64 : 32, products = three ? 3 : 1;
+  const double copy_bytes = (half ? 2.0 : 4.0) * (three ? 2 : 1);  // per element of a copy
+  const double a = double(p.broadcast_a ? 1 : p.batch) * double(p.m) * double(p.k);
+  const double b = double(p.broadcast_b ? 1 : p.batch) * double(p.k) * double(p.n);
+  const double c = double(p.batch) * double(p.m) * double(p.n) * (p.reads_c ? 2 : 1);
+  const double bw = gpu.dram_gbs * 1e3 * kBatch16Dram;
+  // The split pass: B, and A for the 16-bit formats (TF32 reads A in place).
+  const double passed = half ? a + b : b;
+  const double pass_us = gpu.launch_us * (half ? 2 : 1) + passed * (p.in_bytes + copy_bytes) / bw;
+  const double kernel_bytes = a * (half ? 2.0 : p.in_bytes) + b * copy_bytes + c * p.out_bytes;
+  const long long units = p.batch * ceil_div(p.m, 128) * ceil_div(p.n, bn);
+  const double unit_flops = 2.0 * 128 * bn * double(ceil_div(p.k, bk) * bk) * products;
+  const double unit_us = unit_flops / (gpu.sm_flops_per_us(half ? Precision::bf16 : Precision::tf32) * kBatch16Peak) +
+                         kBatch15UnitUs;
+  const double compute_us = double(ceil_div(units, gpu.sms)) * unit_us;
+  return pass_us + gpu.launch_us + std::max(kernel_bytes / bw, compute_us);
+}
+
 GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p) {
   if (p.m < 1 || p.n < 1 || p.k < 1) throw Error("plan: M, N and K must be >= 1");
   if (gpu.sms < 1 || gpu.clock_ghz <= 0 || gpu.dram_gbs <= 0) throw Error("plan: the GPU model '" + gpu.name + "' is incomplete");

@@ -272,18 +272,21 @@ void register_cuda_backend(Registry& r) {
     i.rounds_inputs.reset();
     r.add(i);
     // Step 15: the same kernel persistent, K split where the tiles are too few.
-    for (const auto& [name, run, precision] :
-         {std::tuple{"cuda-15-tf32", gemm_persistent_tf32, std::optional{Precision::tf32}},
-          std::tuple{"cuda-15-bf16", gemm_persistent_bf16, std::optional{Precision::bf16}},
-          std::tuple{"cuda-15-fp16", gemm_persistent_fp16, std::optional{Precision::fp16}},
-          std::tuple{"cuda-15-3xtf32", gemm_persistent_3xtf32, std::optional<Precision>{}}}) {
+    for (const auto& [name, run, batch, precision] :
+         {std::tuple{"cuda-15-tf32", gemm_persistent_tf32, gemm_persistent_tf32_batch, std::optional{Precision::tf32}},
+          std::tuple{"cuda-15-bf16", gemm_persistent_bf16, gemm_persistent_bf16_batch, std::optional{Precision::bf16}},
+          std::tuple{"cuda-15-fp16", gemm_persistent_fp16, gemm_persistent_fp16_batch, std::optional{Precision::fp16}},
+          std::tuple{"cuda-15-3xtf32", gemm_persistent_3xtf32, gemm_persistent_3xtf32_batch,
+                     std::optional<Precision>{}}}) {
       GemmImpl p = i;
       p.name = name;
       p.description = std::string("ladder 15: step 14's kernel (") +
                       (precision ? precision_name(*precision) : std::string("FP32-accurate 3xTF32")) +
                       ") on a persistent grid, one block per SM walking the tiles (the next tile's copies overlap "
-                      "the last one's epilogue), K split into workspace slices summed in a fixed order when the tiles are fewer than the SMs";
+                      "the last one's epilogue), K split into workspace slices summed in a fixed order when the tiles are fewer than the SMs; "
+                      "a strided batch in one launch over its products' tiles";
       p.run_f32 = run;
+      p.run_batch_f32 = batch;
       p.rounds_inputs = precision;
       r.add(std::move(p));
     }

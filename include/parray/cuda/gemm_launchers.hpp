@@ -41,6 +41,12 @@ void gemm_persistent_tf32(const GemmCall<float>& call);    // step 15 (persisten
 void gemm_persistent_bf16(const GemmCall<float>& call);    // step 15, inputs rounded to BF16
 void gemm_persistent_fp16(const GemmCall<float>& call);    // step 15, inputs rounded to FP16
 void gemm_persistent_3xtf32(const GemmCall<float>& call);  // step 15, FP32 accuracy
+// Step 15 over a strided batch in one launch (strided layouts; false where
+// an operand is not).
+bool gemm_persistent_tf32_batch(const GemmBatchCall<float>& call);
+bool gemm_persistent_bf16_batch(const GemmBatchCall<float>& call);
+bool gemm_persistent_fp16_batch(const GemmBatchCall<float>& call);
+bool gemm_persistent_3xtf32_batch(const GemmBatchCall<float>& call);
 // Step 21: FP32 accuracy from one TF32 product (step 15) and two BF16 ones
 // (step 16); its TF32 product: step 15 with the sums promoted to FP32 every
 // 256 of K (exact on operands that are TF32 values).

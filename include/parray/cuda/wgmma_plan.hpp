@@ -10,14 +10,18 @@
 namespace parray::cuda {
 
 // tiles_m x tiles_n tiles of C, each cut into `splits` runs of k_per k-tiles
-// (the last one shorter, none empty): units() work units, run by a
-// persistent grid of min(units, SMs) blocks.
+// (the last one shorter, none empty), for each of `batch` products of a
+// strided batch: units() work units, run by a persistent grid of min(units,
+// SMs) blocks.
 struct WgmmaWork {
   int tiles_m = 0, tiles_n = 0, splits = 1, k_tiles = 0, k_per = 0;
   // With splits > 1: the floats between two parts' slices of the workspace
   // the kernel writes (C's shape, row-major) and a second kernel sums.
   long long slice = 0;
-  PARRAY_HD long long units() const { return static_cast<long long>(tiles_m) * tiles_n * splits; }
+  // A strided batch (never split): C of product z at z * c_stride floats.
+  int batch = 1;
+  long long c_stride = 0;
+  PARRAY_HD long long units() const { return static_cast<long long>(batch) * tiles_m * tiles_n * splits; }
 };
 
 // The plan for an M x N x K product in bm x bn tiles of bk k-tiles on `sms`

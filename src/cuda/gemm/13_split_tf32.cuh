@@ -93,6 +93,10 @@ struct PairedSplit {
     big[x * ld + k] = b;
     if (small) small[x * ld + k] = tf32_small(v, b, keep_small);
   }
+  // The same `floats` further on (the next copy of a batch).
+  __device__ __forceinline__ PairedSplit moved(long long floats) const {
+    return {big + floats, small ? small + floats : nullptr, ld, keep_small};
+  }
 };
 
 // A 16-bit copy (Half: __nv_bfloat16 or __half), each value rounded to
@@ -106,6 +110,7 @@ struct RoundedCopy {
     if constexpr (std::is_same_v<Half, __nv_bfloat16>) out[x * ld + k] = __float2bfloat16_rn(v);
     else out[x * ld + k] = __float2half_rn(v);
   }
+  __device__ __forceinline__ RoundedCopy moved(long long values) const { return {out + values, ld}; }
 };
 
 // The operand as (x, k) — A(x, k), or B(k, x) for IsB — split into `out`
@@ -137,6 +142,18 @@ template <bool IsB, bool ReadAlongK, class Op, class Out>
 __global__ __launch_bounds__(256) void split_tf32(Op op, int X, int K, Out out) {
   __shared__ float tile[32][33];
   split_tile<IsB, ReadAlongK>(op, X, K, out, blockIdx.y * 32, blockIdx.x * 32, tile);
+}
+
+// A strided batch's operands split by one launch, product z0 + blockIdx.z
+// read `in_stride` elements after the one before (0: one operand broadcast,
+// split once) and split `out_stride` copy elements after its copy.
+template <bool IsB, bool ReadAlongK, class Out>
+__global__ __launch_bounds__(256) void split_batch(StridedOperand<const float> op, long long in_stride, int X, int K,
+                                                   Out out, long long out_stride, int z0) {
+  __shared__ float tile[32][33];
+  const long long z = z0 + static_cast<long long>(blockIdx.z);
+  op.p += z * in_stride;
+  split_tile<IsB, ReadAlongK>(op, X, K, out.moved(z * out_stride), blockIdx.y * 32, blockIdx.x * 32, tile);
 }
 
 // One side of split_pair: an operand, whether it is contiguous along k, its

@@ -144,30 +144,48 @@ struct Persistent {
   }
   static constexpr bool kAInRegisters = true;  // A can be wgmma's register operand
   using OpC = BlockedOperand<float>;
+  // A strided batch's products and C's stride between them (count 1: one
+  // product); the operand maps then have the batch as their block rows.
+  struct Batch {
+    index_t count = 1, c_stride = 0;
+  };
   template <class Cfg>
   static void launch(cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha, float beta,
-                     const OpC& c, ladder::AOperand a_from, bool keep_small) {
+                     const OpC& c, ladder::AOperand a_from, bool keep_small, Batch batch = {}) {
     using ladder::AOperand;
     if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::rows)) {
       if (a_from == AOperand::rows)
         return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::rows>, s, maps, M, N, K, alpha, beta, c,
-                        keep_small);
+                        keep_small, batch);
     }
     if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::columns)) {
       if (a_from == AOperand::columns)
         return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::columns>, s, maps, M, N, K, alpha, beta, c,
-                        keep_small);
+                        keep_small, batch);
     }
-    run<Cfg>(ladder::gemm_wgmma_persistent<Cfg>, s, maps, M, N, K, alpha, beta, c, keep_small);
+    run<Cfg>(ladder::gemm_wgmma_persistent<Cfg>, s, maps, M, N, K, alpha, beta, c, keep_small, batch);
+  }
+  // C's TMA view: C's blocks, or a batch's C with its products as block rows;
+  // none where the copy engine cannot address it (rows then leave a line at
+  // a time).
+  static std::optional<BlockedMatrix> c_for_tma(const OpC& c, int M, int N, const Batch& batch) {
+    const std::optional<BlockedMatrix> one = tma_blocks(c, M, N);
+    if (!one || batch.count == 1) return one;
+    if (batch.c_stride % 4 != 0) return std::nullopt;
+    return BlockedMatrix{one->base, M, N, batch.count, 1, one->row_stride, batch.c_stride * index_t(sizeof(float)), 0};
   }
   template <class Cfg, class Kernel>
   static void run(Kernel kernel, cudaStream_t s, const ladder::WgmmaMaps& maps, int M, int N, int K, float alpha,
-                  float beta, const OpC& c, bool keep_small) {
+                  float beta, const OpC& c, bool keep_small, const Batch& batch) {
     constexpr int kSmem = ladder::kPersistentSmem<Cfg>, kCluster = Cfg::kCluster;
     allow_smem_on_current_device(kernel, kSmem);
     // A cluster's unit is kCluster tiles down M, computed side by side.
     const int workers = kCluster == 1 ? sm_count() : max_clusters<Cfg>(kernel, kSmem, sm_count());
-    WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM * kCluster, Cfg::BN, Cfg::BK, workers, step_us<Cfg>());
+    // A batch fills the SMs with its products' tiles: K is not split there.
+    WgmmaWork work = plan_wgmma_work(M, N, K, Cfg::BM * kCluster, Cfg::BN, Cfg::BK, batch.count > 1 ? 0 : workers,
+                                     step_us<Cfg>());
+    work.batch = int(batch.count);
+    work.c_stride = batch.c_stride;
     if (work.units() > 0x7fffffff) throw Error("cuda-15: more than 2^31 tiles of C");
     // A K split writes its parts into a workspace (one row-major M x N slice
     // each, seen by the kernel as C of one block) that sum_k_parts adds up.
@@ -181,7 +199,7 @@ struct Persistent {
     // C's blocks, row-major, leave staged: by TMA where their rows are 16-byte aligned.
     using ladder::CStores;
     const bool rows = c.cs == 1 || N == 1;
-    const std::optional<BlockedMatrix> tma = tma_blocks(c, M, N);
+    const std::optional<BlockedMatrix> tma = c_for_tma(c, M, N, batch);
     const CStores stores = !rows ? CStores::per_thread : tma ? CStores::staged_tma : CStores::staged_rows;
     const CUtensorMap c_map = stores == CStores::staged_tma
                                   ? tensor_map_blocked(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, *tma,
@@ -319,17 +337,23 @@ struct SplitCopies {
   static constexpr std::size_t kAlignWords = 64;  // copies 256 bytes apart
   bool a_direct;
   index_t ld;
-  std::size_t a_words, b_words;
+  // Floats of one product's copy of A, of B (256-byte multiples), and of all
+  // of them: a_count and b_count products of a batch (1 for one product or a
+  // broadcast operand).
+  std::size_t a_each, b_each, a_words, b_words;
   PoolBuffer all;
   float* a_big;
   float* b_big;
   float* a_small;
   float* b_small;
-  SplitCopies(cudaStream_t s, index_t M, index_t N, index_t K, bool a_in_place)
+  SplitCopies(cudaStream_t s, index_t M, index_t N, index_t K, bool a_in_place, index_t a_count = 1,
+              index_t b_count = 1)
       : a_direct(a_in_place),
         ld((K + 16 / kBytes - 1) / (16 / kBytes) * (16 / kBytes)),
-        a_words(a_direct ? 0 : words(M)),
-        b_words(words(N)),
+        a_each(a_direct ? 0 : words(M)),
+        b_each(words(N)),
+        a_words(a_each * std::size_t(a_count)),
+        b_words(b_each * std::size_t(b_count)),
         all((a_words + b_words) * (kSmall ? 2 : 1), s),
         a_big(a_words ? all.p : nullptr),
         b_big(all.p + a_words),
@@ -461,6 +485,125 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   if (c_rows) cuda::copy<float>(c, call.c, s);
 }
 
+// ---- Step 15 over a strided batch ------------------------------------------
+
+// The split pass over a strided batch's operand v (A as M x K, or B as K x N,
+// both strided): `count` products `stride` elements apart (count 1: one
+// operand broadcast over the batch), each product's copy `out_stride` copy
+// elements after the one before. One launch per 65535 products (the grid's
+// z limit).
+template <bool IsB, class Out>
+void split_batch_through(cudaStream_t s, const MatrixView<const float>& v, index_t count, index_t stride,
+                         const Out& out, index_t out_stride, const char* impl) {
+  const index_t X = IsB ? v.cols() : v.rows(), K = IsB ? v.rows() : v.cols();
+  if (X > 65535 * 32) throw Error(std::string(impl) + ": more than 2097120 rows of A or columns of B");
+  const bool along_k = split_detail::k_contiguous(v.layout, IsB);
+  const StridedOperand<const float> op = strided_operand(v);
+  constexpr index_t kMaxZ = 65535;
+  for (index_t z0 = 0; z0 < count; z0 += kMaxZ) {
+    const dim3 grid(ceil_div(K, 32), ceil_div(X, 32), unsigned(std::min(count - z0, kMaxZ))), block(32, 8);
+    if (along_k)
+      ladder::split_batch<IsB, true><<<grid, block, 0, s>>>(op, stride, int(X), int(K), out, out_stride, int(z0));
+    else
+      ladder::split_batch<IsB, false><<<grid, block, 0, s>>>(op, stride, int(X), int(K), out, out_stride, int(z0));
+    PARRAY_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// A batch's operands into their copies (A unless read in place): TF32 parts,
+// or 16-bit values rounded to nearest.
+template <class Cfg>
+void split_batch_operands(cudaStream_t s, const GemmBatchCall<float>& call, const SplitCopies<Cfg>& copies,
+                          index_t a_count, index_t b_count, bool keep_small, const char* impl) {
+  const GemmCall<float>& f = call.first;
+  const index_t ld = copies.ld;
+  if constexpr (Cfg::Format::kBytes == 4) {
+    const auto paired = [&](float* big, float* small) { return ladder::PairedSplit{big, small, ld, keep_small}; };
+    if (!copies.a_direct)
+      split_batch_through<false>(s, f.a, a_count, call.stride_a, paired(copies.a_big, copies.a_small),
+                                 index_t(copies.a_each), impl);
+    split_batch_through<true>(s, f.b, b_count, call.stride_b, paired(copies.b_big, copies.b_small),
+                              index_t(copies.b_each), impl);
+  } else {
+    using Half = typename CopyOf<typename Cfg::Format>::type;
+    constexpr index_t kPerFloat = index_t(sizeof(float) / sizeof(Half));
+    const auto rounded = [&](float* copy) { return ladder::RoundedCopy<Half>{reinterpret_cast<Half*>(copy), ld}; };
+    split_batch_through<false>(s, f.a, a_count, call.stride_a, rounded(copies.a_big),
+                               index_t(copies.a_each) * kPerFloat, impl);
+    split_batch_through<true>(s, f.b, b_count, call.stride_b, rounded(copies.b_big),
+                              index_t(copies.b_each) * kPerFloat, impl);
+  }
+}
+
+// A batch's operand (or its copies) as a rank-4 tensor map whose block rows
+// are the products (count 1: broadcast): each `lines` lines of `inner`
+// contiguous elements, ld elements apart, products `stride` elements apart;
+// boxes of box_lines x box_inner, 128-byte swizzled.
+template <class Format>
+CUtensorMap batch_map(const void* base, index_t lines, index_t inner, index_t ld, index_t count, index_t stride,
+                      int box_inner, int box_lines) {
+  constexpr index_t kBytes = Format::kBytes;
+  return tensor_map_blocked(CopyOf<Format>::map_type,
+                            BlockedMatrix{base, lines, inner, count, 1, ld * kBytes, stride * kBytes, 0}, box_inner,
+                            box_lines, true);
+}
+
+template <class Cfg>
+ladder::WgmmaMaps batch_operand_maps(const GemmBatchCall<float>& call, ladder::AOperand a_from,
+                                     const SplitCopies<Cfg>& copies, index_t a_count, index_t b_count) {
+  using Format = typename Cfg::Format;
+  using ladder::AOperand;
+  constexpr int kBox = 128 / Format::kBytes;
+  const MatrixView<const float>& a = call.first.a;
+  const index_t M = call.first.c.rows(), N = call.first.c.cols(), K = a.cols(), ld = copies.ld;
+  const index_t a_each = index_t(copies.a_each) * 4 / Format::kBytes, b_each = index_t(copies.b_each) * 4 / Format::kBytes;
+  ladder::WgmmaMaps maps{};
+  maps.batched = 1;
+  maps.a_batched = a_count > 1, maps.b_batched = b_count > 1;
+  if (a_from == AOperand::rows)
+    maps.a_big = batch_map<Format>(&a(0, 0), M, K, a.layout.rows.stride[0], a_count, call.stride_a, kBox, Cfg::BM);
+  else if (a_from == AOperand::columns)
+    maps.a_big = batch_map<Format>(&a(0, 0), K, M, a.layout.cols.stride[0], a_count, call.stride_a, 32, 32);
+  else
+    maps.a_big = batch_map<Format>(copies.a_big, M, K, ld, a_count, a_each, kBox, Cfg::BM);
+  maps.b_big = batch_map<Format>(copies.b_big, N, K, ld, b_count, b_each, kBox, Cfg::kBoxB);
+  maps.a_small = copies.a_small ? batch_map<Format>(copies.a_small, M, K, ld, a_count, a_each, kBox, Cfg::BM)
+                                : maps.a_big;
+  maps.b_small = copies.b_small ? batch_map<Format>(copies.b_small, N, K, ld, b_count, b_each, kBox, Cfg::kBoxB)
+                                : maps.b_big;
+  return maps;
+}
+
+// A strided batch (strided layouts) as one persistent launch over its
+// products' tiles: the split pass writes every product's copies by one
+// launch per operand (a broadcast operand once), the kernel reads product z
+// through the maps' block row z and writes C at z times C's stride. A is
+// read in place as for one product where its stride keeps TMA's 16-byte
+// alignment. False where the batch is not strided (the products then run
+// in turn).
+template <class Cfg>
+bool gemm_wgmma_batch_on_stream(cudaStream_t s, const GemmBatchCall<float>& call, const char* impl) {
+  static_assert(Cfg::kCluster == 1, "a batch runs without clusters");
+  using ladder::AOperand;
+  const GemmCall<float>& f = call.first;
+  if (!f.a.layout.is_strided() || !f.b.layout.is_strided() || !f.c.layout.is_strided() || call.batch > 0x7fffffff)
+    return false;
+  check_int_sizes(f, impl);
+  const index_t M = f.c.rows(), N = f.c.cols(), K = f.a.cols();
+  if (M == 0 || N == 0 || K == 0) throw Error(std::string(impl) + ": empty product (the dispatcher handles those)");
+  constexpr bool kSmall = Cfg::Products == 3;
+  const index_t a_count = call.stride_a ? call.batch : 1, b_count = call.stride_b ? call.batch : 1;
+  AOperand a_from = Cfg::Format::kBytes == 4 && a_in_registers(N, kSmall) ? a_unsplit<Cfg>(f.a) : AOperand::copy;
+  if (a_count > 1 && call.stride_a % 4 != 0) a_from = AOperand::copy;  // a product's A 16-byte aligned
+  const bool keep = gpu_tuning().tf32x3_small;
+  SplitCopies<Cfg> copies(s, M, N, K, a_from != AOperand::copy, a_count, b_count);
+  split_batch_operands(s, call, copies, a_count, b_count, keep, impl);
+  const ladder::WgmmaMaps maps = batch_operand_maps(call, a_from, copies, a_count, b_count);
+  Persistent::launch<Cfg>(s, maps, int(M), int(N), int(K), f.alpha, f.beta, *tile_blocks(f.c, Cfg::BM, Cfg::BN),
+                          a_from, keep, Persistent::Batch{call.batch, call.stride_c});
+  return true;
+}
+
 std::string wgmma_unsupported_here() {
   int d = 0, major = 0;
   PARRAY_CUDA_CHECK(cudaGetDevice(&d));
@@ -561,6 +704,20 @@ void gemm_persistent_3xtf32(const GemmCall<float>& call) {
   if (in_pairs(call, true))
     return gemm_wgmma_on_stream<InPairs<Fp32Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");
   gemm_wgmma_on_stream<Fp32Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");
+}
+
+// Step 15 over a strided batch, one launch (false where it is not strided).
+bool gemm_persistent_tf32_batch(const GemmBatchCall<float>& b) {
+  return gemm_wgmma_batch_on_stream<Tf32Tiles>(on_stream(b.first.stream), b, "cuda-15-tf32");
+}
+bool gemm_persistent_bf16_batch(const GemmBatchCall<float>& b) {
+  return gemm_wgmma_batch_on_stream<Bf16Tiles>(on_stream(b.first.stream), b, "cuda-15-bf16");
+}
+bool gemm_persistent_fp16_batch(const GemmBatchCall<float>& b) {
+  return gemm_wgmma_batch_on_stream<Fp16Tiles>(on_stream(b.first.stream), b, "cuda-15-fp16");
+}
+bool gemm_persistent_3xtf32_batch(const GemmBatchCall<float>& b) {
+  return gemm_wgmma_batch_on_stream<Fp32Tiles>(on_stream(b.first.stream), b, "cuda-15-3xtf32");
 }
 
 }  // namespace parray::cuda

@@ -128,9 +128,13 @@ __device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, i
 // a_block_rows x a_block_k, multiples of the tile's (tensor_map_blocked);
 // a_block_rows = 0: one block, a rank-2 map (the rank-4 map and its
 // coordinates slow the row-major TF32 GEMM; docs/perf-notes.md).
+// A strided batch (step 15, batched): every map is rank 4 with the batch's
+// products as its block rows (one block row where the operand is broadcast:
+// a_batched / b_batched 0), read at block row z.
 struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
   int a_block_rows, a_block_k;
+  int batched, a_batched, b_batched;
 };
 
 // Where A's tiles come from: the split pass's copies (read by wgmma from
@@ -193,12 +197,34 @@ __device__ __forceinline__ void load_b(std::uint8_t* slot, const CUtensorMap* ma
   }
 }
 
+// A batch's k-tile k0 of tile (tm, tn) of product z into slot s (Cfg::kCluster
+// is 1 there): each operand's box at block row z, or 0 where it is broadcast.
+template <class Cfg>
+__device__ __forceinline__ void load_batch_k_tile(const WgmmaMaps& maps, const WgmmaRing<Cfg>& ring, int s, int tm,
+                                                  int tn, int k0, AOperand a, int z) {
+  using namespace hopper;
+  const int za = maps.a_batched ? z : 0, zb = maps.b_batched ? z : 0;
+  if (a == AOperand::columns) {
+    for (int box = 0; box < Cfg::BM / 32; ++box)
+      tma_load_4d(ring.slot(s, 0, false) + box * 32 * Cfg::kRowBytes, &maps.a_big, &ring.full[s],
+                  tm * Cfg::BM + 32 * box, k0, 0, za);
+  } else {
+    tma_load_4d(ring.slot(s, 0, false), &maps.a_big, &ring.full[s], k0, tm * Cfg::BM, 0, za);
+  }
+  tma_load_4d(ring.slot(s, 0, true), &maps.b_big, &ring.full[s], k0, tn * Cfg::BN, 0, zb);
+  if constexpr (Cfg::Products == 3) {
+    if (a == AOperand::copy) tma_load_4d(ring.slot(s, 1, false), &maps.a_small, &ring.full[s], k0, tm * Cfg::BM, 0, za);
+    tma_load_4d(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], k0, tn * Cfg::BN, 0, zb);
+  }
+}
+
 // Producer (one thread): TMA copies of k-tiles [kt0, kt1) of tile (tm, tn)
-// into the ring. `it` is the ring's position: the k-tiles this block has
-// loaded so far, whose count picks the slot and the barriers' phase.
+// (of product z of a batch) into the ring. `it` is the ring's position: the
+// k-tiles this block has loaded so far, whose count picks the slot and the
+// barriers' phase.
 template <class Cfg>
 __device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaRing<Cfg>& ring, int tm, int tn,
-                                             int kt0, int kt1, int& it, AOperand a = AOperand::copy) {
+                                             int kt0, int kt1, int& it, AOperand a = AOperand::copy, int z = 0) {
   using namespace hopper;
   const int bytes = Cfg::kStageBytes - (Cfg::Products == 3 && a != AOperand::copy ? Cfg::kTileA : 0);
   for (int kt = kt0; kt < kt1; ++kt, ++it) {
@@ -206,6 +232,10 @@ __device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaR
     mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
     mbar_arrive_expect_bytes(&ring.full[s], bytes);
     const int k0 = kt * Cfg::BK;
+    if (Cfg::kCluster == 1 && maps.batched) {
+      load_batch_k_tile(maps, ring, s, tm, tn, k0, a, z);
+      continue;
+    }
     if (a == AOperand::columns) {
       for (int box = 0; box < Cfg::BM / 32; ++box)
         tma_load_2d(ring.slot(s, 0, false) + box * 32 * Cfg::kRowBytes, &maps.a_big, &ring.full[s],

@@ -30,6 +30,15 @@
 // rank-4 tensor map of the blocks; A stored so is read by TMA through such a
 // map too (WgmmaMaps), and B by the split pass block by block.
 //
+// A strided batch is one launch: the work list runs over the products'
+// tiles, a product's after the one before (WgmmaWork::batch, never split in
+// K: the products fill the SMs), the producer reads product z's boxes at
+// block row z of rank-4 maps whose block rows are the products (block row 0
+// for a broadcast operand), and a unit's C lies z strides of C on. A matrix
+// smaller than a tile costs the whole tile's products, which the tensor
+// cores' rate leaves far below the batch's DRAM time except on the smallest
+// matrices (step 18's).
+//
 // Clusters (Cfg::kCluster > 1): the blocks of a cluster take the tiles
 // (tm, tn) of one work unit that differ in tm only, in lock step; each block
 // copies its share of B's k-tile and multicasts it to all (load_b), so B
@@ -46,11 +55,15 @@ namespace parray::cuda::ladder {
 
 using cuda::WgmmaWork;
 
-// Unit u: tile (tm, tn) and its k-tiles [kt0, kt1). A tile's parts are
-// consecutive units, so they run at once on neighbouring SMs. In a cluster a
-// unit is kCluster tiles down M (tiles_m counts those), one per block.
+// Unit u: product z of the batch, its tile (tm, tn) and its k-tiles [kt0,
+// kt1). A product's units are consecutive, and a tile's parts, so they run at
+// once on neighbouring SMs. In a cluster a unit is kCluster tiles down M
+// (tiles_m counts those), one per block.
 template <class Cfg>
-__device__ __forceinline__ void work_unit(const WgmmaWork& w, int u, int& tm, int& tn, int& kt0, int& kt1) {
+__device__ __forceinline__ void work_unit(const WgmmaWork& w, int u, int& z, int& tm, int& tn, int& kt0, int& kt1) {
+  const int per_product = w.tiles_m * w.tiles_n * w.splits;
+  z = w.batch > 1 ? u / per_product : 0;
+  u -= z * per_product;
   grouped_tile(u / w.splits, w.tiles_m, w.tiles_n, tm, tn);
 #ifdef PARRAY_HOPPER_MMA
   if constexpr (Cfg::kCluster > 1) tm = tm * Cfg::kCluster + int(hopper::cluster_rank());
@@ -104,13 +117,13 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   init_ring(ring);
   constexpr int kCluster = Cfg::kCluster;
   const int units = static_cast<int>(work.units());
-  int tm, tn, kt0, kt1, it = 0;
+  int z, tm, tn, kt0, kt1, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
     hopper::release_registers<hopper::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
-      work_unit<Cfg>(work, u, tm, tn, kt0, kt1);
-      load_k_tiles(maps, ring, tm, tn, kt0, kt1, it, From);
+      work_unit<Cfg>(work, u, z, tm, tn, kt0, kt1);
+      load_k_tiles(maps, ring, tm, tn, kt0, kt1, it, From, z);
     }
     if constexpr (kCluster > 1) drain_ring(ring, it);
     return;
@@ -120,13 +133,15 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   std::uint8_t* staging = StagedC::buffer(ring.base, Cfg::Stages * Cfg::kStageBytes, threadIdx.x / 128 - 1);
   WgmmaAccumulators<Cfg> r;
   for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
-    work_unit<Cfg>(work, u, tm, tn, kt0, kt1);
+    work_unit<Cfg>(work, u, z, tm, tn, kt0, kt1);
     if constexpr (From == AOperand::copy)
       multiply_k_tiles(ring, r, kt1 - kt0, promote_every, rows_off, it);
     else
       multiply_k_tiles_a_in_registers<Cfg, From>(ring, r, kt1 - kt0, promote_every, rows_off, keep_small != 0, it);
     if (kCluster > 1 && tm * Cfg::BM >= M) continue;  // a cluster's block past C's last rows
-    const TileInBlock<Cfg> t(c, tm, tn, M, N);
+    BlockedOperand<float> cz = c;  // product z's C (one block where batched)
+    cz.p += z * work.c_stride;
+    const TileInBlock<Cfg> t(cz, tm, tn, M, N);
     if (work.splits > 1) {  // c is the workspace: this part's slice of it, summed later in part order
       StridedOperand<float> part = t.c;
       part.p += static_cast<long long>(kt0 / work.k_per) * work.slice;
@@ -137,8 +152,9 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
       const auto value = [&](float acc, int i, int j) {
         return beta == 0.f || i >= t.M || j >= t.N ? alpha * acc : alpha * acc + beta * t.c(i, j);
       };
+      // A batch's C map has the products as its block rows.
       const StagedTarget<float> to{c_stores == CStores::staged_tma ? &c_map : nullptr, &t.c(0, 0), t.c.rs, t.M, t.N,
-                                   t.bi, t.bj};
+                                   t.bi + z, t.bj};
       store_staged<Cfg, float>(to, r, staging, t.tm, t.tn, value);
     }
   }

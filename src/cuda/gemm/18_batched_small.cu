@@ -90,9 +90,22 @@ void gemm_batched_small_one(const GemmCall<float>& call) {
                 batched_small_unsupported(call.a.layout, call.b.layout, call.c.layout));
 }
 
-// Step 18 where the planner predicts it faster than the products in turn,
-// each planned as a call of its own and costing at least the host's time of
-// a call. Its FP32 sums meet any precision asked.
+// Step 15's batch entry for the precision asked: the tensor-core kernel of
+// that precision, 3xTF32 for FP32.
+using BatchEntry = bool (*)(const GemmBatchCall<float>&);
+BatchEntry tensor_batch_for(Precision asked) {
+  switch (asked) {
+    case Precision::tf32: return gemm_persistent_tf32_batch;
+    case Precision::bf16: return gemm_persistent_bf16_batch;
+    case Precision::fp16: return gemm_persistent_fp16_batch;
+    default: return gemm_persistent_3xtf32_batch;
+  }
+}
+
+// The fastest the planner predicts of step 18 (FP32 sums meet any precision
+// asked), step 15's batch at the precision asked (where wgmma runs) and the
+// products in turn, each planned as a call of its own and costing at least
+// the host's time of a call (false: the caller runs them).
 bool gemm_batched_auto(const GemmBatchCall<float>& call) {
   const GemmCall<float>& f = call.first;
   BatchProblem p;
@@ -103,7 +116,11 @@ bool gemm_batched_auto(const GemmBatchCall<float>& call) {
   PlanProblem one;
   one.m = p.m, one.n = p.n, one.k = p.k, one.precision = f.precision;
   const double in_turn_us = double(p.batch) * std::max(kHostUsPerCall, plan_gemm(gpu, one).chosen.predicted_us);
-  if (plan_batched_small(gpu, p).predicted_us >= in_turn_us) return false;
+  const double small_us = plan_batched_small(gpu, p).predicted_us;
+  const Precision kernel = f.precision == Precision::fp64 ? Precision::fp32 : f.precision;
+  const double tensor_us = gpu.tensor_kernels ? predict_batched_tensor_us(gpu, p, kernel) : in_turn_us;
+  if (tensor_us < std::min(small_us, in_turn_us) && tensor_batch_for(kernel)(call)) return true;
+  if (small_us >= in_turn_us) return false;
   return gemm_batched_small(call);
 }
 
