@@ -113,8 +113,12 @@ __device__ __forceinline__ void store_staged(const StagedTarget<Out>& t, const W
   const int wg = threadIdx.x / 128 - 1, w = threadIdx.x % 128 / 32, l = threadIdx.x % 32;
   const bool lead = threadIdx.x % 128 == 0;
   const int row0 = tm * Cfg::BM + 64 * wg, col0 = tn * Cfg::BN;
+  // Rows or chunks wholly past C's edge (a small matrix of a batch, an edge
+  // tile) hold nothing to write: the warpgroup skips them together.
+  if (row0 >= t.M) return;
 #pragma unroll
   for (int c0 = 0; c0 < Cfg::BN; c0 += kChunk) {
+    if (col0 + c0 >= t.N) break;
     if (lead) bulk_wait_read<0>();  // the previous boxes have left the buffer
     named_barrier(1 + wg, 128);
 #pragma unroll
