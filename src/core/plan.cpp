@@ -241,10 +241,11 @@ double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p) {
   return gpu.launch_us + std::max(batch_bytes(p) / (gpu.dram_gbs * 1e3 * kBatch16Dram), compute_us);
 }
 
-// Step 15's batch: a work unit's fixed time (its first copies and the
-// epilogue; the persistent ring overlaps part of it with the next unit's
-// loads), fitted to its figures on stacks from 32^3 to 2048 x 64 x 2048.
-constexpr double kBatch15UnitUs = 2.0;
+// Step 15's batch: its share of DRAM bandwidth, of the tensor cores' peak,
+// and a work unit's fixed time (its first copies and the epilogue, which the
+// persistent ring overlaps in part with the next unit's loads), fitted to
+// its H100 figures on stacks from 32^3 to 2048 x 64 x 2048 (docs/dispatch.md).
+constexpr double kBatch15Dram = 0.8, kBatch15Peak = 0.6, kBatch15UnitUs = 1.5;
 
 double predict_batched_tensor_us(const GpuModel& gpu, const BatchProblem& p, Precision kernel) {
   const bool three = kernel == Precision::fp32, half = kernel == Precision::bf16 || kernel == Precision::fp16;
@@ -253,14 +254,14 @@ double predict_batched_tensor_us(const GpuModel& gpu, const BatchProblem& p, Pre
   const double a = double(p.broadcast_a ? 1 : p.batch) * double(p.m) * double(p.k);
   const double b = double(p.broadcast_b ? 1 : p.batch) * double(p.k) * double(p.n);
   const double c = double(p.batch) * double(p.m) * double(p.n) * (p.reads_c ? 2 : 1);
-  const double bw = gpu.dram_gbs * 1e3 * kBatch16Dram;
+  const double bw = gpu.dram_gbs * 1e3 * kBatch15Dram;
   // The split pass: B, and A for the 16-bit formats (TF32 reads A in place).
   const double passed = half ? a + b : b;
   const double pass_us = gpu.launch_us * (half ? 2 : 1) + passed * (p.in_bytes + copy_bytes) / bw;
   const double kernel_bytes = a * (half ? 2.0 : p.in_bytes) + b * copy_bytes + c * p.out_bytes;
   const long long units = p.batch * ceil_div(p.m, 128) * ceil_div(p.n, bn);
   const double unit_flops = 2.0 * 128 * bn * double(ceil_div(p.k, bk) * bk) * products;
-  const double unit_us = unit_flops / (gpu.sm_flops_per_us(half ? Precision::bf16 : Precision::tf32) * kBatch16Peak) +
+  const double unit_us = unit_flops / (gpu.sm_flops_per_us(half ? Precision::bf16 : Precision::tf32) * kBatch15Peak) +
                          kBatch15UnitUs;
   const double compute_us = double(ceil_div(units, gpu.sms)) * unit_us;
   return pass_us + gpu.launch_us + std::max(kernel_bytes / bw, compute_us);
