@@ -89,8 +89,8 @@ struct GpuTuning {
   // step 6's column-major kernel (0: auto, 4).
   int gemv_column_slices = 0;
   // gpu.gemv_tall_cols, PARRAY_GEMV_TALL_COLS: column-major A of more than
-  // 256 * kVec rows too few to fill the GPU by 64-row blocks: step 5's kernels
-  // (auto, 0) or step 6's sliced one-kernel block with a ticket per row block (1).
+  // 256 * kVec rows too few to fill the GPU by 64-row blocks: step 6's sliced
+  // one-kernel block with a ticket per row block (auto, 1) or step 5's kernels (0).
   Choice gemv_tall_cols = Choice::automatic;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN's filter ("": the
   // default GPU GEMM asked for TF32 products).

@@ -1,8 +1,8 @@
 // Launchers of GEMV steps 6 (06_any_shape.cuh: the group of lanes a row or a
 // column gets, and the slices that fill the GPU where the rows or the
 // columns are too few; column-major A of more than 256 * kVec rows goes to
-// step 5's column kernels, or with gpu.gemv_tall_cols = 1 to step 6's sliced
-// block where its 64-row blocks are fewer than the SMs) and 7
+// step 6's sliced block where its 64-row blocks are fewer than the SMs, else
+// to step 5's column kernels) and 7
 // (07_few_vectors.cuh: a GEMM with at most 8 columns or rows, for the default
 // GEMM).
 #include <algorithm>
@@ -155,7 +155,7 @@ void run_short_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
 }
 
 // Column-major A of more rows than run_short_cols takes whose 64-row blocks
-// are fewer than the SMs, where gpu.gemv_tall_cols = 1: step 5's one-kernel
+// are fewer than the SMs (unless gpu.gemv_tall_cols = 0): step 5's one-kernel
 // block over slices of the columns (4 blocks a SM, at least 128 columns a
 // slice), a ticket per block of rows, in one launch. False otherwise: step
 // 5's kernels run it.
@@ -163,7 +163,7 @@ template <class T, int kVec>
 bool run_tall_cols(const GemvCall<T>& c, cudaStream_t s, index_t ld) {
   constexpr int kRowLanes = 16, kRows = kRowLanes * kVec, kBlocksPerSmAt64Registers = 4;
   const index_t m = c.a.rows(), n = c.a.cols(), blocks = (m + kRows - 1) / kRows;
-  if (gpu_tuning().gemv_tall_cols != Choice::on || blocks >= sm_count()) return false;
+  if (gpu_tuning().gemv_tall_cols == Choice::off || blocks >= sm_count()) return false;
   const auto [slices, per] = slicing(blocks, n, 128, 1, index_t(sm_count()) * kBlocksPerSmAt64Registers);
   if (slices == 1) return false;
   with_slices<T>(slices, m, s, [&](SliceSums<T> w) {  // its tickets: one per block of rows, not w.group's
