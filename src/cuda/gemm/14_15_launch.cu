@@ -351,9 +351,9 @@ struct SplitCopies {
   SplitCopies(cudaStream_t s, index_t M, index_t N, index_t K, bool a_in_place, index_t a_count = 1,
               index_t b_count = 1)
       : a_direct(a_in_place),
-        ld((K + 16 / kBytes - 1) / (16 / kBytes) * (16 / kBytes)),
-        a_each(a_direct ? 0 : words(M)),
-        b_each(words(N)),
+        ld(line(K)),
+        a_each(a_direct ? 0 : words(M, ld)),
+        b_each(words(N, ld)),
         a_words(a_each * std::size_t(a_count)),
         b_words(b_each * std::size_t(b_count)),
         all((a_words + b_words) * (kSmall ? 2 : 1), s),
@@ -361,9 +361,18 @@ struct SplitCopies {
         b_big(all.p + a_words),
         a_small(kSmall && a_words ? b_big + b_words : nullptr),
         b_small(kSmall ? b_big + b_words + a_words : nullptr) {}
-  std::size_t words(index_t rows) const {
+  // A copy's line: K rounded up to 16 bytes (TMA's row alignment).
+  static index_t line(index_t K) { return (K + 16 / kBytes - 1) / (16 / kBytes) * (16 / kBytes); }
+  static std::size_t words(index_t rows, index_t ld) {
     const std::size_t w = std::size_t(rows) * ld * kBytes / sizeof(float);
     return (w + kAlignWords - 1) / kAlignWords * kAlignWords;
+  }
+  // The bytes the copies take, before they are made.
+  static std::size_t bytes(index_t M, index_t N, index_t K, bool a_in_place, index_t a_count, index_t b_count) {
+    const index_t ld = line(K);
+    const std::size_t a = a_in_place ? 0 : words(M, ld) * std::size_t(a_count);
+    const std::size_t floats = a + words(N, ld) * std::size_t(b_count);
+    return floats * (kSmall ? 2 : 1) * sizeof(float);
   }
 };
 
@@ -558,7 +567,8 @@ ladder::WgmmaMaps batch_operand_maps(const GemmBatchCall<float>& call, ladder::A
   constexpr int kBox = 128 / Format::kBytes;
   const MatrixView<const float>& a = call.first.a;
   const index_t M = call.first.c.rows(), N = call.first.c.cols(), K = a.cols(), ld = copies.ld;
-  const index_t a_each = index_t(copies.a_each) * 4 / Format::kBytes, b_each = index_t(copies.b_each) * 4 / Format::kBytes;
+  constexpr index_t kPerFloat = 4 / Format::kBytes;  // copy elements in a float's bytes
+  const index_t a_each = index_t(copies.a_each) * kPerFloat, b_each = index_t(copies.b_each) * kPerFloat;
   ladder::WgmmaMaps maps{};
   maps.batched = 1;
   maps.a_batched = a_count > 1, maps.b_batched = b_count > 1;
@@ -581,8 +591,8 @@ ladder::WgmmaMaps batch_operand_maps(const GemmBatchCall<float>& call, ladder::A
 // launch per operand (a broadcast operand once), the kernel reads product z
 // through the maps' block row z and writes C at z times C's stride. A is
 // read in place as for one product where its stride keeps TMA's 16-byte
-// alignment. False where the batch is not strided (the products then run
-// in turn).
+// alignment. False where the batch is not strided or its copies would not
+// fit (the products then run in turn).
 template <class Cfg>
 bool gemm_wgmma_batch_on_stream(cudaStream_t s, const GemmBatchCall<float>& call, const char* impl) {
   static_assert(Cfg::kCluster == 1, "a batch runs without clusters");
@@ -597,6 +607,9 @@ bool gemm_wgmma_batch_on_stream(cudaStream_t s, const GemmBatchCall<float>& call
   const index_t a_count = call.stride_a ? call.batch : 1, b_count = call.stride_b ? call.batch : 1;
   AOperand a_from = Cfg::Format::kBytes == 4 && a_in_registers(N, kSmall) ? a_unsplit<Cfg>(f.a) : AOperand::copy;
   if (a_count > 1 && call.stride_a % 4 != 0) a_from = AOperand::copy;  // a product's A 16-byte aligned
+  // Every product's copies at once; where they would not fit beside what the
+  // GPU holds, the products run in turn, each with copies of its own.
+  if (!workspace_fits(SplitCopies<Cfg>::bytes(M, N, K, a_from != AOperand::copy, a_count, b_count))) return false;
   const bool keep = gpu_tuning().tf32x3_small;
   SplitCopies<Cfg> copies(s, M, N, K, a_from != AOperand::copy, a_count, b_count);
   split_batch_operands(s, call, copies, a_count, b_count, keep, impl);
