@@ -135,7 +135,7 @@ BatchSmallPlan plan_batched_small(const GpuModel& gpu, const BatchProblem& p);
 double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p);
 
 // Step 15's batch on FP32 data with the tensor-core kernel of `kernel`
-// (TF32, BF16, FP16; FP32: 3xTF32): the split pass over B (and A for the
+// (TF32, BF16, FP16; otherwise 3xTF32): the split pass over B (and A for the
 // 16-bit formats), then one persistent launch over batch x tiles of 128 x BN
 // (256; 128 for 3xTF32), rounds of units on the SMs as step 16's batch, or
 // DRAM where it bounds.

@@ -248,7 +248,7 @@ double predict_batched_16bit_us(const GpuModel& gpu, const BatchProblem& p) {
 constexpr double kBatch15Dram = 0.8, kBatch15Peak = 0.6, kBatch15UnitUs = 1.5;
 
 double predict_batched_tensor_us(const GpuModel& gpu, const BatchProblem& p, Precision kernel) {
-  const bool three = kernel == Precision::fp32, half = kernel == Precision::bf16 || kernel == Precision::fp16;
+  const bool half = kernel == Precision::bf16 || kernel == Precision::fp16, three = !half && kernel != Precision::tf32;
   const int bn = three ? 128 : 256, bk = half ? 64 : 32, products = three ? 3 : 1;
   const double copy_bytes = (half ? 2.0 : 4.0) * (three ? 2 : 1);  // per element of a copy
   const double a = double(p.broadcast_a ? 1 : p.batch) * double(p.m) * double(p.k);

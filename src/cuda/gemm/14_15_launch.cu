@@ -546,17 +546,14 @@ void split_batch_operands(cudaStream_t s, const GemmBatchCall<float>& call, cons
   }
 }
 
-// A batch's operand (or its copies) as a rank-4 tensor map whose block rows
-// are the products (count 1: broadcast): each `lines` lines of `inner`
-// contiguous elements, ld elements apart, products `stride` elements apart;
-// boxes of box_lines x box_inner, 128-byte swizzled.
+// A batch's operand (or its copies) as tensor_map_batch's map, 128-byte
+// swizzled: `count` products (1: broadcast) of `lines` lines of `inner`
+// contiguous elements, ld elements apart, products `stride` elements apart.
 template <class Format>
 CUtensorMap batch_map(const void* base, index_t lines, index_t inner, index_t ld, index_t count, index_t stride,
                       int box_inner, int box_lines) {
-  constexpr index_t kBytes = Format::kBytes;
-  return tensor_map_blocked(CopyOf<Format>::map_type,
-                            BlockedMatrix{base, lines, inner, count, 1, ld * kBytes, stride * kBytes, 0}, box_inner,
-                            box_lines, true);
+  return tensor_map_batch(CopyOf<Format>::map_type, base, lines, inner, ld, count, count > 1 ? stride : 0,
+                          Format::kBytes, box_inner, box_lines, true);
 }
 
 template <class Cfg>
@@ -675,6 +672,14 @@ CUtensorMap tensor_map_blocked(CUtensorMapDataType type, const BlockedMatrix& m,
                                  used(m.blocks_down, m.block_row_stride)};
   const cuuint32_t box[4] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1, 1};
   return encode_map(type, m.base, 4, dims, strides, box, swizzle_128b);
+}
+
+CUtensorMap tensor_map_batch(CUtensorMapDataType type, const void* base, index_t rows, index_t cols, index_t ld,
+                             index_t batch, index_t stride, int elem_bytes, int box_cols, int box_rows,
+                             bool swizzle_128b) {
+  const index_t blocks = stride == 0 ? 1 : batch;
+  const BlockedMatrix m{base, rows, cols, blocks, 1, ld * elem_bytes, stride * elem_bytes, 0};
+  return tensor_map_blocked(type, m, box_cols, box_rows, swizzle_128b);
 }
 
 std::string wgmma_unsupported() {

@@ -104,16 +104,6 @@ struct AlignedOperand {
   }
 };
 
-// A stored rows x cols operand (of 16-bit values) and the batch over it as a
-// rank-4 tensor map: the batch as block rows, `stride` elements apart (0: one
-// block, broadcast), boxes of box_rows x box_cols.
-CUtensorMap batch_map(CUtensorMapDataType t, const void* p, index_t rows, index_t cols, index_t ld, index_t batch,
-                      index_t stride, int elem_bytes, int box_cols, int box_rows, bool swizzle) {
-  const index_t blocks = stride == 0 ? 1 : batch;
-  const cuda::BlockedMatrix m{p, rows, cols, blocks, 1, ld * elem_bytes, stride * elem_bytes, 0};
-  return cuda::tensor_map_blocked(t, m, box_cols, box_rows, swizzle);
-}
-
 // Whether every matrix of a batch is where TMA can read it in place: the
 // first 16-byte aligned, rows and matrices 16 bytes apart.
 bool tma_ready(const void* p, index_t ld, index_t stride, int elem_bytes) {
@@ -135,10 +125,11 @@ void launch16(const Gemm16Args& g) {
   const AlignedOperand b(g.b, g.ldb, b_rows, b_cols, s);
   const index_t batch = std::max<index_t>(g.batch, 1);
   cuda::ladder::Wgmma16Params<Out> p{};
-  p.a = Cfg::kAMn ? batch_map(t, a.p, a_rows, a_cols, a.ld, batch, g.stride_a, 2, 64, Cfg::BK, true)
-                  : batch_map(t, a.p, a_rows, a_cols, a.ld, batch, g.stride_a, 2, Cfg::BK, Cfg::BM, true);
-  p.b = Cfg::kBMn ? batch_map(t, b.p, b_rows, b_cols, b.ld, batch, g.stride_b, 2, 64, Cfg::BK, true)
-                  : batch_map(t, b.p, b_rows, b_cols, b.ld, batch, g.stride_b, 2, Cfg::BK, Cfg::BN, true);
+  using cuda::tensor_map_batch;
+  p.a = Cfg::kAMn ? tensor_map_batch(t, a.p, a_rows, a_cols, a.ld, batch, g.stride_a, 2, 64, Cfg::BK, true)
+                  : tensor_map_batch(t, a.p, a_rows, a_cols, a.ld, batch, g.stride_a, 2, Cfg::BK, Cfg::BM, true);
+  p.b = Cfg::kBMn ? tensor_map_batch(t, b.p, b_rows, b_cols, b.ld, batch, g.stride_b, 2, 64, Cfg::BK, true)
+                  : tensor_map_batch(t, b.p, b_rows, b_cols, b.ld, batch, g.stride_b, 2, Cfg::BK, Cfg::BN, true);
   p.a_batched = g.stride_a != 0, p.b_batched = g.stride_b != 0;
   // TMA stores whole 16-byte chunks: a row of C whose width is not a
   // multiple of 16 bytes would have the padding after it written.
@@ -146,8 +137,8 @@ void launch16(const Gemm16Args& g) {
                N * index_t(sizeof(Out)) % 16 == 0;
   if (p.c_by_tma) {
     const CUtensorMapDataType tc = g.c_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : t;
-    p.c = batch_map(tc, g.c, M, N, g.ldc, batch, batch > 1 ? g.stride_c : 0, int(sizeof(Out)),
-                    cuda::ladder::StagedC::kCols<Out>, 64, true);
+    p.c = tensor_map_batch(tc, g.c, M, N, g.ldc, batch, batch > 1 ? g.stride_c : 0, int(sizeof(Out)),
+                           cuda::ladder::StagedC::kCols<Out>, 64, true);
   }
   p.c_data = static_cast<Out*>(g.c);
   p.ldc = g.ldc, p.c_stride = g.stride_c;

@@ -117,9 +117,8 @@ bool gemm_batched_auto(const GemmBatchCall<float>& call) {
   one.m = p.m, one.n = p.n, one.k = p.k, one.precision = f.precision;
   const double in_turn_us = double(p.batch) * std::max(kHostUsPerCall, plan_gemm(gpu, one).chosen.predicted_us);
   const double small_us = plan_batched_small(gpu, p).predicted_us;
-  const Precision kernel = f.precision == Precision::fp64 ? Precision::fp32 : f.precision;
-  const double tensor_us = gpu.tensor_kernels ? predict_batched_tensor_us(gpu, p, kernel) : in_turn_us;
-  if (tensor_us < std::min(small_us, in_turn_us) && tensor_batch_for(kernel)(call)) return true;
+  const double tensor_us = gpu.tensor_kernels ? predict_batched_tensor_us(gpu, p, f.precision) : in_turn_us;
+  if (tensor_us < std::min(small_us, in_turn_us) && tensor_batch_for(f.precision)(call)) return true;
   if (small_us >= in_turn_us) return false;
   return gemm_batched_small(call);
 }

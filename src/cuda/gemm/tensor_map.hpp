@@ -31,4 +31,12 @@ struct BlockedMatrix {
 CUtensorMap tensor_map_blocked(CUtensorMapDataType type, const BlockedMatrix& m, int box_cols, int box_rows,
                                bool swizzle_128b);
 
+// A strided batch of rows x cols matrices of elem_bytes elements (rows ld
+// apart, matrices `stride` apart; stride 0: one matrix broadcast over the
+// batch) as a rank-4 map whose block rows are the batch's matrices: matrix z
+// is read at block row z (0 where broadcast), boxes of box_rows x box_cols.
+CUtensorMap tensor_map_batch(CUtensorMapDataType type, const void* base, index_t rows, index_t cols, index_t ld,
+                             index_t batch, index_t stride, int elem_bytes, int box_cols, int box_rows,
+                             bool swizzle_128b);
+
 }  // namespace parray::cuda
