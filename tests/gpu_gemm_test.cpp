@@ -449,12 +449,14 @@ TEST(GpuPlanner, ShortKAtSanitizerSizes) {
 
 // GEMV step 7 (C of at most 8 columns or rows) at sizes small enough for
 // compute-sanitizer: K sliced and not, fewer columns than the kernel's
-// register width, A along k and along m, and the transposed case (few rows).
+// register width, A along k and along m, and the transposed case (few rows);
+// along m with groups of threads splitting k, with slices and without, rows
+// 16-byte aligned and not, a partial last block of rows.
 TEST(GpuPlanner, FewVectorsAtSanitizerSizes) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
   const GemmImpl& gpu_auto = registry().find("gpu-auto");
   const std::vector<Shape> shapes = {{94, 1999, 3}, {601, 99, 8}, {5, 301, 700}, {3, 2374, 13},
-                                     {77, 33, 1},  {4, 1100, 2100}};
+                                     {77, 33, 1},  {4, 1100, 2100}, {7, 3001, 203}};
   for (const Shape& s : shapes)
     for (const char* layout : {"row", "col"}) {
       GemmProblem p;

@@ -213,30 +213,46 @@ struct FewVectors {
   float alpha, beta;
 };
 
+// Groups of a block's threads that split the k's of step 7's column kernel
+// (1, 2, 4, 8 or 16): doubled while the rows' threads times the groups stay
+// under 1024 a SM (about twice the loads in flight that DRAM's latency asks
+// for) and every group keeps >= 8 k's. Many rows keep one group: a thread
+// per kv rows already fills the GPU.
+int few_column_groups(index_t m, index_t k, int kv) {
+  const index_t row_threads = (m + kv - 1) / kv, want = index_t(sm_count()) * 1024;
+  int groups = 1;
+  while (groups < 16 && row_threads * groups < want && k >= index_t(groups) * 2 * 8) groups *= 2;
+  return groups;
+}
+
 template <int NV>
 void launch_few(const FewVectors& p, cudaStream_t s) {
   constexpr int kVec = 4;
   const bool vec = p.lda % kVec == 0 && aligned16(p.a);
   const index_t target = index_t(sm_count()) * kBlocksPerSm;
   index_t blocks, per;
-  int slices;
+  int slices, groups = 1;
   if (p.a_along_k) {  // a warp per 4 rows, 8 warps a block; slices of whole 128-wide k-steps
     blocks = (p.m + 31) / 32;
     std::tie(slices, per) = slicing(blocks, p.k, vec ? 128 * 4 : 32 * 4, vec ? 128 : 32);
-  } else {  // a thread per kVec rows; slices of >= 128 k (the partial sums, NV per row, stay small beside A)
-    blocks = (p.m + 256 * (vec ? kVec : 1) - 1) / (256 * (vec ? kVec : 1));
-    std::tie(slices, per) = slicing(blocks, p.k, 128, 4);
+  } else {  // a thread per kv rows, groups of threads splitting k where the rows are few, then slices
+    const int kv = vec ? kVec : 1;
+    groups = few_column_groups(p.m, p.k, kv);
+    blocks = (p.m + index_t(256 / groups) * kv - 1) / (index_t(256 / groups) * kv);
+    // Slices of >= 128 k (the partial sums, NV per row, stay small beside A)
+    // and >= 16 a group, up to 4 blocks a SM.
+    std::tie(slices, per) = slicing(blocks, p.k, std::max(128, 16 * groups), 4, index_t(sm_count()) * 4);
   }
   if (blocks > index_t(kTickets)) slices = 1, per = p.k;  // a ticket per block of rows
-  const dim3 grid(unsigned(std::min(blocks, target * 4)), unsigned(slices));
+  const dim3 grid(unsigned(p.a_along_k ? std::min(blocks, target * 4) : blocks), unsigned(slices));
   with_slices<float>(slices, p.m * NV, s, [&](SliceSums<float> w) {  // step 7 sums its slices in one level
     const gemv_kernels::FewOut out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, w.part, w.ticket};
     if (p.a_along_k) {
       if (vec) few_vectors_rows<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
       else few_vectors_rows<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
     } else {
-      if (vec) few_vectors_cols<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
-      else few_vectors_cols<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+      if (vec) few_vectors_cols<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, groups, out);
+      else few_vectors_cols<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, groups, out);
     }
     PARRAY_CUDA_CHECK_LAUNCH();
   });
@@ -261,8 +277,6 @@ bool gemm_few_vectors(const GemmCall<float>& call) {
                along_k, b.data, b.layout.rows.stride[0], b.layout.cols.stride[0], c.data, c.layout.rows.stride[0],
                c.layout.cols.stride[0], call.alpha, call.beta};
   if (p.m == 1 && !along_k) p.lda = p.k > 1 ? a.layout.cols.stride[0] : 1;
-  // The column kernel's grid has a thread per 4 rows and no grid-stride loop.
-  if (!along_k && p.m > index_t(sm_count()) * kBlocksPerSm * 4 * 1024) return false;
   const cudaStream_t s = on_stream(call.stream);
   switch (p.n) {
     case 1: launch_few<1>(p, s); break;

@@ -14,7 +14,8 @@
 //    added by shuffles at the end;
 //  * few_vectors_cols (A along m: A(i, k) = a[i + k * lda]): a thread takes
 //    kVec consecutive rows (one 16-byte load per k), every lane reads the
-//    same B values (a shared-memory broadcast).
+//    same B values (a shared-memory broadcast); where the rows are few,
+//    groups of a block's threads split each chunk's k's.
 //
 // Where the rows are too few to fill the GPU, K is cut into slices (grid.y);
 // each slice's sums go to a workspace and, per block of rows, the last of
@@ -202,15 +203,25 @@ __global__ void __launch_bounds__(256) few_vectors_rows(index_t m, index_t n_col
   if (gridDim.y > 1) few_last_block<NV>(out, m, index_t(blockIdx.x) * kBlockRows, index_t(blockIdx.x + 1) * kBlockRows);
 }
 
-// A along m: thread t of the grid takes rows [t * kVec, t * kVec + kVec).
+// A along m: a block's 256 threads form `groups` groups (1, 2, 4, 8 or 16)
+// of 256 / groups threads; thread t of every group takes the block's rows
+// [t * kVec, t * kVec + kVec), group g the 4-k units g, g + groups, ... of
+// each staged chunk. Where the rows are few, the groups give each row several
+// threads' loads in flight instead of one thread's chain of them (a row's
+// kVec floats are one 16-byte load a k). At the end the groups' sums meet in
+// shared memory, added in group order (deterministic), and the block stores
+// its rows' sums with consecutive threads on consecutive values.
 template <int NV, int kVec>
 __global__ void __launch_bounds__(256) few_vectors_cols(index_t m, index_t n_cols, index_t k, const float* __restrict__ a,
                                                         index_t lda, const float* __restrict__ b, index_t rsb,
-                                                        index_t csb, index_t k_per_slice, FewOut out) {
-  constexpr int kUnroll = 4;
-  __shared__ __align__(16) float bs[few_stage_floats<NV>()];
+                                                        index_t csb, index_t k_per_slice, int groups, FewOut out) {
+  constexpr int kStage = few_stage_floats<NV>(), kSums = 256 * kVec * NV;
+  __shared__ __align__(16) float smem[kStage > kSums ? kStage : kSums];
+  float* bs = smem;
+  const int group_threads = 256 / groups, g = int(threadIdx.x) / group_threads, t = int(threadIdx.x) % group_threads;
+  const int block_rows = group_threads * kVec;
+  const index_t r0 = index_t(blockIdx.x) * block_rows, i0 = r0 + index_t(t) * kVec;
   const index_t kb = index_t(blockIdx.y) * k_per_slice, ke = kb + k_per_slice < k ? kb + k_per_slice : k;
-  const index_t i0 = (index_t(blockIdx.x) * 256 + threadIdx.x) * kVec;
   const bool whole = i0 + kVec <= m;
   float acc[kVec][NV] = {};
   for (index_t c0 = kb; c0 < ke; c0 += kFewChunk) {
@@ -218,37 +229,47 @@ __global__ void __launch_bounds__(256) few_vectors_cols(index_t m, index_t n_col
     __syncthreads();
     few_stage_b<NV>(bs, b, rsb, csb, n_cols, c0, c1);
     __syncthreads();
-    index_t kk = c0;
-    if (whole) {
-      for (; kk + kUnroll <= c1; kk += kUnroll) {
-        float av[kUnroll][kVec];
+    for (index_t kk = c0 + 4 * g; kk < c1; kk += 4 * groups) {
+      if (whole && kk + 4 <= c1) {
+        float av[4][kVec];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) load_vec<float, kVec>(a + (kk + u) * lda + i0, av[u]);
-        float bv[4][NV];  // kUnroll == 4, kk - c0 a multiple of 4
+        for (int u = 0; u < 4; ++u) load_vec<float, kVec>(a + (kk + u) * lda + i0, av[u]);
+        float bv[4][NV];  // kk - c0 a multiple of 4
         few_read4<NV>(bs, int(kk - c0), bv);
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
+        for (int u = 0; u < 4; ++u)
 #pragma unroll
           for (int j = 0; j < NV; ++j)
 #pragma unroll
             for (int e = 0; e < kVec; ++e) acc[e][j] += av[u][e] * bv[u][j];
+      } else {  // the last rows, or fewer than 4 k's left
+        for (index_t q = kk; q < kk + 4 && q < c1; ++q)
+#pragma unroll
+          for (int j = 0; j < NV; ++j) {
+            const float bj = few_at<NV>(bs, int(q - c0), j);
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              if (i0 + e < m) acc[e][j] += a[q * lda + i0 + e] * bj;
+          }
       }
     }
-    for (; kk < c1; ++kk)
-#pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        const float bj = few_at<NV>(bs, int(kk - c0), j);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          if (i0 + e < m) acc[e][j] += a[kk * lda + i0 + e] * bj;
-      }
   }
+  __syncthreads();  // every group is done with the staged B: the sums take its place
+  float* sums = smem;
+  const int block_values = block_rows * NV;
 #pragma unroll
   for (int e = 0; e < kVec; ++e)
 #pragma unroll
-    for (int j = 0; j < NV; ++j)
-      if (i0 + e < m && j < n_cols) few_store<NV>(out, m, i0 + e, j, acc[e][j]);
-  if (gridDim.y > 1) few_last_block<NV>(out, m, index_t(blockIdx.x) * 256 * kVec, index_t(blockIdx.x + 1) * 256 * kVec);
+    for (int j = 0; j < NV; ++j) sums[g * block_values + (t * kVec + e) * NV + j] = acc[e][j];
+  __syncthreads();
+  for (int v = int(threadIdx.x); v < block_values; v += 256) {
+    const index_t i = r0 + v / NV;
+    const int j = v % NV;
+    float s = 0.f;
+    for (int q = 0; q < groups; ++q) s += sums[q * block_values + v];
+    if (i < m && j < n_cols) few_store<NV>(out, m, i, j, s);
+  }
+  if (gridDim.y > 1) few_last_block<NV>(out, m, r0, r0 + block_rows);
 }
 
 }  // namespace parray::cuda::gemv_kernels
