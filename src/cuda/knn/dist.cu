@@ -114,33 +114,49 @@ __device__ __forceinline__ void row_keys(const float* __restrict__ base, index_t
 // The sort keys of all n rows into keys[] by the whole block, 16-byte loads
 // (d % 4 == 0, aligned): a warp's lanes 8 to a row, 4 rows a load, so that
 // each load reads 512 contiguous bytes (a lane per row instead reads 32 rows
-// 4 d bytes apart with every load: the L1 then serves 32 lines per load).
-// Lane c of a row sums the row's 16-byte chunks c, c + 8, ... in order, and
-// the 8 partial sums are added by xor shuffles, whose pairs are added
-// commutatively: every lane, and every block, gets the same bits.
+// 4 d bytes apart with every load: the L1 then serves 32 lines per load); a
+// warp takes kUnroll such loads of rows at once, so that each waits on the
+// memory once, not kUnroll times in turn. Lane c of a row sums the row's
+// 16-byte chunks c, c + 8, ... in order, and the 8 partial sums are added by
+// xor shuffles, whose pairs are added commutatively: every lane, and every
+// block, gets the same bits.
 __device__ __forceinline__ void block_keys(const float* __restrict__ base, int n, index_t d,
                                            const float* __restrict__ q, bool l2, SortKey* keys) {
-  constexpr int kLanesPerRow = 8, kRowsPerLoad = 32 / kLanesPerRow;
+  constexpr int kLanesPerRow = 8, kRowsPerLoad = 32 / kLanesPerRow, kUnroll = 4;
   const int lane = int(threadIdx.x) % 32, c = lane % kLanesPerRow;
-  const int step = int(blockDim.x) / 32 * kRowsPerLoad;
+  const int step = int(blockDim.x) / 32 * kRowsPerLoad;  // rows of one load of every warp
   const float4* q4 = reinterpret_cast<const float4*>(q);
   const index_t d4 = d / 4;
-  for (int r0 = int(threadIdx.x) / 32 * kRowsPerLoad; r0 < n; r0 += step) {  // warp-uniform
-    const int row = r0 + lane / kLanesPerRow;
-    const float4* x = reinterpret_cast<const float4*>(base + index_t(row < n ? row : n - 1) * d);
-    float s = 0.f;
+  for (int r0 = int(threadIdx.x) / 32 * kRowsPerLoad; r0 < n; r0 += kUnroll * step) {  // warp-uniform
+    const float4* x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int row = r0 + u * step + lane / kLanesPerRow;
+      x[u] = reinterpret_cast<const float4*>(base + index_t(row < n ? row : n - 1) * d);
+    }
+    float s[kUnroll] = {};
     for (index_t t = c; t < d4; t += kLanesPerRow) {
-      const float4 a = __ldg(q4 + t), b = __ldg(x + t);
-      if (l2) {
-        const float u = a.x - b.x, v = a.y - b.y, w = a.z - b.z, z = a.w - b.w;
-        s += u * u, s += v * v, s += w * w, s += z * z;
-      } else {
-        s += a.x * b.x, s += a.y * b.y, s += a.z * b.z, s += a.w * b.w;
+      const float4 a = __ldg(q4 + t);
+      float4 b[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) b[u] = __ldg(x[u] + t);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (l2) {
+          const float e = a.x - b[u].x, f = a.y - b[u].y, g = a.z - b[u].z, h = a.w - b[u].w;
+          s[u] += e * e, s[u] += f * f, s[u] += g * g, s[u] += h * h;
+        } else {
+          s[u] += a.x * b[u].x, s[u] += a.y * b[u].y, s[u] += a.z * b[u].z, s[u] += a.w * b[u].w;
+        }
       }
     }
 #pragma unroll
-    for (int o = 1; o < kLanesPerRow; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (c == 0 && row < n) keys[row] = sort_key(l2 ? s : -s, row);
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int o = 1; o < kLanesPerRow; o <<= 1) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+      const int row = r0 + u * step + lane / kLanesPerRow;
+      if (c == 0 && row < n) keys[row] = sort_key(l2 ? s[u] : -s[u], row);
+    }
   }
 }
 
