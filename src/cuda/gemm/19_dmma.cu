@@ -1,7 +1,7 @@
 // Launcher of ladder step 19 (gemm/19_dmma.cuh): FP64 GEMM on the tensor
 // cores, one product or a strided batch. Strided operands are read where
 // they lie (16-byte copies where k of A, n of B is contiguous and rows are
-// aligned, element by element otherwise); any other layout goes through a
+// aligned, 8-byte copies otherwise); any other layout goes through a
 // row-major copy on the device first.
 #include <algorithm>
 #include <cstdint>

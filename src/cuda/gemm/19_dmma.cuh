@@ -14,7 +14,8 @@
 // doubles so that a warp's fragment reads (8 rows x 4 doubles of A, 4 rows x
 // 8 doubles of B) fall in different banks. Operands whose rows are not
 // 16-byte aligned, or whose k (A) or n (B) is not their contiguous
-// direction, are loaded element by element into the same tiles. Blocks walk
+// direction, are copied a double at a time (8-byte cp.async) into the same
+// tiles. Blocks walk
 // the tiles in groups of 8 tile rows (neighbouring blocks share panels of A
 // and B in L2); blockIdx.z is a product of a strided batch.
 #pragma once
@@ -25,8 +26,9 @@
 
 namespace parray::cuda::ladder {
 
-struct DmmaTiles {
-  static constexpr int BM = 128, BN = 128, BK = 16, Stages = 4;
+template <int BM_, int BN_, int BK_, int Stages_>
+struct DmmaTilesOf {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, Stages = Stages_;
   static constexpr int WM = 64, WN = 32;                       // a warp's block of C
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;  // 2 x 4
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
@@ -36,6 +38,7 @@ struct DmmaTiles {
   static constexpr int kSmemBytes = Stages * (kStageA + kStageB) * 8;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
+using DmmaTiles = DmmaTilesOf<128, 128, 16, 4>;
 
 // A strided batch (blockIdx.z: product z at these element offsets).
 struct DmmaBatch {
@@ -58,6 +61,11 @@ struct DmmaParams {
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int bytes) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
+}
+// One double (cp.async's 8-byte form goes through L1: .ca).
+__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem, int bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int Pending>
@@ -94,8 +102,9 @@ __device__ __forceinline__ void dmma_16x8(double (&d)[4], const double (&a)[KS /
 // An Outer x Inner tile of an operand (element (o, i) at src[o * so + i * si])
 // into dst[o * Ld + i], zeros past (olim, ilim). fast: si = 1 and rows 16-byte
 // aligned, so each 16-byte cp.async moves 2 doubles (its source size cut to
-// what lies inside); otherwise element by element, down Outer (the
-// contiguous direction of a column-major A or B).
+// what lies inside); otherwise an 8-byte cp.async a double, along the rows
+// where si = 1 and down Outer otherwise (the contiguous direction of a
+// column-major A or B), so that these copies too run behind the products.
 template <int Outer, int Inner, int Ld, int Threads>
 __device__ __forceinline__ void dmma_load_tile(double* dst, const double* src, long long so, long long si, int o0,
                                                int i0, int olim, int ilim, bool fast) {
@@ -108,9 +117,10 @@ __device__ __forceinline__ void dmma_load_tile(double* dst, const double* src, l
     }
   } else {
     for (int e = threadIdx.x; e < Outer * Inner; e += Threads) {
-      const int o = e % Outer, i = e / Outer;
+      const int o = si == 1 ? e / Inner : e % Outer, i = si == 1 ? e % Inner : e / Outer;
       const int row = o0 + o, col = i0 + i;
-      dst[o * Ld + i] = row < olim && col < ilim ? src[row * so + col * si] : 0.0;
+      const bool inside = row < olim && col < ilim;
+      cp_async_8(dst + o * Ld + i, inside ? src + row * so + col * si : src, inside ? 8 : 0);
     }
   }
 }
