@@ -167,10 +167,9 @@ struct Persistent {
   }
   // C's TMA view: C's blocks, or a batch's C with its products as block rows;
   // none where the copy engine cannot address it, or where a block's rows
-  // are not whole 16-byte chunks (TMA stores whole chunks: the padding after
-  // such a row would be written). Rows then leave a line at a time.
+  // are not whole 16-byte chunks. Rows then leave a line at a time.
   static std::optional<BlockedMatrix> c_for_tma(const OpC& c, int M, int N, const Batch& batch) {
-    if (std::min<index_t>(N, c.block_cols) % 4 != 0) return std::nullopt;
+    if (!tma_stores_whole_rows(std::min<index_t>(N, c.block_cols), 4)) return std::nullopt;
     const std::optional<BlockedMatrix> one = tma_blocks(c, M, N);
     if (!one || batch.count == 1) return one;
     if (batch.c_stride % 4 != 0) return std::nullopt;

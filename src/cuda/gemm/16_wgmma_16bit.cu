@@ -131,10 +131,8 @@ void launch16(const Gemm16Args& g) {
   p.b = Cfg::kBMn ? tensor_map_batch(t, b.p, b_rows, b_cols, b.ld, batch, g.stride_b, 2, 64, Cfg::BK, true)
                   : tensor_map_batch(t, b.p, b_rows, b_cols, b.ld, batch, g.stride_b, 2, Cfg::BK, Cfg::BN, true);
   p.a_batched = g.stride_a != 0, p.b_batched = g.stride_b != 0;
-  // TMA stores whole 16-byte chunks: a row of C whose width is not a
-  // multiple of 16 bytes would have the padding after it written.
   p.c_by_tma = tma_ready(g.c, g.ldc, batch > 1 ? g.stride_c : 0, int(sizeof(Out))) &&
-               N * index_t(sizeof(Out)) % 16 == 0;
+               cuda::tma_stores_whole_rows(N, int(sizeof(Out)));
   if (p.c_by_tma) {
     const CUtensorMapDataType tc = g.c_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : t;
     p.c = tensor_map_batch(tc, g.c, M, N, g.ldc, batch, batch > 1 ? g.stride_c : 0, int(sizeof(Out)),

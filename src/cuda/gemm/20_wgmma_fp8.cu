@@ -148,9 +148,8 @@ void launch20(const Gemm8Args& g) {
   cuda::ladder::Fp8Params<Out> p{};
   p.a = cuda::tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, g.a, g.k, g.m, g.lda, Cfg::BK, Cfg::BM, true);
   p.b = cuda::tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, g.b, g.k, g.n, g.ldb, Cfg::BK, Cfg::BN, true);
-  // TMA stores whole 16-byte chunks: a row of C whose width is not a
-  // multiple of 16 bytes would have the padding after it written.
-  p.c_by_tma = aligned16(g.c) && g.ldc * index_t(sizeof(Out)) % 16 == 0 && g.n * index_t(sizeof(Out)) % 16 == 0;
+  p.c_by_tma = aligned16(g.c) && g.ldc * index_t(sizeof(Out)) % 16 == 0 &&
+               cuda::tma_stores_whole_rows(g.n, int(sizeof(Out)));
   if (p.c_by_tma) {
     const CUtensorMapDataType tc = g.out == Fp8Out::f32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : g.out == Fp8Out::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

@@ -8,6 +8,11 @@
 
 namespace parray::cuda {
 
+// Whether a C whose rows hold `cols` elements of elem_bytes each may be
+// stored through TMA: its stores write whole 16-byte chunks, so a row that
+// ends inside one would have the padding after it written.
+inline bool tma_stores_whole_rows(index_t cols, int elem_bytes) { return cols * elem_bytes % 16 == 0; }
+
 // An outer x inner array (inner contiguous, rows outer_stride_bytes apart, a
 // multiple of 16) read or written as boxes of box_outer x box_inner elements,
 // 128-byte swizzled in shared memory when asked (box_inner then spans at most
