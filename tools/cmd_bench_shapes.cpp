@@ -2,7 +2,7 @@
 // library a user would otherwise call for each, in the same run.
 //
 //   parray bench shapes [--device gpu|cpu] [--count N] [--seed S]
-//                       [--precision fp32,tf32,bf16,fp16] [--max-extent E]
+//                       [--precision fp32,tf32,bf16,fp16,fp64] [--max-extent E]
 //                       [--max-gflop G] [--max-gib B] [--threads T] [--csv F]
 //
 // M, N and K are drawn log-uniform in [1, --max-extent] (65536), a problem
@@ -10,7 +10,8 @@
 // so that the set covers vectors, thin and small products, long reductions
 // and large squares alike. Each problem runs at every precision asked: on the
 // GPU the default GEMM (gpu-auto) against cuBLAS's call for that precision
-// (SGEMM, TF32, BF16, FP16 GemmEx), on the CPU parray-cpu against OpenBLAS.
+// (SGEMM, TF32, BF16, FP16 GemmEx; fp64: FP64 data against DGEMM), on the
+// CPU parray-cpu against OpenBLAS.
 // Every row is verified first. The summary: the worst ratio, the geometric
 // mean and the ten worst problems, per precision and over all.
 #include <fmt/format.h>
@@ -66,13 +67,13 @@ std::vector<Shape> draw_shapes(const ShapesArgs& a) {
 std::string baseline_for(const std::string& device, Precision p) {
   if (device == "cpu") return "openblas";
   switch (p) {
-    case Precision::fp32: return "cublas";
+    case Precision::fp32: return "cublas";  // SGEMM
     case Precision::tf32: return "cublas-tf32";
     case Precision::bf16: return "cublas-bf16";
     case Precision::fp16: return "cublas-fp16";
-    case Precision::fp64: break;
+    case Precision::fp64: return "cublas";  // DGEMM: the problem's data are doubles
   }
-  throw Error("bench shapes: fp64 is not a precision of FP32 data");
+  throw Error("bench shapes: unknown precision");
 }
 
 struct Ratio {
@@ -123,7 +124,11 @@ int run_shapes(const ShapesArgs& a) {
       o.child_exe = "/proc/self/exe";
       GemmProblem g;
       g.m = s.m, g.n = s.n, g.k = s.k, g.seed = a.seed + i;
-      g.precision = p;
+      // fp64: the problem's data are doubles (gpu-auto's FP64 GEMM against DGEMM).
+      if (p == Precision::fp64)
+        g.dtype = Dtype::f64;
+      else
+        g.precision = p;
       g.reference_on_device = a.device == "gpu";
       o.problems = {g};
       const std::vector<BenchRow> rows = run_gemm_bench(o);
@@ -154,7 +159,7 @@ std::vector<tools::CliCommand> add_shapes_commands(CLI::App&, CLI::App& bench) {
   c->add_option("--device", a->device, "gpu or cpu")->capture_default_str();
   c->add_option("--count", a->count, "problems drawn")->capture_default_str();
   c->add_option("--seed", a->seed, "seed of the draw and of the inputs")->capture_default_str();
-  c->add_option("--precision", a->precisions, "comma list: fp32, tf32, bf16, fp16 (GPU)")->capture_default_str();
+  c->add_option("--precision", a->precisions, "comma list: fp32, tf32, bf16, fp16, fp64 (GPU; fp64: FP64 data against DGEMM)")->capture_default_str();
   c->add_option("--max-extent", a->max_extent, "M, N, K log-uniform in [1, this]")->capture_default_str();
   c->add_option("--max-gflop", a->max_gflop, "largest product, GFLOP")->capture_default_str();
   c->add_option("--max-gib", a->max_gib, "largest operands (host, device, FP64 reference), GiB")->capture_default_str();
