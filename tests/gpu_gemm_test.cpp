@@ -27,6 +27,15 @@ struct Shape {
   index_t m, k, n;
 };
 
+// FP32 problem s with A, B and C all in `layout`.
+GemmProblem problem_in(const Shape& s, const char* layout, double beta) {
+  GemmProblem p;
+  p.m = s.m, p.k = s.k, p.n = s.n;
+  p.layout_a = p.layout_b = p.layout_c = layout;
+  p.beta = beta;
+  return p;
+}
+
 // Implementations that are too slow for large sizes (4 GPU threads).
 // Why an implementation declines every problem on this GPU ("" when it does
 // not): step 14 off a Hopper GPU.
@@ -421,6 +430,37 @@ TEST(GpuPlanner, KSplitsAreDeterministic) {
   }
 }
 
+// Step 19 (FP64) on products too few tiles to fill the GPU, where K is split
+// into parts summed in a fixed order: partial tiles, C row- and column-major,
+// beta read and not, and the same bits on every run.
+TEST(GpuDmma, KSplitAtSanitizerSizesIsDeterministic) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& dmma = registry().find("cuda-19-dmma");
+  if (std::string why = why_not_anywhere(dmma); !why.empty()) GTEST_SKIP() << why;
+  const std::vector<Shape> shapes = {{96, 2000, 96}, {130, 1500, 70}, {200, 4099, 260}};
+  for (const Shape& s : shapes)
+    for (const char* layout : {"row", "col"})
+      for (double beta : {0.0, 0.5}) {
+        GemmProblem p;
+        p.dtype = Dtype::f64;
+        p.m = s.m, p.k = s.k, p.n = s.n;
+        p.layout_a = p.layout_b = p.layout_c = layout;
+        p.alpha = -1.5, p.beta = beta;
+        GemmCase gcase(p);
+        auto bits = [&] {
+          const auto* c = static_cast<const unsigned char*>(gcase.c_storage());
+          return std::vector<unsigned char>(c, c + gcase.c_storage_bytes());
+        };
+        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " " +
+                                 layout + " beta " + std::to_string(beta);
+        const CheckResult r = gcase.run_and_check(dmma, 1);
+        ASSERT_TRUE(r.ok) << what << ": " << r.reason;
+        const std::vector<unsigned char> first = bits();
+        ASSERT_TRUE(gcase.run_and_check(dmma, 1).ok) << what;
+        EXPECT_TRUE(bits() == first) << what << ": a K split's sum depends on timing";
+      }
+}
+
 // Step 17 (K <= 32) at sizes small enough for compute-sanitizer: C's rows
 // stored 16 bytes at a time and not (odd N), beta read and not, partial
 // tiles, A and B read along either stride, C column-major (transposed).
@@ -459,11 +499,7 @@ TEST(GpuPlanner, FewVectorsAtSanitizerSizes) {
                                      {77, 33, 1},  {4, 1100, 2100}, {7, 3001, 203}};
   for (const Shape& s : shapes)
     for (const char* layout : {"row", "col"}) {
-      GemmProblem p;
-      p.m = s.m, p.k = s.k, p.n = s.n;
-      p.layout_a = p.layout_b = p.layout_c = layout;
-      p.beta = 0.5;
-      GemmCase gcase(p);
+      GemmCase gcase(problem_in(s, layout, 0.5));
       const CheckResult r = gcase.run_and_check(gpu_auto, 1);
       EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << layout << ": " << r.reason;
     }

@@ -75,8 +75,6 @@ struct GpuTuning {
   // multicast to its blocks by TMA (A from the pass, or TF32's row-major A in
   // place); 0: auto (pairs for FP32 accuracy where M, N >= 8192).
   int wgmma_cluster = 0;
-  // gpu.dmma_k, PARRAY_DMMA_K: the K of step 19's FP64 mma (4, 8 or 16).
-  int dmma_k = 4;
   // gpu.gemv_tree_slices, PARRAY_GEMV_TREE_SLICES: slices per group of GEMV
   // step 6's two-level sum of its partial sums (0: auto, one level for short
   // chains, else 16; a count at least the slices': one level).

@@ -292,8 +292,6 @@ const Key kKeys[] = {
         "gpu.wgmma_cluster", "PARRAY_WGMMA_CLUSTER",
         "cuda-15's blocks in clusters of this many along M, B's k-tiles multicast to the cluster by TMA: auto "
         "(2 for FP32 accuracy where M, N >= 8192), 1 or 2"),
-    key<kGpu, &GpuTuning::dmma_k, OneOf<int, 4, 8, 16>>(
-        "gpu.dmma_k", "PARRAY_DMMA_K", "cuda-19-dmma's FP64 mma shape: m16n8k4, k8 or k16 (4, 8, 16)"),
     key<kGpu, &GpuTuning::gemv_tree_slices, IntegerOrAuto<int, 2, 65535, 0>>(
         "gpu.gemv_tree_slices", "PARRAY_GEMV_TREE_SLICES",
         "GEMV step 6's slices per group of its two-level sum: auto (one level for short chains, else 16), or "

@@ -325,8 +325,9 @@ void register_cuda_backend(Registry& r) {
   }
   {
     GemmImpl i = gpu("cuda-19-dmma",
-                     "ladder 19: FP64 on the tensor cores (mma.sync m16n8k4 .f64), 128x128 tiles of 8 warps, a "
-                     "4-slot cp.async ring of 16-double k-tiles; a strided batch in one launch",
+                     "ladder 19: FP64 on the tensor cores (mma.sync m16n8k8 .f64, operands read 16 bytes at a "
+                     "time), 128x128 tiles of 8 warps, a 3-slot cp.async ring of 32-double k-tiles, K split where "
+                     "the tiles leave SMs idle; a strided batch in one launch",
                      "any M, N, K; any layout (a row-major copy of what is not strided); Hopper");
     i.tags = {"ladder", "gpu-ladder"};
     i.run_f64 = gemm_dmma;
@@ -339,14 +340,10 @@ void register_cuda_backend(Registry& r) {
                      "the default GPU GEMM: per call, the kernel the planner predicts fastest on this GPU among those "
                      "that deliver the precision asked (GEMV for M or N = 1, step 12's 64 x 64 or 128 x 128 tiles "
                      "with a deterministic K split, step 15 in TF32, BF16, FP16 or FP32-accurate 3xTF32; `parray "
-                     "plan` shows the choice); FP64: step 19 on the tensor cores");
+                     "plan` shows the choice); FP64: the GEMV for M or N = 1, else step 19 on the tensor cores");
     i.run_f32 = gemm_auto;
     i.run_batch_f32 = gemm_batched_auto;
-    // FP64: step 19 on the tensor cores where they run, else step 5.
-    i.run_f64 = [](const GemmCall<double>& call) {
-      if (wgmma_unsupported().empty()) gemm_dmma(call);
-      else gemm_smem_transposed_a<double>(call, true);
-    };
+    i.run_f64 = gemm_auto_f64;
     i.run_batch_f64 = gemm_dmma_batch;
     i.selects_down_to = {Precision::tf32, Precision::bf16, Precision::fp16};
     r.add(std::move(i));

@@ -3,21 +3,27 @@
 //
 // What it adds: steps 1–12 compute FP64 on the CUDA cores (half the FP32
 // rate); Hopper's tensor cores also multiply doubles, at twice that rate
-// (mma.sync m16n8k4/k8/k16 .f64: a warp's 16 x 8 block of C gains a rank-4, 8 or 16 update,
-// each product and sum an IEEE FP64 fused multiply-add as on the CUDA
-// cores, so the result is as accurate as an FP64 GEMM). A block computes a
-// 128 x 128 tile of C with 8 warps of 64 x 32 (4 x 4 mma blocks: 64 doubles
-// of accumulators per thread); k-tiles of 16 doubles of A (128 x 16) and B
-// (16 x 128) go through a ring of Stages slots in shared memory by 16-byte
+// (mma.sync m16n8k8 .f64: a warp's 16 x 8 block of C gains a rank-8 update,
+// each product and sum an IEEE FP64 fused multiply-add as on the CUDA cores,
+// so the result is as accurate as an FP64 GEMM). A block computes a 128 x
+// 128 tile of C with 8 warps of 64 x 32 (4 x 4 mma blocks: 64 doubles of
+// accumulators per thread); k-tiles of 32 doubles of A (128 x 32) and B
+// (32 x 128) go through a ring of Stages slots in shared memory by 16-byte
 // cp.async, Stages - 1 k-tiles ahead of the products, zeros past the edges
-// (the copy's source size cut to what lies inside). Rows are padded by 4
-// doubles so that a warp's fragment reads (8 rows x 4 doubles of A, 4 rows x
-// 8 doubles of B) fall in different banks. Operands whose rows are not
-// 16-byte aligned, or whose k (A) or n (B) is not their contiguous
-// direction, are copied a double at a time (8-byte cp.async) into the same
-// tiles. Blocks walk
-// the tiles in groups of 8 tile rows (neighbouring blocks share panels of A
-// and B in L2); blockIdx.z is a product of a strided batch.
+// (the copy's source size cut to what lies inside). The mma's operands are
+// read from the ring 16 bytes at a time: k is taken in a permuted order
+// inside each step so that a thread's two values of A in a row are
+// adjacent, and the warp's columns are permuted so that its four values of
+// B in a row are; rows are padded so that these reads do not conflict. The
+// operands of the next step are read while this step's products run, across
+// the k-tile's __syncthreads too. Operands whose rows are not 16-byte
+// aligned, or whose k (A) or n (B) is not their contiguous direction, are
+// copied a double at a time (8-byte cp.async) into the same tiles. Blocks
+// walk the tiles in groups of 8 tile rows (neighbouring blocks share panels
+// of A and B in L2); blockIdx.z is a product of a strided batch. A single
+// product whose tiles leave SMs idle splits K over blockIdx.y into parts
+// written to a workspace and summed in part order (dmma_sum_parts), so the
+// result does not depend on timing.
 #pragma once
 
 #include <cstdint>
@@ -33,12 +39,18 @@ struct DmmaTilesOf {
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;  // 2 x 4
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kMi = WM / 16, kNi = WN / 8;           // mma blocks per warp
-  static constexpr int kLdA = BK + 4, kLdB = BN + 4;          // padded rows (doubles)
+  static constexpr int kKSteps = BK / 8;                      // m16n8k8 steps a k-tile
+  // Padded rows (doubles) so that the eight lanes of a 16-byte read phase
+  // fall in different banks (dmma_fragments): rows of A 8 mod 16 doubles
+  // apart (lanes g and g + 1 half a 128-byte line apart), of B 2 mod 4 (the
+  // rows 2t of four lanes t in different quarters of a line).
+  static constexpr int kLdA = BK + 8, kLdB = BN + 2;
+  static_assert(kKSteps % 2 == 0 && kLdA % 16 == 8 && kLdB % 4 == 2, "k-tiles of whole pairs of k8 steps (the fragments' two buffers), conflict-free pads");
   static constexpr int kStageA = BM * kLdA, kStageB = BK * kLdB;
   static constexpr int kSmemBytes = Stages * (kStageA + kStageB) * 8;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
-using DmmaTiles = DmmaTilesOf<128, 128, 16, 4>;
+using DmmaTiles = DmmaTilesOf<128, 128, 32, 3>;
 
 // A strided batch (blockIdx.z: product z at these element offsets).
 struct DmmaBatch {
@@ -54,6 +66,10 @@ struct DmmaParams {
   double alpha, beta;
   int a_fast, b_fast, group;
   DmmaBatch batch;
+  // K split (blockIdx.y: part y takes k-tiles y * kt_per_part .. and writes
+  // its partial product at c + y * part_stride); one part: all of K into C.
+  int kt_per_part;
+  long long part_stride;
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -73,30 +89,16 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
 }
 
-// d += a b on a 16 x 8 block of C over KS values of K (4, 8 or 16): a thread
-// holds a[2j] = A(g, t + 4j), a[2j + 1] = A(g + 8, t + 4j) and b[j] =
-// B(t + 4j, g) for lane = 4 g + t, and d = C(g, 2t .. 2t + 1), C(g + 8, ...).
-template <int KS>
-__device__ __forceinline__ void dmma_16x8(double (&d)[4], const double (&a)[KS / 2], const double (&b)[KS / 4]) {
-  if constexpr (KS == 4) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(b[0]));
-  } else if constexpr (KS == 8) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
-        "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
-          "d"(b[1]), "d"(b[2]), "d"(b[3]));
-  }
+// d += a b on a 16 x 8 block of C over 8 values of K (mma.sync m16n8k8
+// .f64): for lane = 4 g + t the mma takes a = A(g, t), A(g + 8, t), A(g,
+// t + 4), A(g + 8, t + 4), b = B(t, g), B(t + 4, g), and d = C(g, 2t ..
+// 2t + 1), C(g + 8, 2t .. 2t + 1).
+__device__ __forceinline__ void dmma_16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
 }
 
 // An Outer x Inner tile of an operand (element (o, i) at src[o * so + i * si])
@@ -109,6 +111,7 @@ template <int Outer, int Inner, int Ld, int Threads>
 __device__ __forceinline__ void dmma_load_tile(double* dst, const double* src, long long so, long long si, int o0,
                                                int i0, int olim, int ilim, bool fast) {
   if (fast) {
+#pragma unroll 1
     for (int e = threadIdx.x; e < Outer * Inner / 2; e += Threads) {
       const int o = e / (Inner / 2), i = 2 * (e % (Inner / 2));
       const int row = o0 + o, col = i0 + i;
@@ -116,6 +119,7 @@ __device__ __forceinline__ void dmma_load_tile(double* dst, const double* src, l
       cp_async_16(dst + o * Ld + i, inside ? src + row * so + col : src, 8 * inside);
     }
   } else {
+#pragma unroll 1
     for (int e = threadIdx.x; e < Outer * Inner; e += Threads) {
       const int o = si == 1 ? e / Inner : e % Outer, i = si == 1 ? e % Inner : e / Outer;
       const int row = o0 + o, col = i0 + i;
@@ -135,37 +139,51 @@ __device__ __forceinline__ void dmma_load_k_tile(const DmmaParams& p, const doub
   dmma_load_tile<T::BK, T::BN, T::kLdB, T::kThreads>(sb, b, p.b.rs, p.b.cs, k0, n0, p.K, p.N, p.b_fast);
 }
 
-// One k-tile of products from slot (sa, sb) into the warp's accumulators, in
-// mma steps of KS values of K.
-template <class T, int KS>
-__device__ __forceinline__ void dmma_k_tile(const double* sa, const double* sb, int wm0, int wn0,
-                                            double (&acc)[T::kMi][T::kNi][4]) {
+// One mma step's operands (8 values of K) out of a slot, 16 bytes a read.
+// The mma's k index t + 4q is taken as the step's k = 2t + q (a sum is the
+// same in any order of k), so a thread's two values of A in a row are
+// adjacent: one 16-byte read a row. Its B values lie in two rows, so n is
+// permuted instead: the mma block j's column g is the warp's column 4g + (j ^
+// 2 (g & 1)), so that a thread's four blocks are four adjacent doubles of a
+// row (two 16-byte reads, the odd g starting with the second half so that the
+// eight lanes of one read phase hit different banks; dmma_column undoes it).
+// sa, sb: the step's first k of the warp's rows of A, columns of B.
+template <class T>
+__device__ __forceinline__ void dmma_a_fragment(const double* sa, int i, double (&af)[4]) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const double2 top = *reinterpret_cast<const double2*>(sa + (16 * i + g) * T::kLdA + 2 * t);
+  const double2 bottom = *reinterpret_cast<const double2*>(sa + (16 * i + g + 8) * T::kLdA + 2 * t);
+  af[0] = top.x, af[1] = bottom.x, af[2] = top.y, af[3] = bottom.y;
+}
+template <class T>
+__device__ __forceinline__ void dmma_b_fragments(const double* sb, double (&bf)[T::kNi][2]) {
+  static_assert(T::kNi == 4, "four mma blocks of 8 columns: 4 adjacent doubles a thread");
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, half = 2 * (g & 1);
 #pragma unroll
-  for (int kk = 0; kk < T::BK; kk += KS) {
-    double af[T::kMi][KS / 2], bf[T::kNi][KS / 4];
-#pragma unroll
-    for (int i = 0; i < T::kMi; ++i)
-#pragma unroll
-      for (int q = 0; q < KS / 4; ++q) {
-        af[i][2 * q] = sa[(wm0 + 16 * i + g) * T::kLdA + kk + t + 4 * q];
-        af[i][2 * q + 1] = sa[(wm0 + 16 * i + g + 8) * T::kLdA + kk + t + 4 * q];
-      }
-#pragma unroll
-    for (int j = 0; j < T::kNi; ++j)
-#pragma unroll
-      for (int q = 0; q < KS / 4; ++q) bf[j][q] = sb[(kk + t + 4 * q) * T::kLdB + wn0 + 8 * j + g];
-#pragma unroll
-    for (int i = 0; i < T::kMi; ++i)
-#pragma unroll
-      for (int j = 0; j < T::kNi; ++j) dmma_16x8<KS>(acc[i][j], af[i], bf[j]);
+  for (int q = 0; q < 2; ++q) {
+    const double* row = sb + (2 * t + q) * T::kLdB + 4 * g;
+    const double2 first = *reinterpret_cast<const double2*>(row + half);
+    const double2 second = *reinterpret_cast<const double2*>(row + (2 - half));
+    bf[0][q] = first.x, bf[1][q] = first.y, bf[2][q] = second.x, bf[3][q] = second.y;
   }
+}
+
+// The warp's column of C that holds accumulator (j, h) of lane t: column 2t +
+// h % 2 of mma block j, permuted as its B column (dmma_fragments).
+__device__ __forceinline__ int dmma_column(int j, int h, int t) {
+  const int e = h % 2;
+  return 8 * t + 4 * e + (j ^ (2 * e));
 }
 
 #endif  // __CUDA_ARCH__ >= 900
 
-// KS: the mma's K (4, 8 or 16; gpu.dmma_k).
-template <class T, int KS>
+// The products run a fragment step ahead: B of step ks + 1 is read before
+// step ks's products (two buffers), A of step ks + 1 a row of mma blocks at
+// a time as step ks's products free its registers (one buffer), and a
+// k-tile's __syncthreads comes before its last step, so that past it every
+// warp still has a step of products to issue while its reads of the next
+// slot are in flight.
+template <class T>
 __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) double dmma_smem[];
@@ -173,7 +191,7 @@ __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) 
   double* ring_b = dmma_smem + T::Stages * T::kStageA;
   const double* a = p.a.p + blockIdx.z * p.batch.a;
   const double* b = p.b.p + blockIdx.z * p.batch.b;
-  double* c = p.c.p + blockIdx.z * p.batch.c;
+  double* c = p.c.p + blockIdx.z * p.batch.c + blockIdx.y * p.part_stride;
   const int tiles_m = (p.M + T::BM - 1) / T::BM, tiles_n = (p.N + T::BN - 1) / T::BN;
   // Grouped order: `group` tile rows walked before moving right.
   const int pid = int(blockIdx.x), per_group = p.group * tiles_n, first_m = pid / per_group * p.group;
@@ -181,22 +199,54 @@ __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) 
   const int tm = first_m + pid % per_group % rows_here, tn = pid % per_group / rows_here;
   const int m0 = tm * T::BM, n0 = tn * T::BN;
   const int warp = threadIdx.x / 32, wm0 = warp / T::kWarpsN * T::WM, wn0 = warp % T::kWarpsN * T::WN;
+  // This warp's rows of A and columns of B in slot s at step ks.
+  auto warp_a = [&](int s, int ks) { return ring_a + s * T::kStageA + wm0 * T::kLdA + 8 * ks; };
+  auto warp_b = [&](int s, int ks) { return ring_b + s * T::kStageB + 8 * ks * T::kLdB + wn0; };
   double acc[T::kMi][T::kNi][4] = {};
-  const int k_tiles = (p.K + T::BK - 1) / T::BK;
+  double af[T::kMi][4], bf[2][T::kNi][2];
+  // This part's k-tiles: kt_first + 0 .. k_tiles - 1.
+  const int kt_first = int(blockIdx.y) * p.kt_per_part;
+  const int k_tiles = min((p.K + T::BK - 1) / T::BK - kt_first, p.kt_per_part);
 #pragma unroll 1
   for (int s = 0; s < T::Stages - 1; ++s) {
-    if (s < k_tiles) dmma_load_k_tile<T>(p, a, b, ring_a + s * T::kStageA, ring_b + s * T::kStageB, m0, n0, s);
+    if (s < k_tiles)
+      dmma_load_k_tile<T>(p, a, b, ring_a + s * T::kStageA, ring_b + s * T::kStageB, m0, n0, kt_first + s);
     cp_async_commit();
   }
+  cp_async_wait<T::Stages - 2>();
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < T::kMi; ++i) dmma_a_fragment<T>(warp_a(0, 0), i, af[i]);
+  dmma_b_fragments<T>(warp_b(0, 0), bf[0]);
 #pragma unroll 1
   for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<T::Stages - 2>();
-    __syncthreads();  // slot kt % Stages is in; the slot refilled below was read by every warp
-    const int next = kt + T::Stages - 1, ns = next % T::Stages;
-    if (next < k_tiles) dmma_load_k_tile<T>(p, a, b, ring_a + ns * T::kStageA, ring_b + ns * T::kStageB, m0, n0, next);
-    cp_async_commit();
     const int s = kt % T::Stages;
-    dmma_k_tile<T, KS>(ring_a + s * T::kStageA, ring_b + s * T::kStageB, wm0, wn0, acc);
+#pragma unroll
+    for (int ks = 0; ks < T::kKSteps; ++ks) {
+      if (ks == 0) {
+        // The slot of k-tile kt - 1, read by every warp before the last
+        // __syncthreads, takes k-tile kt + Stages - 1.
+        const int fill = kt + T::Stages - 1, fs = fill % T::Stages;
+        if (fill < k_tiles)
+          dmma_load_k_tile<T>(p, a, b, ring_a + fs * T::kStageA, ring_b + fs * T::kStageB, m0, n0, kt_first + fill);
+        cp_async_commit();
+      }
+      const bool last = ks == T::kKSteps - 1;
+      if (last) {
+        cp_async_wait<T::Stages - 2>();
+        __syncthreads();  // k-tile kt + 1 is in its slot; slot s is read
+      }
+      const bool more = !last || kt + 1 < k_tiles;
+      const int ns = last ? (kt + 1) % T::Stages : s, nks = last ? 0 : ks + 1;
+      const int cur = ks % 2;
+      if (more) dmma_b_fragments<T>(warp_b(ns, nks), bf[cur ^ 1]);
+#pragma unroll
+      for (int i = 0; i < T::kMi; ++i) {
+#pragma unroll
+        for (int j = 0; j < T::kNi; ++j) dmma_16x8x8(acc[i][j], af[i], bf[cur][j]);
+        if (more) dmma_a_fragment<T>(warp_a(ns, nks), i, af[i]);
+      }
+    }
   }
   cp_async_wait<0>();
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -206,7 +256,7 @@ __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) 
     for (int j = 0; j < T::kNi; ++j)
 #pragma unroll
       for (int h = 0; h < 4; ++h) {
-        const int row = m0 + wm0 + 16 * i + g + 8 * (h / 2), col = n0 + wn0 + 8 * j + 2 * t + h % 2;
+        const int row = m0 + wm0 + 16 * i + g + 8 * (h / 2), col = n0 + wn0 + dmma_column(j, h, t);
         if (row >= p.M || col >= p.N) continue;
         double& out = c[row * p.c.rs + col * p.c.cs];
         out = p.beta == 0.0 ? p.alpha * acc[i][j][h] : fma(p.alpha, acc[i][j][h], p.beta * out);
@@ -214,6 +264,19 @@ __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) 
 #else
   __trap();  // built without sm_90: the launcher refuses before this
 #endif
+}
+
+// C = alpha * (the parts' partial products, summed in part order) + beta *
+// C; part z is row-major M x N at ws + z * part_stride.
+__global__ __launch_bounds__(256) void dmma_sum_parts(int M, int N, int parts, const double* ws, long long part_stride,
+                                                      StridedOperand<double> c, double alpha, double beta) {
+  const long long total = (long long)M * N;
+  for (long long e = blockIdx.x * 256LL + threadIdx.x; e < total; e += (long long)gridDim.x * 256) {
+    double sum = 0.0;
+    for (int z = 0; z < parts; ++z) sum += ws[z * part_stride + e];
+    double& out = c.p[(e / N) * c.rs + (e % N) * c.cs];
+    out = beta == 0.0 ? alpha * sum : fma(alpha, sum, beta * out);
+  }
 }
 
 }  // namespace parray::cuda::ladder

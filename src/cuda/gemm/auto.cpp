@@ -60,7 +60,8 @@ bool unit_stride(const MatrixLayout& l) {
 // M = 1: C's row = alpha * B^T (A's row) + beta * C's row; N = 1: C's column
 // = alpha * A (B's column) + beta * C's column. The GEMV takes contiguous
 // vectors and a row- or column-major matrix.
-bool gemv_fits(const GemmCall<float>& c) {
+template <class T>
+bool gemv_fits(const GemmCall<T>& c) {
   const index_t m = c.c.rows(), n = c.c.cols();
   auto contiguous_row = [](const auto& v) { return v.cols() <= 1 || (v.layout.is_strided() && v.layout.cols.stride[0] == 1); };
   auto contiguous_col = [](const auto& v) { return v.rows() <= 1 || (v.layout.is_strided() && v.layout.rows.stride[0] == 1); };
@@ -129,12 +130,13 @@ PlanKernel planned(const GemmCall<float>& call) {
   return kernel;
 }
 
-void run_gemv(const GemmCall<float>& c) {
+template <class T>
+void run_gemv(const GemmCall<T>& c) {
   static const GemvImpl& shapes = gemv_registry().find("gemv-gpu-06-shapes");
   if (c.c.rows() == 1) {  // y^T = x^T B: y = B^T x
-    shapes.run_f32(GemvCall<float>{c.alpha, c.b.t(), c.a.data, c.beta, c.c.data, 1, c.stream});
+    shapes.run<T>(GemvCall<T>{c.alpha, c.b.t(), c.a.data, c.beta, c.c.data, 1, c.stream});
   } else {
-    shapes.run_f32(GemvCall<float>{c.alpha, c.a, c.b.data, c.beta, c.c.data, 1, c.stream});
+    shapes.run<T>(GemvCall<T>{c.alpha, c.a, c.b.data, c.beta, c.c.data, 1, c.stream});
   }
 }
 
@@ -144,7 +146,7 @@ GpuModel current_gpu_model() { return current_model(); }
 
 void gemm_auto(const GemmCall<float>& call) {
   switch (planned(call)) {
-    case PlanKernel::gemv: return run_gemv(call);
+    case PlanKernel::gemv: return run_gemv<float>(call);
     case PlanKernel::few_vectors:
       if (!gemm_few_vectors(call)) gemm_best(call);
       return;
@@ -160,6 +162,14 @@ void gemm_auto(const GemmCall<float>& call) {
     case PlanKernel::tc_bf16: return gemm_persistent_bf16(call);
     case PlanKernel::tc_fp16: return gemm_persistent_fp16(call);
   }
+}
+
+void gemm_auto_f64(const GemmCall<double>& call) {
+  // M or N = 1: the GEMV reads the matrix once (a tile of C would compute
+  // 128 rows or columns for the one).
+  if ((call.c.rows() == 1 || call.c.cols() == 1) && gemv_fits(call)) return run_gemv<double>(call);
+  if (wgmma_unsupported().empty()) return gemm_dmma(call);
+  gemm_smem_transposed_a<double>(call, true);
 }
 
 }  // namespace parray::cuda
