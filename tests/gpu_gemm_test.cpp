@@ -461,6 +461,26 @@ TEST(GpuDmma, KSplitAtSanitizerSizesIsDeterministic) {
       }
 }
 
+// Step 12's thin tiles (the default GEMM's C of 9-64 columns or rows), each
+// forced through gpu.best_shape at sizes small enough for compute-sanitizer:
+// partial tiles both ways, row- and column-major operands, beta read.
+TEST(GpuPlanner, ThinTilesAtSanitizerSizes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& best = registry().find("cuda-12-best");
+  struct Restore {
+    ~Restore() { set_tuning("gpu.best_shape", "auto"); }
+  } restore;
+  const std::vector<Shape> shapes = {{300, 70, 12}, {12, 70, 300}, {517, 33, 40}, {40, 33, 517}};
+  for (const Shape& s : shapes)
+    for (int shape = 16; shape <= 21; ++shape)
+      for (const char* layout : {"row", "col"}) {
+        set_tuning("gpu.best_shape", std::to_string(shape));
+        GemmCase gcase(problem_in(s, layout, 0.5));
+        const CheckResult r = gcase.run_and_check(best, 1);
+        EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << layout << " shape " << shape << ": " << r.reason;
+      }
+}
+
 // Step 17 (K <= 32) at sizes small enough for compute-sanitizer: C's rows
 // stored 16 bytes at a time and not (odd N), beta read and not, partial
 // tiles, A and B read along either stride, C column-major (transposed).

@@ -61,6 +61,27 @@ TEST_P(PlanOnGpu, FewColumnsOrRowsTakeGemvStep7) {
   EXPECT_NE(chosen(gpu(), problem(9, 4096, 4096)), PlanKernel::few_vectors);
 }
 
+// C of 9-64 columns or rows with a long other side: a tile as narrow as C
+// (thin_tile), not a 128-wide one that computes mostly padding.
+TEST_P(PlanOnGpu, ThinCTakesTheThinTiles) {
+  EXPECT_EQ(chosen(gpu(), problem(58187, 12, 2279)), PlanKernel::cuda_thin);
+  EXPECT_EQ(chosen(gpu(), problem(14, 50017, 848)), PlanKernel::cuda_thin);
+  EXPECT_NE(chosen(gpu(), problem(65, 50017, 848)), PlanKernel::cuda_thin);  // past 64: not thin
+  PlanProblem blocked = problem(58187, 12, 2279);
+  blocked.b_unit_stride = false;  // the thin tiles read row- or column-major operands only
+  EXPECT_NE(chosen(gpu(), blocked), PlanKernel::cuda_thin);
+}
+
+TEST(ThinTile, AsNarrowAsCAlongItsThinSide) {
+  EXPECT_EQ(thin_tile(58187, 12).bm, 256);
+  EXPECT_EQ(thin_tile(58187, 12).bn, 16);
+  EXPECT_EQ(thin_tile(58187, 17).bn, 32);
+  EXPECT_EQ(thin_tile(58187, 64).bn, 64);
+  EXPECT_EQ(thin_tile(14, 50017).bm, 16);
+  EXPECT_EQ(thin_tile(14, 50017).bn, 256);
+  EXPECT_EQ(thin_tile(33, 50017).bm, 64);
+}
+
 // K <= 32 with a C of any size: the product is C's traffic (step 17), at
 // every precision (FP32 products are at least as accurate as asked).
 TEST_P(PlanOnGpu, ShortKTakesStep17) {

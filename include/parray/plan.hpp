@@ -46,6 +46,7 @@ enum class PlanKernel {
   short_k,        // K <= 32: step 17, C written once at the bandwidth (its traffic, not its arithmetic)
   cuda_small,     // step 12's 64 x 64 tile on the CUDA cores: small problems
   cuda_best,      // step 12: 128 x 128 (128 x 256 where it fills the GPU), split-K, stream-K tail
+  cuda_thin,      // step 12's thin tiles (thin_tile): C of 9-64 columns or rows, split-K, stream-K tail
   tc_3xtf32,      // step 15, FP32-accurate: three TF32 products of split operands
   tc_tf32,        // step 15, TF32
   tc_bf16,        // step 15, inputs rounded to BF16
@@ -73,6 +74,15 @@ struct KernelCosts {
   bool persistent;         // one block per SM walking the tiles (step 15)
   bool needs_tensor;       // only where GpuModel::tensor_kernels
 };
+
+// Step 12's thin tiles: for C of at most kThinMax columns (rows), a tile of
+// 256 rows (columns) and 16, 32 or 64 columns (rows), the fewest that hold
+// C's, so that a narrow C does not leave most of a 128-wide tile idle.
+constexpr index_t kThinMax = 64;
+struct ThinTile {
+  int bm, bn, bk;
+};
+ThinTile thin_tile(index_t m, index_t n);
 
 // Every kernel's costs: the one table the planner, `parray plan` and
 // docs/dispatch.md read.

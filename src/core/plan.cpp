@@ -44,6 +44,7 @@ const char* plan_kernel_name(PlanKernel k) {
     case PlanKernel::short_k: return "short-k";
     case PlanKernel::cuda_small: return "cuda-cores-64x64";
     case PlanKernel::cuda_best: return "cuda-cores";
+    case PlanKernel::cuda_thin: return "cuda-cores-thin";
     case PlanKernel::tc_3xtf32: return "tensor-3xtf32";
     case PlanKernel::tc_tf32: return "tensor-tf32";
     case PlanKernel::tc_bf16: return "tensor-bf16";
@@ -75,6 +76,9 @@ const std::vector<KernelCosts>& kernel_costs() {
        0.35, false, false},
       {PlanKernel::cuda_best, "cuda-12-best", Precision::fp32, Precision::fp32, 128, 128, 16, 2, 0.79, 1, 3, 0, 0, 1,
        0, 0.6, false, false},
+      // the thin tile's bm, bn, bk: thin_tile's for the call
+      {PlanKernel::cuda_thin, "cuda-12-best", Precision::fp32, Precision::fp32, 256, 32, 16, 2, 0.45, 1, 3, 0, 0, 1,
+       0, 0.5, false, false},
       {PlanKernel::tc_3xtf32, "cuda-15-3xtf32", Precision::fp32, Precision::tf32, 128, 128, 32, 1, 0.75, 3, 2, 12, 12,
        2, 10, 1, true, true},
       {PlanKernel::tc_tf32, "cuda-15-tf32", Precision::tf32, Precision::tf32, 128, 256, 32, 1, 0.76, 1, 2, 0, 8, 2, 10,
@@ -85,6 +89,13 @@ const std::vector<KernelCosts>& kernel_costs() {
        1, true, true},
   };
   return table;
+}
+
+ThinTile thin_tile(index_t m, index_t n) {
+  const index_t narrow = std::min(m, n);
+  const int w = narrow <= 16 ? 16 : narrow <= 32 ? 32 : 64;
+  const int bk = w == 16 ? 32 : 16;  // a 16-wide tile's copies need 32 k's to occupy its threads
+  return n <= m ? ThinTile{256, w, bk} : ThinTile{w, 256, bk};
 }
 
 int plan_k_splits(long long tiles, int kts, long long slots, index_t m, index_t n, double step_us,
@@ -122,6 +133,9 @@ std::string cannot(const GpuModel& gpu, const PlanProblem& p, const KernelCosts&
     return "M or N <= 8: the GEMV kernels read the long operand once";  // a 64 x 128 tile of 1-8 rows idles
   if (kc.kernel == PlanKernel::cuda_small && !(p.a_unit_stride && p.b_unit_stride))
     return "the 64 x 64 tile takes row- or column-major A and B";
+  if (kc.kernel == PlanKernel::cuda_thin && std::min(p.m, p.n) > kThinMax) return "M and N both > 64";
+  if (kc.kernel == PlanKernel::cuda_thin && !(p.a_unit_stride && p.b_unit_stride))
+    return "the thin tiles take row- or column-major A and B";
   return "";
 }
 
@@ -195,6 +209,14 @@ PlanOption tile_option(const GpuModel& gpu, const PlanProblem& p, const KernelCo
   const double sum = o.splits > 1 ? double(2 * o.splits + 1) * double(p.m * p.n) * 4.0 / bw + gpu.launch_us : 0.0;
   o.predicted_us = gpu.launch_us * (kc.launches + 1) + kc.host_us + passes / bw + std::max(main_us, traffic / bw) + sum;
   return o;
+}
+
+// The thin tile the call takes, as a tile kernel of that shape.
+PlanOption thin_option(const GpuModel& gpu, const PlanProblem& p, const KernelCosts& kc) {
+  KernelCosts shaped = kc;
+  const ThinTile t = thin_tile(p.m, p.n);
+  shaped.bm = t.bm, shaped.bn = t.bn, shaped.bk = t.bk;
+  return tile_option(gpu, p, shaped);
 }
 
 }  // namespace
@@ -275,6 +297,7 @@ GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p) {
     PlanOption o = kc.kernel == PlanKernel::gemv          ? gemv_option(gpu, p, kc)
                    : kc.kernel == PlanKernel::few_vectors ? few_option(gpu, p, kc)
                    : kc.kernel == PlanKernel::short_k     ? short_k_option(gpu, p, kc)
+                   : kc.kernel == PlanKernel::cuda_thin   ? thin_option(gpu, p, kc)
                                                           : tile_option(gpu, p, kc);
     o.note = cannot(gpu, p, kc);
     plan.options.push_back(o);

@@ -263,7 +263,7 @@ const Key kKeys[] = {
         "cpu.candidates", "PARRAY_CPU_TUNING",
         "KCxMC[xNC],...: one implementation parray-cpu-kcKC-mcMC[-ncNC] per entry, parray-cpu with those sizes"),
 
-    key<kGpu, &GpuTuning::best_shape, IntegerOrAuto<int, 0, 15, -1>>(
+    key<kGpu, &GpuTuning::best_shape, IntegerOrAuto<int, 0, 21, -1>>(
         "gpu.best_shape", "PARRAY_CUDA_BEST_SHAPE",
         "cuda-12-best runs this candidate tile shape of gemm/12_best_candidates.cu (auto: the chosen shapes)"),
     key<kGpu, &GpuTuning::best_group, Integer<int, 1, 1024>>(

@@ -65,6 +65,8 @@ std::string wgmma_unsupported();
 bool gemm_best_candidate(const GemmCall<float>& call, int shape);
 // The candidate of step 12 with the 64 x 64 tile (gemm/12_best_candidates.cu).
 constexpr int kBestSmallShape = 14;
+// The candidate of step 12 with thin_tile(m, n) (parray/plan.hpp).
+int best_thin_shape(index_t m, index_t n);
 
 // Step 18: a strided batch of small products in one launch (strided
 // layouts; false where an operand is not), and one product through it.

@@ -30,6 +30,13 @@ using S13 = BestShape<128, 256, 32, 64, 64, 1, 4, 8, 4, 3, 1, 8>;  // BK = 32, 8
 using S14 = BestShape<64, 64, 16, 32, 32, 1, 1, 4, 8, 3, 4>;       // 64 x 64, 128 threads, 4 x 8: small products
 static_assert(kBestSmallShape == 14, "the small products' shape is S14");
 using S15 = BestShape<128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 2, 8>;  // the default with 8 k-steps per loop body
+// Thin C: a tile as narrow as C (N or M of 9-64), long along the other side.
+using S16 = BestShape<256, 16, 32, 64, 16, 1, 1, 8, 4, 3, 2>;  // N <= 16: 128 threads, 8 x 4
+using S17 = BestShape<256, 32, 16, 64, 32, 2, 1, 8, 4, 3, 2>;  // N <= 32: 128 threads, 2 x (8 x 4)
+using S18 = BestShape<256, 64, 16, 64, 64, 2, 2, 8, 4, 3, 2>;  // N <= 64: 128 threads, 4 x (8 x 4)
+using S19 = BestShape<16, 256, 32, 16, 64, 1, 1, 4, 8, 3, 2>;  // M <= 16
+using S20 = BestShape<32, 256, 16, 32, 64, 1, 2, 4, 8, 3, 2>;  // M <= 32
+using S21 = BestShape<64, 256, 16, 32, 64, 1, 2, 4, 8, 3, 2>;  // M <= 64: 256 threads, 2 x (4 x 8)
 }  // namespace
 
 namespace {
@@ -71,11 +78,29 @@ bool gemm_best_candidate(const GemmCall<float>& call, int shape) {
         case 13: launch_oriented<S13>(p, a, b, c); break;
         case 14: launch_oriented<S14>(p, a, b, c); break;
         case 15: launch_oriented<S15>(p, a, b, c); break;
-        default: throw Error("gpu.best_shape=" + std::to_string(shape) + ": no such shape (0..15)");
+        case 16: launch_oriented<S16>(p, a, b, c); break;
+        case 17: launch_oriented<S17>(p, a, b, c); break;
+        case 18: launch_oriented<S18>(p, a, b, c); break;
+        case 19: launch_oriented<S19>(p, a, b, c); break;
+        case 20: launch_oriented<S20>(p, a, b, c); break;
+        case 21: launch_oriented<S21>(p, a, b, c); break;
+        default: throw Error("gpu.best_shape=" + std::to_string(shape) + ": no such shape (0..21)");
       }
     }
   });
   return done;
+}
+
+int best_thin_shape(index_t m, index_t n) {
+  const ThinTile t = thin_tile(m, n);
+  auto is = [&](auto shape) { return shape.BM == t.bm && shape.BN == t.bn && shape.BK == t.bk; };
+  if (is(S16{})) return 16;
+  if (is(S17{})) return 17;
+  if (is(S18{})) return 18;
+  if (is(S19{})) return 19;
+  if (is(S20{})) return 20;
+  if (is(S21{})) return 21;
+  throw Error("cuda-12-best: no thin candidate of " + std::to_string(t.bm) + " x " + std::to_string(t.bn));
 }
 
 }  // namespace parray::cuda

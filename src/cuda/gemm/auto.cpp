@@ -157,6 +157,9 @@ void gemm_auto(const GemmCall<float>& call) {
       if (!gemm_best_candidate(call, kBestSmallShape)) gemm_best(call);
       return;
     case PlanKernel::cuda_best: return gemm_best(call);
+    case PlanKernel::cuda_thin:
+      if (!gemm_best_candidate(call, best_thin_shape(call.c.rows(), call.c.cols()))) gemm_best(call);
+      return;
     case PlanKernel::tc_3xtf32: return gemm_persistent_3xtf32(call);
     case PlanKernel::tc_tf32: return gemm_persistent_tf32(call);
     case PlanKernel::tc_bf16: return gemm_persistent_bf16(call);
