@@ -1,17 +1,15 @@
 // The GEMV lab report on the GPU: distances from one query to N vectors, sorted, ties
 // by index.
 //
-// N <= 1024 (the lab report's case is 1024 x 32): ONE launch that sorts by
-// rank: an element's place is the number of keys before it, counted by 8
-// threads over an eighth of the keys each. The keys are unique (the index is
-// in them), so the places are a permutation. On Hopper the launch is one
-// cluster of 8 blocks: each computes the keys of an eighth of the rows into
-// its shared memory, reads the others' through distributed shared memory
-// and places its own rows. Elsewhere N / 32 blocks each compute all N keys
-// (the base from L2 after the first; every block's keys are the same bits)
-// and place 32 of them. Why: one block's sorting network is one SM's work,
-// N log^2 N / 2 steps in sequence; the ranks spread N^2 compares over SMs
-// with no barrier between them, and the cluster reads the base once.
+// N <= 1024 (the lab report's case is 1024 x 32): ONE launch of N / 32 blocks
+// that sort by rank. Every block computes all N sort keys (below) into shared
+// memory — the base comes from L2 after the first — and places 32 of them: an
+// element's place is the number of keys before it, counted by 8 threads over
+// an eighth of the keys each. The keys are unique (the index is in them), so
+// the places are a permutation, and every block's keys are the same bits.
+// Why: one block's sorting network is one SM's work, N log^2 N / 2 steps in
+// sequence; the ranks spread N^2 compares over N / 32 SMs with no barrier
+// between them.
 //
 // N <= 4096: ONE kernel launch of P / E
 // threads (P = N rounded up to a power of two, at least 128; E elements per
@@ -30,7 +28,6 @@
 // instructions per thread, from 2 warps per scheduler.
 // N > 4096: a distance kernel, then CUB's stable radix sort of (key, index)
 // pairs (stable, and indices start in order, so ties stay ordered by index).
-#include <cooperative_groups.h>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -41,7 +38,6 @@
 #include <vector>
 
 #include "common/stream_workspace.hpp"
-#include "gemm/cluster_launch.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/knn.hpp"
 #include "parray/tuning.hpp"
@@ -124,9 +120,7 @@ __device__ __forceinline__ void row_keys(const float* __restrict__ base, index_t
 // 16-byte chunks c, c + 8, ... in order, and the 8 partial sums are added by
 // xor shuffles, whose pairs are added commutatively: every lane, and every
 // block, gets the same bits.
-// Rows first .. first + n - 1 of base, their keys at keys[0 .. n - 1] (the
-// key's index part the row's own).
-__device__ __forceinline__ void block_keys(const float* __restrict__ base, int first, int n, index_t d,
+__device__ __forceinline__ void block_keys(const float* __restrict__ base, int n, index_t d,
                                            const float* __restrict__ q, bool l2, SortKey* keys) {
   constexpr int kLanesPerRow = 8, kRowsPerLoad = 32 / kLanesPerRow, kUnroll = 4;
   const int lane = int(threadIdx.x) % 32, c = lane % kLanesPerRow;
@@ -138,7 +132,7 @@ __device__ __forceinline__ void block_keys(const float* __restrict__ base, int f
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int row = r0 + u * step + lane / kLanesPerRow;
-      x[u] = reinterpret_cast<const float4*>(base + index_t(first + (row < n ? row : n - 1)) * d);
+      x[u] = reinterpret_cast<const float4*>(base + index_t(row < n ? row : n - 1) * d);
     }
     float s[kUnroll] = {};
     for (index_t t = c; t < d4; t += kLanesPerRow) {
@@ -161,7 +155,7 @@ __device__ __forceinline__ void block_keys(const float* __restrict__ base, int f
 #pragma unroll
       for (int o = 1; o < kLanesPerRow; o <<= 1) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
       const int row = r0 + u * step + lane / kLanesPerRow;
-      if (c == 0 && row < n) keys[row] = sort_key(l2 ? s[u] : -s[u], first + row);
+      if (c == 0 && row < n) keys[row] = sort_key(l2 ? s[u] : -s[u], row);
     }
   }
 }
@@ -233,13 +227,28 @@ __global__ void __launch_bounds__(P / E) fused_dist_sort(const float* __restrict
     }
 }
 
+// Sort by rank (N <= kRankMaxN): the keys of all N rows in every block, then
+// each of the block's kRankPerBlock elements placed by kRankThreads threads.
 constexpr int kRankMaxN = 1024, kRankPerBlock = 32, kRankThreads = 8;
 
-// Element elem of keys[0 .. n) placed at its rank, the keys before it
-// counted by the kRankThreads adjacent threads that share it (lane groups of
-// a warp), each over every kRankThreads-th key.
-__device__ __forceinline__ void place_by_rank(const SortKey* keys, int n, int elem, bool l2, float* __restrict__ dist,
-                                              index_t* __restrict__ idx) {
+__global__ void __launch_bounds__(kRankPerBlock * kRankThreads)
+    ranked_dist(const float* __restrict__ base, index_t n, index_t d, const float* __restrict__ query, bool l2,
+                bool vec, float* __restrict__ dist, index_t* __restrict__ idx) {
+  constexpr int kThreads = kRankPerBlock * kRankThreads, kRows = 4;
+  static_assert(kThreads * kRows >= kRankMaxN, "one pass computes every key");
+  __shared__ SortKey keys[kRankMaxN];
+  const int first = kRows * int(threadIdx.x);
+  if (vec) {
+    block_keys(base, int(n), d, query, l2, keys);
+  } else if (first < n) {
+    float s[kRows] = {};
+    row_keys<kRows>(base, n, d, query, l2, vec, first, s);
+#pragma unroll
+    for (int e = 0; e < kRows; ++e)
+      if (first + e < n) keys[first + e] = sort_key(s[e], first + e);
+  }
+  __syncthreads();
+  const int elem = int(blockIdx.x) * kRankPerBlock + int(threadIdx.x) / kRankThreads;
   const int part = int(threadIdx.x) % kRankThreads;
   const SortKey mine = elem < n ? keys[elem] : kPadKey;
   unsigned before = 0;
@@ -251,62 +260,6 @@ __device__ __forceinline__ void place_by_rank(const SortKey* keys, int n, int el
     dist[before] = l2 ? key : -key;
     idx[before] = index_t(elem);
   }
-}
-
-// Sort by rank (N <= kRankMaxN): the keys of all N rows in every block, then
-// each of the block's kRankPerBlock elements placed by kRankThreads threads.
-__global__ void __launch_bounds__(kRankPerBlock * kRankThreads)
-    ranked_dist(const float* __restrict__ base, index_t n, index_t d, const float* __restrict__ query, bool l2,
-                bool vec, float* __restrict__ dist, index_t* __restrict__ idx) {
-  constexpr int kThreads = kRankPerBlock * kRankThreads, kRows = 4;
-  static_assert(kThreads * kRows >= kRankMaxN, "one pass computes every key");
-  __shared__ SortKey keys[kRankMaxN];
-  const int first = kRows * int(threadIdx.x);
-  if (vec) {
-    block_keys(base, 0, int(n), d, query, l2, keys);
-  } else if (first < n) {
-    float s[kRows] = {};
-    row_keys<kRows>(base, n, d, query, l2, vec, first, s);
-#pragma unroll
-    for (int e = 0; e < kRows; ++e)
-      if (first + e < n) keys[first + e] = sort_key(s[e], first + e);
-  }
-  __syncthreads();
-  place_by_rank(keys, int(n), int(blockIdx.x) * kRankPerBlock + int(threadIdx.x) / kRankThreads, l2, dist, idx);
-}
-
-// The same ranks from one cluster of kClusterBlocks blocks (Hopper): block b
-// computes only the keys of rows b * kClusterRows .. (an eighth of the
-// base, from L2 or DRAM once), the blocks read each other's keys through
-// distributed shared memory, and each places its own rows, kRankThreads
-// threads an element. Every key is computed once, so all blocks see the
-// same bits.
-constexpr int kClusterBlocks = 8, kClusterRows = kRankMaxN / kClusterBlocks;
-constexpr int kClusterThreads = kClusterRows * kRankThreads;
-
-__global__ void __launch_bounds__(kClusterThreads)
-    cluster_ranked_dist(const float* __restrict__ base, index_t n, index_t d, const float* __restrict__ query,
-                        bool l2, bool vec, float* __restrict__ dist, index_t* __restrict__ idx) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  __shared__ SortKey own[kClusterRows];
-  __shared__ SortKey keys[kRankMaxN];
-  const cg::cluster_group cluster = cg::this_cluster();
-  const int nn = int(n), row0 = int(cluster.block_rank()) * kClusterRows;
-  const int rows = max(0, min(nn - row0, kClusterRows));
-  if (vec) {
-    if (rows > 0) block_keys(base, row0, rows, d, query, l2, own);
-  } else if (int(threadIdx.x) < rows) {
-    own[threadIdx.x] = sort_key(key_of(base + index_t(row0 + int(threadIdx.x)) * d, query, d, l2), row0 + int(threadIdx.x));
-  }
-  cluster.sync();  // every block's keys are in
-  for (int j = int(threadIdx.x); j < nn; j += kClusterThreads)
-    keys[j] = cluster.map_shared_rank(own, unsigned(j / kClusterRows))[j % kClusterRows];
-  cluster.sync();  // no block leaves while another reads its keys; keys[] complete
-  place_by_rank(keys, nn, row0 + int(threadIdx.x) / kRankThreads, l2, dist, idx);
-#else
-  __trap();  // built without sm_90: cluster_rank_runs() refuses before this
-#endif
 }
 
 __global__ void dist_keys(const float* __restrict__ base, index_t n, index_t d, const float* __restrict__ query,
@@ -329,24 +282,6 @@ struct SortBuffers {
   StreamBuffer keys, idx_in, temp;
 };
 SortBuffers& sort_buffers_here() { return per_thread_on_device<SortBuffers>(); }
-
-// Whether this device runs cluster_ranked_dist: clusters (Hopper on) and the
-// kernel built for them (PTX of sm_90 or later); read once per device.
-bool cluster_rank_runs() {
-  thread_local std::vector<signed char> known;
-  int device = 0;
-  PARRAY_CUDA_CHECK(cudaGetDevice(&device));
-  if (known.size() <= std::size_t(device)) known.resize(std::size_t(device) + 1, -1);
-  signed char& k = known[std::size_t(device)];
-  if (k < 0) {
-    int clusters = 0;
-    PARRAY_CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
-    cudaFuncAttributes attr{};
-    PARRAY_CUDA_CHECK(cudaFuncGetAttributes(&attr, cluster_ranked_dist));
-    k = clusters != 0 && attr.ptxVersion >= 90 ? 1 : 0;
-  }
-  return k == 1;
-}
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -390,13 +325,6 @@ void distances_sorted_device(const float* base, index_t n, index_t d, const floa
   // 128-bit loads where every row and the query are 16-byte aligned
   const bool vec = d % 4 == 0 && aligned16(base) && aligned16(query);
   if (n <= kRankMaxN && gpu_tuning().dist_rank != Choice::off) {
-    if (cluster_rank_runs()) {
-      cudaLaunchAttribute attribute{};
-      const cudaLaunchConfig_t config =
-          cluster_config(kClusterBlocks, kClusterBlocks, kClusterThreads, 0, s, attribute);
-      PARRAY_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_ranked_dist, base, n, d, query, l2, vec, distances, indices));
-      return;
-    }
     ranked_dist<<<unsigned((n + kRankPerBlock - 1) / kRankPerBlock), kRankPerBlock * kRankThreads, 0, s>>>(
         base, n, d, query, l2, vec, distances, indices);
     PARRAY_CUDA_CHECK_LAUNCH();
