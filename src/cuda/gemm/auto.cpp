@@ -1,10 +1,13 @@
 // gpu-auto, the default GPU GEMM: per call, the kernel the planner
 // (include/parray/plan.hpp, docs/dispatch.md) predicts fastest on this GPU
 // among those that deliver the precision asked — the GEMV for M = 1 or
-// N = 1, GEMV step 7 for M or N <= 8, step 17 for K <= 32, step 12's 64 x 64 tile for small products, step 12 with its
-// deterministic K split, step 15 on the tensor cores (TF32, BF16, FP16, or
-// FP32-accurate 3xTF32). A speed table measured by `parray tune`
-// (gpu.speed_table) refines the FP32 choice where it has measured a shape.
+// N = 1, GEMV step 7 for M or N <= 8, step 17 for K <= 32, step 12's
+// 64 x 64 tile for small products, its thin tiles for C of 9-64 columns or
+// rows, step 12 with its deterministic K split, step 15 on the tensor cores
+// (TF32, BF16, FP16, or FP32-accurate 3xTF32). A speed table measured by
+// `parray tune` (gpu.speed_table) refines the FP32 choice where it has
+// measured a shape. FP64 (gemm_auto_f64): the GEMV for M or N = 1, else
+// step 19 on the tensor cores.
 #include <cuda_runtime.h>
 
 #include <array>
