@@ -34,15 +34,14 @@ bool fast_rows(const double* p, index_t row_stride, index_t along_stride, long l
 
 // The parts K is split into for a single product whose tiles leave block
 // slots idle (plan_k_splits' model: waves of tiles x parts, each part's
-// k-tiles at the mma's rate, plus the workspace's traffic). Batches: 1.
-template <class Tiles>
-int k_parts(const GemmCall<double>& f, index_t batch, long long tiles) {
+// kts k-tiles at the mma's rate, plus the workspace's traffic). Batches: 1.
+int k_parts(const GemmCall<double>& f, index_t batch, long long tiles, int kts) {
   if (batch != 1) return 1;
   const GpuModel& gpu = current_gpu_model();
   // A k-tile of a block: 2 BM BN BK flops at 256 FP64 flops a clock a SM
   // (Hopper's DMMA) and ~75 % of that sustained.
-  const double step_us = 2.0 * Tiles::BM * Tiles::BN * Tiles::BK / (256.0 * 0.75 * gpu.clock_ghz * 1e3);
-  const int kts = int(ceil_div(f.a.cols(), Tiles::BK));
+  const double tile_flops = 2.0 * DmmaTiles::BM * DmmaTiles::BN * DmmaTiles::BK;
+  const double step_us = tile_flops / (256.0 * 0.75 * gpu.clock_ghz * 1e3);
   // plan_k_splits counts 4-byte elements: doubles move twice the bytes, as at half the bandwidth.
   return plan_k_splits(tiles, kts, gpu.sms, f.c.rows(), f.c.cols(), step_us, gpu.dram_gbs * 1e3 / 2, gpu.launch_us);
 }
@@ -50,26 +49,26 @@ int k_parts(const GemmCall<double>& f, index_t batch, long long tiles) {
 // One product with K split into `asked` parts (fewer where the last would be
 // empty): the parts' partial products into a workspace (row-major M x N
 // each), then C = alpha * (their sum, in part order) + beta * C.
-template <class Tiles>
 void launch_parts(ladder::DmmaParams p, long long tiles, int kts, int asked, cudaStream_t s) {
+  const StridedOperand<double> c = p.c;
+  const double alpha = p.alpha, beta = p.beta;
   p.kt_per_part = int(ceil_div(kts, asked));
   const int parts = int(ceil_div(kts, p.kt_per_part));
   const long long part = (long long)p.M * p.N;
   PoolBuffer ws(std::size_t(parts) * std::size_t(part) * 2, s);  // counted in floats
   double* w = reinterpret_cast<double*>(ws.p);
-  ladder::DmmaParams split = p;
-  split.c = {w, p.N, 1};
-  split.alpha = 1.0, split.beta = 0.0;
-  split.part_stride = part;
-  ladder::gemm_dmma<Tiles><<<dim3(unsigned(tiles), unsigned(parts), 1), Tiles::kThreads, Tiles::kSmemBytes, s>>>(split);
+  p.c = {w, p.N, 1};
+  p.alpha = 1.0, p.beta = 0.0;
+  p.part_stride = part;
+  ladder::gemm_dmma<DmmaTiles><<<dim3(unsigned(tiles), unsigned(parts), 1), DmmaTiles::kThreads, DmmaTiles::kSmemBytes,
+                                 s>>>(p);
   PARRAY_CUDA_CHECK_LAUNCH();
   const unsigned blocks = unsigned(std::min<long long>(ceil_div(part, 256), 4096));
-  ladder::dmma_sum_parts<<<blocks, 256, 0, s>>>(p.M, p.N, parts, w, part, p.c, p.alpha, p.beta);
+  ladder::dmma_sum_parts<<<blocks, 256, 0, s>>>(p.M, p.N, parts, w, part, c, alpha, beta);
   PARRAY_CUDA_CHECK_LAUNCH();
 }
 
-template <class Tiles>
-void launch_tiles(const GemmCall<double>& f, index_t batch, const ladder::DmmaBatch& strides) {
+void launch(const GemmCall<double>& f, index_t batch, const ladder::DmmaBatch& strides) {
   ladder::DmmaParams p{};
   p.a = strided(f.a), p.b = strided(f.b);
   p.c = {f.c.data, f.c.layout.rows.stride[0], f.c.layout.cols.stride[0]};
@@ -79,25 +78,21 @@ void launch_tiles(const GemmCall<double>& f, index_t batch, const ladder::DmmaBa
   p.b_fast = fast_rows(p.b.p, p.b.rs, p.b.cs, strides.b);
   p.group = 8;
   p.batch = strides;
-  const auto kernel = ladder::gemm_dmma<Tiles>;
-  allow_smem_on_current_device(kernel, Tiles::kSmemBytes);
-  const long long tiles = (long long)ceil_div(f.c.rows(), Tiles::BM) * ceil_div(f.c.cols(), Tiles::BN);
+  const auto kernel = ladder::gemm_dmma<DmmaTiles>;
+  allow_smem_on_current_device(kernel, DmmaTiles::kSmemBytes);
+  const long long tiles = (long long)ceil_div(f.c.rows(), DmmaTiles::BM) * ceil_div(f.c.cols(), DmmaTiles::BN);
   if (tiles > 0x7fffffff) throw Error("cuda-19-dmma: more than 2^31 tiles of C");
   const cudaStream_t s = on_stream(f.stream);
-  const int kts = int(ceil_div(f.a.cols(), Tiles::BK));
+  const int kts = int(ceil_div(f.a.cols(), DmmaTiles::BK));
   p.kt_per_part = std::max(kts, 1);
-  if (const int asked = k_parts<Tiles>(f, batch, tiles); asked > 1) return launch_parts<Tiles>(p, tiles, kts, asked, s);
+  if (const int asked = k_parts(f, batch, tiles, kts); asked > 1) return launch_parts(p, tiles, kts, asked, s);
   for (index_t z0 = 0; z0 < batch; z0 += 65535) {  // gridDim.z's limit
     ladder::DmmaParams part = p;
     part.a.p += z0 * strides.a, part.b.p += z0 * strides.b, part.c.p += z0 * strides.c;
     const dim3 grid(unsigned(tiles), 1, unsigned(std::min<index_t>(batch - z0, 65535)));
-    kernel<<<grid, Tiles::kThreads, Tiles::kSmemBytes, s>>>(part);
+    kernel<<<grid, DmmaTiles::kThreads, DmmaTiles::kSmemBytes, s>>>(part);
     PARRAY_CUDA_CHECK_LAUNCH();
   }
-}
-
-void launch(const GemmCall<double>& f, index_t batch, const ladder::DmmaBatch& strides) {
-  launch_tiles<DmmaTiles>(f, batch, strides);
 }
 
 // A row-major device copy of an operand in a layout step 19 does not read.

@@ -41,11 +41,12 @@ struct DmmaTilesOf {
   static constexpr int kMi = WM / 16, kNi = WN / 8;           // mma blocks per warp
   static constexpr int kKSteps = BK / 8;                      // m16n8k8 steps a k-tile
   // Padded rows (doubles) so that the eight lanes of a 16-byte read phase
-  // fall in different banks (dmma_fragments): rows of A 8 mod 16 doubles
-  // apart (lanes g and g + 1 half a 128-byte line apart), of B 2 mod 4 (the
-  // rows 2t of four lanes t in different quarters of a line).
+  // fall in different banks (dmma_a_fragment, dmma_b_fragments): rows of A
+  // 8 mod 16 doubles apart (lanes g and g + 1 half a 128-byte line apart),
+  // of B 2 mod 4 (the rows 2t of four lanes t in different quarters of a line).
   static constexpr int kLdA = BK + 8, kLdB = BN + 2;
-  static_assert(kKSteps % 2 == 0 && kLdA % 16 == 8 && kLdB % 4 == 2, "k-tiles of whole pairs of k8 steps (the fragments' two buffers), conflict-free pads");
+  static_assert(kKSteps % 2 == 0 && kLdA % 16 == 8 && kLdB % 4 == 2,
+                "k-tiles of whole pairs of k8 steps (the fragments' two buffers), conflict-free pads");
   static constexpr int kStageA = BM * kLdA, kStageB = BK * kLdB;
   static constexpr int kSmemBytes = Stages * (kStageA + kStageB) * 8;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
@@ -169,7 +170,7 @@ __device__ __forceinline__ void dmma_b_fragments(const double* sb, double (&bf)[
 }
 
 // The warp's column of C that holds accumulator (j, h) of lane t: column 2t +
-// h % 2 of mma block j, permuted as its B column (dmma_fragments).
+// h % 2 of mma block j, permuted as its B column (dmma_b_fragments).
 __device__ __forceinline__ int dmma_column(int j, int h, int t) {
   const int e = h % 2;
   return 8 * t + 4 * e + (j ^ (2 * e));
