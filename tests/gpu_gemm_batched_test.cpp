@@ -208,7 +208,7 @@ TEST_P(GpuGemmBatchedF64, EveryProductMatchesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Impls, GpuGemmBatchedF64, ::testing::Values("gpu-auto", "cuda-19-dmma", "cublas"),
+INSTANTIATE_TEST_SUITE_P(Impls, GpuGemmBatchedF64, ::testing::Values("gpu-auto", "cuda-19-dmma", "cuda-22-dmma-tma", "cublas"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string id = info.param;
                            for (char& ch : id)

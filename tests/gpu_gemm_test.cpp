@@ -430,35 +430,64 @@ TEST(GpuPlanner, KSplitsAreDeterministic) {
   }
 }
 
-// Step 19 (FP64) on products too few tiles to fill the GPU, where K is split
-// into parts summed in a fixed order: partial tiles, C row- and column-major,
-// beta read and not, and the same bits on every run.
+// Steps 19 and 22 (FP64) on products too few tiles to fill the GPU, where K
+// is split into parts summed in a fixed order: partial tiles, C row- and
+// column-major, beta read and not, and the same bits on every run. Row-major
+// operands of even K and N take step 22's copy engine (each of its tiles),
+// the rest step 19.
 TEST(GpuDmma, KSplitAtSanitizerSizesIsDeterministic) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
-  const GemmImpl& dmma = registry().find("cuda-19-dmma");
-  if (std::string why = why_not_anywhere(dmma); !why.empty()) GTEST_SKIP() << why;
+  struct Restore {
+    ~Restore() { set_tuning("gpu.dmma_tile", "auto"); }
+  } restore;
   const std::vector<Shape> shapes = {{96, 2000, 96}, {130, 1500, 70}, {200, 4099, 260}};
-  for (const Shape& s : shapes)
-    for (const char* layout : {"row", "col"})
-      for (double beta : {0.0, 0.5}) {
-        GemmProblem p;
-        p.dtype = Dtype::f64;
-        p.m = s.m, p.k = s.k, p.n = s.n;
-        p.layout_a = p.layout_b = p.layout_c = layout;
-        p.alpha = -1.5, p.beta = beta;
-        GemmCase gcase(p);
-        auto bits = [&] {
-          const auto* c = static_cast<const unsigned char*>(gcase.c_storage());
-          return std::vector<unsigned char>(c, c + gcase.c_storage_bytes());
-        };
-        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " " +
-                                 layout + " beta " + std::to_string(beta);
-        const CheckResult r = gcase.run_and_check(dmma, 1);
-        ASSERT_TRUE(r.ok) << what << ": " << r.reason;
-        const std::vector<unsigned char> first = bits();
-        ASSERT_TRUE(gcase.run_and_check(dmma, 1).ok) << what;
-        EXPECT_TRUE(bits() == first) << what << ": a K split's sum depends on timing";
-      }
+  const std::vector<std::pair<const char*, const char*>> runs = {
+      {"cuda-19-dmma", "auto"}, {"cuda-22-dmma-tma", "1"}, {"cuda-22-dmma-tma", "2"}, {"cuda-22-dmma-tma", "3"}};
+  for (const auto& [name, tile] : runs) {
+    set_tuning("gpu.dmma_tile", tile);
+    const GemmImpl& dmma = registry().find(name);
+    if (std::string why = why_not_anywhere(dmma); !why.empty()) GTEST_SKIP() << why;
+    for (const Shape& s : shapes)
+      for (const char* layout : {"row", "col"})
+        for (double beta : {0.0, 0.5}) {
+          GemmProblem p;
+          p.dtype = Dtype::f64;
+          p.m = s.m, p.k = s.k, p.n = s.n;
+          p.layout_a = p.layout_b = p.layout_c = layout;
+          p.alpha = -1.5, p.beta = beta;
+          GemmCase gcase(p);
+          auto bits = [&] {
+            const auto* c = static_cast<const unsigned char*>(gcase.c_storage());
+            return std::vector<unsigned char>(c, c + gcase.c_storage_bytes());
+          };
+          const std::string what = std::string(name) + " tile " + tile + " " + std::to_string(s.m) + "x" +
+                                   std::to_string(s.k) + "x" + std::to_string(s.n) + " " + layout + " beta " +
+                                   std::to_string(beta);
+          const CheckResult r = gcase.run_and_check(dmma, 1);
+          ASSERT_TRUE(r.ok) << what << ": " << r.reason;
+          const std::vector<unsigned char> first = bits();
+          ASSERT_TRUE(gcase.run_and_check(dmma, 1).ok) << what;
+          EXPECT_TRUE(bits() == first) << what << ": a K split's sum depends on timing";
+        }
+  }
+}
+
+// Step 22 where the copy engine cannot read the operands as they lie (odd K
+// and N put rows 8 bytes off the 16-byte grid; column-major A runs along m)
+// and the product is large enough that padded row-major copies pay: every
+// element checked, beta read.
+TEST(GpuDmma, OddRowsThroughPaddedCopies) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& dmma = registry().find("cuda-22-dmma-tma");
+  if (std::string why = why_not_anywhere(dmma); !why.empty()) GTEST_SKIP() << why;
+  for (const char* layout : {"row", "col"}) {
+    GemmProblem p = problem_in({2049, 2047, 2051}, layout, 0.5);
+    p.dtype = Dtype::f64;
+    p.alpha = -1.5;
+    GemmCase gcase(p);
+    const CheckResult r = gcase.run_and_check(dmma, 1);
+    EXPECT_TRUE(r.ok) << "2049x2047x2051 " << layout << ": " << r.reason;
+  }
 }
 
 // Step 12's thin tiles (the default GEMM's C of 9-64 columns or rows), each

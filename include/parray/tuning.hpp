@@ -90,6 +90,11 @@ struct GpuTuning {
   // 256 * kVec rows too few to fill the GPU by 64-row blocks: step 6's sliced
   // one-kernel block with a ticket per row block (auto, 1) or step 5's kernels (0).
   Choice gemv_tall_cols = Choice::automatic;
+  // gpu.dmma_tile, PARRAY_DMMA_TILE: step 22's tile (0: auto, 1); 1: 128 x
+  // 128 x 32 in 3 stages, one block an SM; 2: 128 x 64 x 16 in 4 stages, two
+  // blocks an SM; 3: tile 1, each warp releasing a slot on an mbarrier
+  // instead of a __syncthreads a k-tile.
+  int dmma_tile = 0;
   // gpu.knn_gemm, PARRAY_KNN_GEMM: the GEMM of the GPU k-NN's filter ("": the
   // default GPU GEMM asked for TF32 products).
   std::string knn_gemm;

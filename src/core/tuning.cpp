@@ -307,6 +307,10 @@ const Key kKeys[] = {
         "gpu.gemv_tall_cols", "PARRAY_GEMV_TALL_COLS",
         "column-major A of more than 1024 rows whose 64-row blocks are fewer than the SMs: step 5's kernels "
         "(auto, 0) or step 6's sliced one-kernel block, a ticket per row block (1)"),
+    key<kGpu, &GpuTuning::dmma_tile, IntegerOrAuto<int, 1, 3, 0>>(
+        "gpu.dmma_tile", "PARRAY_DMMA_TILE",
+        "cuda-22-dmma-tma's tile: auto (1), 1 (128 x 128 x 32, 3 stages, a block an SM), 2 (128 x 64 x 16, 4 "
+        "stages, two blocks an SM) or 3 (tile 1, slots released warp by warp on mbarriers)"),
     key<kGpu, &GpuTuning::knn_gemm, Text>(
         "gpu.knn_gemm", "PARRAY_KNN_GEMM",
         "GEMM implementation of the GPU k-NN when KnnOptions::gemm names none (empty: the default GPU GEMM "

@@ -336,15 +336,26 @@ void register_cuda_backend(Registry& r) {
     r.add(std::move(i));
   }
   {
+    GemmImpl i = gpu("cuda-22-dmma-tma",
+                     "ladder 22: step 19 fed by the tensor copy engine (TMA boxes of 16 doubles, 128-byte swizzled, "
+                     "one thread issuing a k-tile's copies); operands TMA cannot address go to step 19",
+                     "any M, N, K; any layout (a row-major copy of what is not strided); Hopper");
+    i.tags = {"ladder", "gpu-ladder"};
+    i.run_f64 = gemm_dmma_tma;
+    i.run_batch_f64 = gemm_dmma_tma_batch;
+    i.unsupported = [](const MatrixLayout&, const MatrixLayout&, const MatrixLayout&) { return wgmma_unsupported(); };
+    r.add(std::move(i));
+  }
+  {
     GemmImpl i = gpu("gpu-auto",
                      "the default GPU GEMM: per call, the kernel the planner predicts fastest on this GPU among those "
                      "that deliver the precision asked (GEMV for M or N = 1, step 12's 64 x 64 or 128 x 128 tiles "
                      "with a deterministic K split, step 15 in TF32, BF16, FP16 or FP32-accurate 3xTF32; `parray "
-                     "plan` shows the choice); FP64: the GEMV for M or N = 1, else step 19 on the tensor cores");
+                     "plan` shows the choice); FP64: the GEMV for M or N = 1, else step 22 on the tensor cores");
     i.run_f32 = gemm_auto;
     i.run_batch_f32 = gemm_batched_auto;
     i.run_f64 = gemm_auto_f64;
-    i.run_batch_f64 = gemm_dmma_batch;
+    i.run_batch_f64 = gemm_dmma_tma_batch;
     i.selects_down_to = {Precision::tf32, Precision::bf16, Precision::fp16};
     r.add(std::move(i));
   }

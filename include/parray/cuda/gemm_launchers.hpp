@@ -77,10 +77,15 @@ std::string batched_small_unsupported(const MatrixLayout& a, const MatrixLayout&
 // row-major copy of what is not strided) or a strided batch (strided
 // layouts; false where it cannot take it).
 void gemm_dmma(const GemmCall<double>& call);
-// gpu-auto's FP64 GEMM: the GEMV for M or N = 1 (contiguous vectors), step
-// 19 on the tensor cores where they run, else step 5.
-void gemm_auto_f64(const GemmCall<double>& call);
 bool gemm_dmma_batch(const GemmBatchCall<double>& call);
+// Step 22: step 19 with its operands copied by TMA where the copy engine can
+// address them (k of A, n of B contiguous, 16-byte aligned rows), step 19
+// otherwise; the same entries.
+void gemm_dmma_tma(const GemmCall<double>& call);
+bool gemm_dmma_tma_batch(const GemmBatchCall<double>& call);
+// gpu-auto's FP64 GEMM: the GEMV for M or N = 1 (contiguous vectors), step
+// 22 on the tensor cores where they run, else step 5.
+void gemm_auto_f64(const GemmCall<double>& call);
 // gpu-auto's batch entry: step 18 where the planner predicts it faster than
 // the products in turn (false: gemm_batched runs them in turn).
 bool gemm_batched_auto(const GemmBatchCall<float>& call);

@@ -178,6 +178,41 @@ __device__ __forceinline__ int dmma_column(int j, int h, int t) {
 
 #endif  // __CUDA_ARCH__ >= 900
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// A warp's accumulators into C (at c, with C's strides) as alpha acc + beta
+// C: accumulator (i, j, h) of lane 4 g + t at row row0 + 16 i + rg + 8 (h /
+// 2), where rg is the row of its block that the mma's row g was read from,
+// and column col0 + dmma_column(j, h, t); nothing past M or N.
+template <class T>
+__device__ __forceinline__ void dmma_store(double* c, const StridedOperand<double>& cs, int M, int N, double alpha,
+                                           double beta, int row0, int col0, int rg,
+                                           const double (&acc)[T::kMi][T::kNi][4]) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int i = 0; i < T::kMi; ++i)
+#pragma unroll
+    for (int j = 0; j < T::kNi; ++j)
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const int row = row0 + 16 * i + rg + 8 * (h / 2), col = col0 + dmma_column(j, h, t);
+        if (row >= M || col >= N) continue;
+        double& out = c[row * cs.rs + col * cs.cs];
+        out = beta == 0.0 ? alpha * acc[i][j][h] : fma(alpha, acc[i][j][h], beta * out);
+      }
+}
+#endif
+
+// This block's tile of C (blockIdx.x) in grouped order: `group` tile rows
+// walked before moving right, so that neighbouring blocks share panels of A
+// and B in L2.
+template <class T>
+__device__ __forceinline__ void dmma_tile_origin(int M, int N, int group, int& m0, int& n0) {
+  const int tiles_m = (M + T::BM - 1) / T::BM, tiles_n = (N + T::BN - 1) / T::BN;
+  const int pid = int(blockIdx.x), per_group = group * tiles_n, first_m = pid / per_group * group;
+  const int rows_here = min(tiles_m - first_m, group);
+  m0 = (first_m + pid % per_group % rows_here) * T::BM, n0 = (pid % per_group / rows_here) * T::BN;
+}
+
 // The products run a fragment step ahead: B of step ks + 1 is read before
 // step ks's products (two buffers), A of step ks + 1 a row of mma blocks at
 // a time as step ks's products free its registers (one buffer), and a
@@ -193,12 +228,8 @@ __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) 
   const double* a = p.a.p + blockIdx.z * p.batch.a;
   const double* b = p.b.p + blockIdx.z * p.batch.b;
   double* c = p.c.p + blockIdx.z * p.batch.c + blockIdx.y * p.part_stride;
-  const int tiles_m = (p.M + T::BM - 1) / T::BM, tiles_n = (p.N + T::BN - 1) / T::BN;
-  // Grouped order: `group` tile rows walked before moving right.
-  const int pid = int(blockIdx.x), per_group = p.group * tiles_n, first_m = pid / per_group * p.group;
-  const int rows_here = min(tiles_m - first_m, p.group);
-  const int tm = first_m + pid % per_group % rows_here, tn = pid % per_group / rows_here;
-  const int m0 = tm * T::BM, n0 = tn * T::BN;
+  int m0, n0;
+  dmma_tile_origin<T>(p.M, p.N, p.group, m0, n0);
   const int warp = threadIdx.x / 32, wm0 = warp / T::kWarpsN * T::WM, wn0 = warp % T::kWarpsN * T::WN;
   // This warp's rows of A and columns of B in slot s at step ks.
   auto warp_a = [&](int s, int ks) { return ring_a + s * T::kStageA + wm0 * T::kLdA + 8 * ks; };
@@ -250,18 +281,8 @@ __global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) 
     }
   }
   cp_async_wait<0>();
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int i = 0; i < T::kMi; ++i)
-#pragma unroll
-    for (int j = 0; j < T::kNi; ++j)
-#pragma unroll
-      for (int h = 0; h < 4; ++h) {
-        const int row = m0 + wm0 + 16 * i + g + 8 * (h / 2), col = n0 + wn0 + dmma_column(j, h, t);
-        if (row >= p.M || col >= p.N) continue;
-        double& out = c[row * p.c.rs + col * p.c.cs];
-        out = p.beta == 0.0 ? p.alpha * acc[i][j][h] : fma(p.alpha, acc[i][j][h], p.beta * out);
-      }
+  const int g = threadIdx.x % 32 / 4;
+  dmma_store<T>(c, p.c, p.M, p.N, p.alpha, p.beta, m0 + wm0, n0 + wn0, g, acc);
 #else
   __trap();  // built without sm_90: the launcher refuses before this
 #endif

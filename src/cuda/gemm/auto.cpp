@@ -7,7 +7,7 @@
 // (TF32, BF16, FP16, or FP32-accurate 3xTF32). A speed table measured by
 // `parray tune` (gpu.speed_table) refines the FP32 choice where it has
 // measured a shape. FP64 (gemm_auto_f64): the GEMV for M or N = 1, else
-// step 19 on the tensor cores.
+// step 22 on the tensor cores (step 19 where TMA cannot read the operands).
 #include <cuda_runtime.h>
 
 #include <array>
@@ -174,7 +174,7 @@ void gemm_auto_f64(const GemmCall<double>& call) {
   // M or N = 1: the GEMV reads the matrix once (a tile of C would compute
   // 128 rows or columns for the one).
   if ((call.c.rows() == 1 || call.c.cols() == 1) && gemv_fits(call)) return run_gemv<double>(call);
-  if (wgmma_unsupported().empty()) return gemm_dmma(call);
+  if (wgmma_unsupported().empty()) return gemm_dmma_tma(call);
   gemm_smem_transposed_a<double>(call, true);
 }
 
