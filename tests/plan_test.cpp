@@ -34,6 +34,7 @@ TEST_P(PlanOnGpu, VectorShapesGoToTheGemv) {
     EXPECT_EQ(chosen(gpu(), problem(4096, 1, 4096, p)), PlanKernel::gemv);
     EXPECT_EQ(chosen(gpu(), problem(1, 100000, 32, p)), PlanKernel::gemv);
     EXPECT_EQ(chosen(gpu(), problem(32, 1, 100000, p)), PlanKernel::gemv);
+    EXPECT_EQ(chosen(gpu(), problem(4841, 1, 14942, p)), PlanKernel::gemv);  // not a 16-wide thin tile
   }
   PlanProblem strided = problem(1, 4096, 4096);
   strided.gemv_ok = false;  // a vector with a stride: a tile kernel takes it
@@ -67,6 +68,8 @@ TEST_P(PlanOnGpu, ThinCTakesTheThinTiles) {
   EXPECT_EQ(chosen(gpu(), problem(58187, 12, 2279)), PlanKernel::cuda_thin);
   EXPECT_EQ(chosen(gpu(), problem(14, 50017, 848)), PlanKernel::cuda_thin);
   EXPECT_NE(chosen(gpu(), problem(65, 50017, 848)), PlanKernel::cuda_thin);  // past 64: not thin
+  for (index_t few : {1, 5, 8})  // the GEMV kernels read the long operand once
+    EXPECT_NE(chosen(gpu(), problem(20000, few, 15000)), PlanKernel::cuda_thin) << few;
   PlanProblem blocked = problem(58187, 12, 2279);
   blocked.b_unit_stride = false;  // the thin tiles read row- or column-major operands only
   EXPECT_NE(chosen(gpu(), blocked), PlanKernel::cuda_thin);

@@ -134,6 +134,8 @@ std::string cannot(const GpuModel& gpu, const PlanProblem& p, const KernelCosts&
   if (kc.kernel == PlanKernel::cuda_small && !(p.a_unit_stride && p.b_unit_stride))
     return "the 64 x 64 tile takes row- or column-major A and B";
   if (kc.kernel == PlanKernel::cuda_thin && std::min(p.m, p.n) > kThinMax) return "M and N both > 64";
+  if (kc.kernel == PlanKernel::cuda_thin && std::min(p.m, p.n) <= kFewVectorsMax && (p.gemv_ok || p.few_ok))
+    return "M or N <= 8: the GEMV kernels read the long operand once";
   if (kc.kernel == PlanKernel::cuda_thin && !(p.a_unit_stride && p.b_unit_stride))
     return "the thin tiles take row- or column-major A and B";
   return "";
