@@ -2,7 +2,7 @@
 // products with its copies into shared memory handed to TMA.
 //
 // What it adds: in step 19 every thread issues 16 cp.async a k-tile, each
-// with its own row, column, bounds and source size computed, against 16 mma
+// with its own row, column, bounds and source size computed, against 64 mma
 // a warp; here one thread issues a k-tile's ten TMA box copies (zeros past
 // the edges come from the copy engine) and the warps only read fragments and
 // multiply. The boxes are 16 doubles (128 bytes) wide and 128-byte swizzled
@@ -13,9 +13,11 @@
 // the mma's row g is the warp's row sigma(g) = g / 2 + 4 (g mod 2) (lanes g
 // and g + 1 a half-atom apart), undone in the epilogue. A slot is full when
 // its bytes have landed (an mbarrier with the copies' byte count); it is
-// refilled after the k-tile's __syncthreads, as in step 19. Operands the copy
+// refilled after the k-tile's __syncthreads, as in step 19, or (WarpRelease)
+// once every warp has given it back on a second mbarrier. Operands the copy
 // engine cannot address (k of A or n of B not contiguous, rows or matrices
-// not 16-byte aligned) go to step 19.
+// not 16-byte aligned) go to step 19, or through a padded row-major copy
+// where the launcher predicts that it pays (gemm/19_dmma.cu).
 #pragma once
 
 #include <cuda.h>
