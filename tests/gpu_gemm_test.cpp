@@ -434,13 +434,14 @@ TEST(GpuPlanner, KSplitsAreDeterministic) {
 // is split into parts summed in a fixed order: partial tiles, C row- and
 // column-major, beta read and not, and the same bits on every run. Row-major
 // operands of even K and N take step 22's copy engine (each of its tiles),
-// the rest step 19.
+// the rest step 19. 64 x 20000 x 40 is one tile of 625 k-tiles: more parts
+// than 16.
 TEST(GpuDmma, KSplitAtSanitizerSizesIsDeterministic) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
   struct Restore {
     ~Restore() { set_tuning("gpu.dmma_tile", "auto"); }
   } restore;
-  const std::vector<Shape> shapes = {{96, 2000, 96}, {130, 1500, 70}, {200, 4099, 260}};
+  const std::vector<Shape> shapes = {{96, 2000, 96}, {130, 1500, 70}, {200, 4099, 260}, {64, 20000, 40}};
   const std::vector<std::pair<const char*, const char*>> runs = {
       {"cuda-19-dmma", "auto"}, {"cuda-22-dmma-tma", "1"}, {"cuda-22-dmma-tma", "2"}, {"cuda-22-dmma-tma", "3"}};
   for (const auto& [name, tile] : runs) {
@@ -541,6 +542,24 @@ TEST(GpuPlanner, ShortKAtSanitizerSizes) {
 // register width, A along k and along m, and the transposed case (few rows);
 // along m with groups of threads splitting k, with slices and without, rows
 // 16-byte aligned and not, a partial last block of rows.
+// GEMV step 7's FP64 instance (2 doubles a 16-byte load, its staged B in
+// 16-byte units of 2) on the FP32 test's shapes: 1-8 columns or rows, A
+// along k and along m, slices of K, beta read.
+TEST(GpuFewVectors, Fp64AtSanitizerSizes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const GemmImpl& few = registry().find("gemv-07-few-vectors");
+  const std::vector<Shape> shapes = {{94, 1999, 3}, {601, 99, 8}, {5, 301, 700}, {3, 2374, 13},
+                                     {77, 33, 1},  {4, 1100, 2100}, {7, 3001, 203}, {2, 40001, 6}};
+  for (const Shape& s : shapes)
+    for (const char* layout : {"row", "col"}) {
+      GemmProblem p = problem_in(s, layout, 0.5);
+      p.dtype = Dtype::f64;
+      GemmCase gcase(p);
+      const CheckResult r = gcase.run_and_check(few, 1);
+      EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << layout << ": " << r.reason;
+    }
+}
+
 TEST(GpuPlanner, FewVectorsAtSanitizerSizes) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
   const GemmImpl& gpu_auto = registry().find("gpu-auto");

@@ -222,6 +222,11 @@ TEST(Plan, KSplitBounds) {
   EXPECT_GT(s, 1);
   EXPECT_LE(s, 16);
   EXPECT_GE((768 + s - 1) / s, 4);
+  // A cap past 16 (step 22's FP64 parts): one tile of a long K spread over the slots.
+  const int wide = plan_k_splits(1, 1032, 132, 6, 61, 0.45, 1.6e6, 5.0, 132);
+  EXPECT_GT(wide, 16);
+  EXPECT_LE(wide, 132);
+  EXPECT_GE((1032 + wide - 1) / wide, 4);
 }
 
 TEST(Plan, BadInputThrows) {

@@ -158,10 +158,10 @@ constexpr double kHostUsPerCall = 5.0;
 
 // The K split a tile kernel of `tiles` tiles of `kts` k-steps takes on
 // `slots` block slots: 1 when the tiles fill the slots, else the split with
-// the least estimated time, each part >= 4 k-steps, at most 16 parts. Its
-// partial products go to a workspace and are summed in a fixed order (the
-// result does not depend on timing).
+// the least estimated time, each part >= 4 k-steps, at most max_splits parts.
+// Its partial products go to a workspace and are summed in a fixed order
+// (the result does not depend on timing).
 int plan_k_splits(long long tiles, int kts, long long slots, index_t m, index_t n, double step_us,
-                  double dram_bytes_per_us, double launch_us);
+                  double dram_bytes_per_us, double launch_us, int max_splits = 16);
 
 }  // namespace parray

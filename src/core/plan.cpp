@@ -99,8 +99,8 @@ ThinTile thin_tile(index_t m, index_t n) {
 }
 
 int plan_k_splits(long long tiles, int kts, long long slots, index_t m, index_t n, double step_us,
-                  double dram_bytes_per_us, double launch_us) {
-  constexpr int kMinSteps = 4, kMaxSplits = 16;
+                  double dram_bytes_per_us, double launch_us, int max_splits) {
+  constexpr int kMinSteps = 4;
   if (slots <= 0 || tiles >= slots) return 1;
   // Waves of tiles x parts, each part's k-steps, plus the parts written to
   // the workspace, read back once and C written (the sum's own launch).
@@ -111,7 +111,7 @@ int plan_k_splits(long long tiles, int kts, long long slots, index_t m, index_t 
   };
   int best = 1;
   double best_cost = cost(1);
-  for (int s = 2; s <= kMaxSplits && ceil_div(kts, s) >= kMinSteps; ++s)
+  for (int s = 2; s <= max_splits && ceil_div(kts, s) >= kMinSteps; ++s)
     if (const double c = cost(s); c < best_cost) best = s, best_cost = c;
   return best;
 }

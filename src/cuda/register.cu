@@ -7,6 +7,7 @@
 
 #include "common/cublas_handle.hpp"
 #include "common/cublas_library.hpp"
+#include "gemv/06_07_launch.hpp"
 #include "parray/cuda/check.hpp"
 #include "parray/cuda/gemm_launchers.hpp"
 #include "parray/multilevel.hpp"
@@ -344,6 +345,21 @@ void register_cuda_backend(Registry& r) {
     i.run_f64 = gemm_dmma_tma;
     i.run_batch_f64 = gemm_dmma_tma_batch;
     i.unsupported = [](const MatrixLayout&, const MatrixLayout&, const MatrixLayout&) { return wgmma_unsupported(); };
+    r.add(std::move(i));
+  }
+  {
+    GemmImpl i = gpu("gemv-07-few-vectors",
+                     "GEMV step 7 as a GEMM: C of at most 8 columns (or rows) from one read of A, FP32 and FP64; "
+                     "a call it cannot take goes to gpu-auto",
+                     "any M, N, K; any layout (step 7 itself: C of <= 8 columns or rows, A along k or m, all "
+                     "strided)");
+    i.tags = {"gemv"};
+    i.run_f32 = [](const GemmCall<float>& c) {
+      if (!gemm_few_vectors(c)) gemm_auto(c);
+    };
+    i.run_f64 = [](const GemmCall<double>& c) {
+      if (!gemm_few_vectors(c)) gemm_auto_f64(c);
+    };
     r.add(std::move(i));
   }
   {

@@ -68,9 +68,12 @@ int k_parts(const GemmCall<double>& f, index_t batch, long long tiles, int kts, 
   // (Hopper's DMMA), shared by the SM's blocks, and ~75 % of that sustained.
   const double tile_flops = 2.0 * t.bm * t.bn * t.bk;
   const double step_us = tile_flops * t.blocks / (256.0 * 0.75 * gpu.clock_ghz * 1e3);
-  // plan_k_splits counts 4-byte elements: doubles move twice the bytes, as at half the bandwidth.
-  return plan_k_splits(tiles, kts, (long long)gpu.sms * t.blocks, f.c.rows(), f.c.cols(), step_us,
-                       gpu.dram_gbs * 1e3 / 2, gpu.launch_us);
+  // plan_k_splits counts 4-byte elements: doubles move twice the bytes, as at half the bandwidth. Up to a
+  // part a block slot: a k-tile of FP64 products is long enough that a small C with a long K (a few
+  // tiles) fills the GPU with parts of 4 k-tiles before the parts' sum costs more than they save.
+  const long long slots = (long long)gpu.sms * t.blocks;
+  return plan_k_splits(tiles, kts, slots, f.c.rows(), f.c.cols(), step_us, gpu.dram_gbs * 1e3 / 2, gpu.launch_us,
+                       int(std::min<long long>(slots, 256)));
 }
 
 // Whether the copy engine can read the operand (step 22): `along` (k of A,

@@ -201,16 +201,17 @@ bool gemv_any_shape(const GemvCall<T>& c) {
 namespace {
 
 // A (m x k) along k or along m, B (k x n, any strides), C (m x n, any strides).
+template <class T>
 struct FewVectors {
   index_t m, n, k;
-  const float* a;
+  const T* a;
   index_t lda;
   bool a_along_k;
-  const float* b;
+  const T* b;
   index_t rsb, csb;
-  float* c;
+  T* c;
   index_t rsc, csc;
-  float alpha, beta;
+  T alpha, beta;
 };
 
 // Groups of a block's threads that split the k's of step 7's column kernel
@@ -225,16 +226,17 @@ int few_column_groups(index_t m, index_t k, int kv) {
   return groups;
 }
 
-template <int NV>
-void launch_few(const FewVectors& p, cudaStream_t s) {
-  constexpr int kVec = 4;
+template <class T, int NV>
+void launch_few(const FewVectors<T>& p, cudaStream_t s) {
+  constexpr int kVec = 16 / int(sizeof(T));  // one 16-byte load
   const bool vec = p.lda % kVec == 0 && aligned16(p.a);
   const index_t target = index_t(sm_count()) * kBlocksPerSm;
   index_t blocks, per;
   int slices, groups = 1;
   if (p.a_along_k) {  // a warp per 4 rows, 8 warps a block; slices of whole 128-wide k-steps
     blocks = (p.m + 31) / 32;
-    std::tie(slices, per) = slicing(blocks, p.k, vec ? 128 * 4 : 32 * 4, vec ? 128 : 32);
+    const index_t step = 32 * (vec ? kVec : 1);  // a warp's k's an iteration
+    std::tie(slices, per) = slicing(blocks, p.k, step * 4, step);
   } else {  // a thread per kv rows, groups of threads splitting k where the rows are few, then slices
     const int kv = vec ? kVec : 1;
     groups = few_column_groups(p.m, p.k, kv);
@@ -245,14 +247,16 @@ void launch_few(const FewVectors& p, cudaStream_t s) {
   }
   if (blocks > index_t(kTickets)) slices = 1, per = p.k;  // a ticket per block of rows
   const dim3 grid(unsigned(p.a_along_k ? std::min(blocks, target * 4) : blocks), unsigned(slices));
-  with_slices<float>(slices, p.m * NV, s, [&](SliceSums<float> w) {  // step 7 sums its slices in one level
-    const gemv_kernels::FewOut out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, w.part, w.ticket};
+  with_slices<T>(slices, p.m * NV, s, [&](SliceSums<T> w) {  // step 7 sums its slices in one level
+    const gemv_kernels::FewOut<T> out{p.c, p.n, p.rsc, p.csc, p.alpha, p.beta, w.part, w.ticket};
     if (p.a_along_k) {
-      if (vec) few_vectors_rows<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
-      else few_vectors_rows<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+      if (vec) few_vectors_rows<T, NV, kVec><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
+      else few_vectors_rows<T, NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, out);
     } else {
-      if (vec) few_vectors_cols<NV, 4><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, groups, out);
-      else few_vectors_cols<NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, groups, out);
+      if (vec)
+        few_vectors_cols<T, NV, kVec><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, groups,
+                                                           out);
+      else few_vectors_cols<T, NV, 1><<<grid, 256, 0, s>>>(p.m, p.n, p.k, p.a, p.lda, p.b, p.rsb, p.csb, per, groups, out);
     }
     PARRAY_CUDA_CHECK_LAUNCH();
   });
@@ -262,9 +266,10 @@ bool unit(const Axis& x) { return x.is_strided() && (x.stride[0] == 1 || x.size 
 
 }  // namespace
 
-bool gemm_few_vectors(const GemmCall<float>& call) {
-  MatrixView<const float> a = call.a, b = call.b;
-  MatrixView<float> c = call.c;
+template <class T>
+bool gemm_few_vectors(const GemmCall<T>& call) {
+  MatrixView<const T> a = call.a, b = call.b;
+  MatrixView<T> c = call.c;
   if (c.cols() > kFewVectors) {  // C^T = B^T A^T: the few rows become the few columns
     if (c.rows() > kFewVectors) return false;
     std::swap(a, b);
@@ -273,20 +278,23 @@ bool gemm_few_vectors(const GemmCall<float>& call) {
   if (!a.layout.is_strided() || !b.layout.is_strided() || !c.layout.is_strided()) return false;
   const bool along_k = unit(a.layout.cols) && a.rows() > 1, along_m = unit(a.layout.rows);
   if (!along_k && !along_m) return false;
-  FewVectors p{c.rows(), c.cols(), a.cols(), a.data, along_k ? a.layout.rows.stride[0] : a.layout.cols.stride[0],
+  FewVectors<T> p{c.rows(), c.cols(), a.cols(), a.data, along_k ? a.layout.rows.stride[0] : a.layout.cols.stride[0],
                along_k, b.data, b.layout.rows.stride[0], b.layout.cols.stride[0], c.data, c.layout.rows.stride[0],
                c.layout.cols.stride[0], call.alpha, call.beta};
   if (p.m == 1 && !along_k) p.lda = p.k > 1 ? a.layout.cols.stride[0] : 1;
   const cudaStream_t s = on_stream(call.stream);
   switch (p.n) {
-    case 1: launch_few<1>(p, s); break;
-    case 2: launch_few<2>(p, s); break;
+    case 1: launch_few<T, 1>(p, s); break;
+    case 2: launch_few<T, 2>(p, s); break;
     case 3:
-    case 4: launch_few<4>(p, s); break;
-    default: launch_few<8>(p, s); break;
+    case 4: launch_few<T, 4>(p, s); break;
+    default: launch_few<T, 8>(p, s); break;
   }
   return true;
 }
+
+template bool gemm_few_vectors<float>(const GemmCall<float>&);
+template bool gemm_few_vectors<double>(const GemmCall<double>&);
 
 template bool gemv_any_shape<float>(const GemvCall<float>&);
 template bool gemv_any_shape<double>(const GemvCall<double>&);

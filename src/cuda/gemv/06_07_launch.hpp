@@ -18,7 +18,8 @@ constexpr index_t kFewVectors = 8;
 
 // C = alpha A B + beta C by GEMV step 7 where C has at most kFewVectors
 // columns or rows, A runs along k or m and all three are strided; false,
-// nothing queued, otherwise.
-bool gemm_few_vectors(const GemmCall<float>& call);
+// nothing queued, otherwise. FP32 and FP64.
+template <class T>
+bool gemm_few_vectors(const GemmCall<T>& call);
 
 }  // namespace parray::cuda
