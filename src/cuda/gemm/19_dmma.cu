@@ -209,17 +209,25 @@ struct DoubleRows {
         view{reinterpret_cast<double*>(buf.p), MatrixLayout::row_major(rows, cols, ld), Memory::device} {}
 };
 
-// Whether step 22 on a padded row-major copy of an operand TMA cannot read
-// beats step 19 on the operand as it lies: step 22 saves about a third of
-// the product's time (step 19 runs at ~0.55 of step 22's rate on large
-// squares), the copy reads and writes the operand once at the bandwidth.
-bool pad_for_tma(const MatrixView<const double>& v, const GemmCall<double>& f) {
-  if (v.layout.is_strided() && tma_reads(strided(v), 0)) return false;
+// Whether TMA (step 22) can read the operand where it lies.
+bool tma_reads_view(const MatrixView<const double>& v) {
+  return v.layout.is_strided() && tma_reads(strided(v), 0);
+}
+
+// Whether step 22 on padded row-major copies of the operands TMA cannot read
+// beats step 19 on them as they lie: step 22 saves about a third of the
+// product's time (step 19 runs at ~0.55 of step 22's rate on large squares);
+// each strided operand copied costs a read and a write at the bandwidth (one
+// that is not strided is copied either way).
+bool padding_pays(const GemmCall<double>& f) {
   const GpuModel& gpu = current_gpu_model();
   const double flops = 2.0 * double(f.c.rows()) * double(f.c.cols()) * double(f.a.cols());
   const double saved_us = flops / (gpu.sms * 256.0 * gpu.clock_ghz * 1e3) / 3;
-  const double copy_us = 16.0 * double(v.rows()) * double(v.cols()) / (gpu.dram_gbs * 1e3) + gpu.launch_us;
-  return saved_us > copy_us;
+  double copy_us = 0;
+  for (const MatrixView<const double>& v : {f.a, f.b})
+    if (!tma_reads_view(v) && v.layout.is_strided())
+      copy_us += 16.0 * double(v.rows()) * double(v.cols()) / (gpu.dram_gbs * 1e3) + gpu.launch_us;
+  return copy_us > 0 && saved_us > copy_us;
 }
 
 // A call in any layout: what is not strided through row-major copies (and,
@@ -233,9 +241,12 @@ void run(const GemmCall<double>& call, const char* impl, bool allow_tma) {
   GemmCall<double> f = call;
   std::optional<DoubleRows> a_rows, b_rows, c_rows;
   const bool empty = call.c.rows() == 0 || call.c.cols() == 0 || call.a.cols() == 0;
+  // Copies for step 22 are padded (rows 16-byte aligned) whenever it may run:
+  // of an operand that is not strided (copied either way), and of one TMA
+  // cannot read where padding pays.
+  const bool pad = allow_tma && !empty, pad_strided = pad && padding_pays(call);
   const auto rows_of = [&](const MatrixView<const double>& v, std::optional<DoubleRows>& copy) {
-    const bool pad = allow_tma && !empty && pad_for_tma(v, call);
-    if (v.layout.is_strided() && !pad) return v;
+    if (v.layout.is_strided() && (!pad_strided || tma_reads_view(v))) return v;
     cuda::copy<double>(v, copy.emplace(v.rows(), v.cols(), s, pad).view, s);
     return MatrixView<const double>(copy->view);
   };
