@@ -65,6 +65,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("plan -m 8 -n 8 -k 8 --gpu h100 --precision fp64", "plans FP32 data");
   expect_cli_bad_input("bench shapes --device tpu", "--device is gpu or cpu");
   expect_cli_bad_input("bench shapes --count 0", "--count must be");
+  expect_cli_bad_input("bench shapes --count 5 --from 6", "--from must be");
   expect_cli_bad_input("bench calls --calls 0", "--calls must be");
   expect_cli_bad_input("bench calls --threads 0 --timeline t.csv", "--threads must be");
   expect_cli_bad_input("bench calls --impl no-such-gemm", "unknown implementation");

@@ -37,7 +37,7 @@ namespace {
 
 struct ShapesArgs {
   std::string device = "gpu", precisions = "fp32,tf32,bf16", csv;
-  int count = 300, threads = 0;
+  int count = 300, from = 1, threads = 0;
   std::uint64_t seed = 1;
   index_t max_extent = 65536;
   double max_gflop = 200, max_gib = 2;
@@ -99,6 +99,7 @@ void print_summary(const std::string& what, std::vector<Ratio> r) {
 int run_shapes(const ShapesArgs& a) {
   if (a.device != "gpu" && a.device != "cpu") throw Error("bench shapes: --device is gpu or cpu, not '" + a.device + "'");
   if (a.count < 1 || a.count > 100000) throw Error("bench shapes: --count must be in 1..100000");
+  if (a.from < 1 || a.from > a.count) throw Error("bench shapes: --from must be in 1..--count");
   if (a.max_extent < 1) throw Error("bench shapes: --max-extent must be >= 1");
   if (!(a.max_gflop > 0) || !(a.max_gib > 0)) throw Error("bench shapes: --max-gflop and --max-gib must be positive");
   std::vector<Precision> precisions;
@@ -112,7 +113,7 @@ int run_shapes(const ShapesArgs& a) {
   std::vector<BenchRow> all;
   std::vector<Ratio> ratios;
   std::map<Precision, std::vector<Ratio>> by_precision;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
+  for (std::size_t i = std::size_t(a.from - 1); i < shapes.size(); ++i) {
     for (Precision p : precisions) {
       const Shape& s = shapes[i];
       BenchOptions o;
@@ -158,6 +159,9 @@ std::vector<tools::CliCommand> add_shapes_commands(CLI::App&, CLI::App& bench) {
   CLI::App* c = bench.add_subcommand("shapes", "the default GEMM on random problems against cuBLAS (GPU) or OpenBLAS (CPU)");
   c->add_option("--device", a->device, "gpu or cpu")->capture_default_str();
   c->add_option("--count", a->count, "problems drawn")->capture_default_str();
+  c->add_option("--from", a->from,
+                "the first problem run (1-based; the draw is the same, so a run cut short goes on from here)")
+      ->capture_default_str();
   c->add_option("--seed", a->seed, "seed of the draw and of the inputs")->capture_default_str();
   c->add_option("--precision", a->precisions, "comma list: fp32, tf32, bf16, fp16, fp64 (GPU; fp64: FP64 data against DGEMM)")->capture_default_str();
   c->add_option("--max-extent", a->max_extent, "M, N, K log-uniform in [1, this]")->capture_default_str();
