@@ -35,16 +35,25 @@ struct TileShape {
   int bm, bn, bk, blocks;
 };
 template <class T>
-constexpr TileShape shape_of(int blocks) {
-  return {T::BM, T::BN, T::BK, blocks};
+constexpr TileShape shape_of() {
+  return {T::BM, T::BN, T::BK, T::kBlocks};
 }
 TileShape tile_shape(Fp64Tile t) {
   switch (t) {
-    case Fp64Tile::tma_wide: return shape_of<DmmaTmaWide>(DmmaTmaWide::kBlocks);
-    case Fp64Tile::tma_narrow: return shape_of<DmmaTmaNarrow>(DmmaTmaNarrow::kBlocks);
-    case Fp64Tile::tma_wide_release: return shape_of<DmmaTmaWideRelease>(DmmaTmaWideRelease::kBlocks);
-    default: return shape_of<DmmaTiles>(1);
+    case Fp64Tile::tma_wide: return shape_of<DmmaTmaWide>();
+    case Fp64Tile::tma_narrow: return shape_of<DmmaTmaNarrow>();
+    case Fp64Tile::tma_wide_release: return shape_of<DmmaTmaWideRelease>();
+    default: return shape_of<DmmaTiles>();
   }
+}
+
+// A kernel of tiles T over `grid`, its shared memory allowed first (once per
+// kernel and device).
+template <class T, class Kernel, class Params>
+void start(Kernel kernel, dim3 grid, cudaStream_t s, const Params& params) {
+  allow_smem_on_current_device(kernel, T::kSmemBytes);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, s>>>(params);
+  PARRAY_CUDA_CHECK_LAUNCH();
 }
 
 StridedOperand<const double> strided(const MatrixView<const double>& v) {
@@ -76,12 +85,10 @@ int k_parts(const GemmCall<double>& f, index_t batch, long long tiles, int kts, 
                        int(std::min<long long>(slots, 256)));
 }
 
-// Whether the copy engine can read the operand (step 22): `along` (k of A,
-// n of B) contiguous, rows and the batch's matrices 16-byte multiples apart,
-// 16-byte aligned.
+// Whether the copy engine can read the operand (step 22): step 19's fast
+// rows, and strides the tensor map takes (rows apart, a batch's forward).
 bool tma_reads(const StridedOperand<const double>& v, long long batch_stride) {
-  return v.cs == 1 && v.rs >= 2 && v.rs % 2 == 0 && batch_stride >= 0 && batch_stride % 2 == 0 &&
-         reinterpret_cast<std::uintptr_t>(v.p) % 16 == 0;
+  return fast_rows(v.p, v.rs, v.cs, batch_stride) && v.rs >= 2 && batch_stride >= 0;
 }
 
 // Step 19's parameters, and step 22's maps where it runs; C, alpha, beta and
@@ -93,35 +100,19 @@ struct Fp64Kernel {
 
   void operator()(dim3 grid, cudaStream_t s) const {
     switch (tile) {
-      case Fp64Tile::cp_async:
-        ladder::gemm_dmma<DmmaTiles><<<grid, DmmaTiles::kThreads, DmmaTiles::kSmemBytes, s>>>(p);
-        break;
-      case Fp64Tile::tma_wide: run_tma<DmmaTmaWide>(grid, s); break;
-      case Fp64Tile::tma_narrow: run_tma<DmmaTmaNarrow>(grid, s); break;
-      case Fp64Tile::tma_wide_release: run_tma<DmmaTmaWideRelease>(grid, s); break;
+      case Fp64Tile::cp_async: return start<DmmaTiles>(ladder::gemm_dmma<DmmaTiles>, grid, s, p);
+      case Fp64Tile::tma_wide: return start<DmmaTmaWide>(ladder::gemm_dmma_tma<DmmaTmaWide>, grid, s, tma_params());
+      case Fp64Tile::tma_narrow:
+        return start<DmmaTmaNarrow>(ladder::gemm_dmma_tma<DmmaTmaNarrow>, grid, s, tma_params());
+      case Fp64Tile::tma_wide_release:
+        return start<DmmaTmaWideRelease>(ladder::gemm_dmma_tma<DmmaTmaWideRelease>, grid, s, tma_params());
     }
-    PARRAY_CUDA_CHECK_LAUNCH();
   }
-  template <class T>
-  void run_tma(dim3 grid, cudaStream_t s) const {
+  ladder::DmmaTmaParams tma_params() const {
     ladder::DmmaTmaParams q = tma;
     q.c = p.c, q.alpha = p.alpha, q.beta = p.beta, q.batch_c = p.batch.c;
     q.kt_per_part = p.kt_per_part, q.part_stride = p.part_stride;
-    ladder::gemm_dmma_tma<T><<<grid, T::kThreads, T::kSmemBytes, s>>>(q);
-  }
-  void allow_smem() const {
-    switch (tile) {
-      case Fp64Tile::cp_async: allow_smem_on_current_device(ladder::gemm_dmma<DmmaTiles>, DmmaTiles::kSmemBytes); break;
-      case Fp64Tile::tma_wide:
-        allow_smem_on_current_device(ladder::gemm_dmma_tma<DmmaTmaWide>, DmmaTmaWide::kSmemBytes);
-        break;
-      case Fp64Tile::tma_narrow:
-        allow_smem_on_current_device(ladder::gemm_dmma_tma<DmmaTmaNarrow>, DmmaTmaNarrow::kSmemBytes);
-        break;
-      case Fp64Tile::tma_wide_release:
-        allow_smem_on_current_device(ladder::gemm_dmma_tma<DmmaTmaWideRelease>, DmmaTmaWideRelease::kSmemBytes);
-        break;
-    }
+    return q;
   }
 };
 
@@ -181,7 +172,6 @@ void launch(const GemmCall<double>& f, index_t batch, const ladder::DmmaBatch& s
     k.tile = tile == 2 ? Fp64Tile::tma_narrow : tile == 3 ? Fp64Tile::tma_wide_release : Fp64Tile::tma_wide;
     k.tma = k.tile == Fp64Tile::tma_narrow ? tma_maps<DmmaTmaNarrow>(p, batch) : tma_maps<DmmaTmaWide>(p, batch);
   }
-  k.allow_smem();
   const TileShape t = tile_shape(k.tile);
   const long long tiles = (long long)ceil_div(f.c.rows(), t.bm) * ceil_div(f.c.cols(), t.bn);
   if (tiles > 0x7fffffff) throw Error("cuda-19-dmma: more than 2^31 tiles of C");
@@ -216,9 +206,9 @@ bool tma_reads_view(const MatrixView<const double>& v) {
 
 // Whether step 22 on padded row-major copies of the operands TMA cannot read
 // beats step 19 on them as they lie: step 22 saves about a third of the
-// product's time (step 19 runs at ~0.55 of step 22's rate on large squares);
-// each strided operand copied costs a read and a write at the bandwidth (one
-// that is not strided is copied either way).
+// product's time at the FP64 peak (the two steps' rates on large products,
+// docs/perf-notes.md); each strided operand copied costs a read and a write
+// at the bandwidth (one that is not strided is copied either way).
 bool padding_pays(const GemmCall<double>& f) {
   const GpuModel& gpu = current_gpu_model();
   const double flops = 2.0 * double(f.c.rows()) * double(f.c.cols()) * double(f.a.cols());

@@ -35,6 +35,7 @@ namespace parray::cuda::ladder {
 template <int BM_, int BN_, int BK_, int Stages_>
 struct DmmaTilesOf {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, Stages = Stages_;
+  static constexpr int kBlocks = 1;                            // resident blocks an SM (launch bounds)
   static constexpr int WM = 64, WN = 32;                       // a warp's block of C
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;  // 2 x 4
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
@@ -220,7 +221,7 @@ __device__ __forceinline__ void dmma_tile_origin(int M, int N, int group, int& m
 // warp still has a step of products to issue while its reads of the next
 // slot are in flight.
 template <class T>
-__global__ __launch_bounds__(T::kThreads, 1) void gemm_dmma(const DmmaParams p) {
+__global__ __launch_bounds__(T::kThreads, T::kBlocks) void gemm_dmma(const DmmaParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) double dmma_smem[];
   double* ring_a = dmma_smem;

@@ -91,7 +91,6 @@ __device__ __forceinline__ DmmaTmaOffsets dmma_tma_offsets(int wm0, int wn0) {
           std::uint32_t(T::kStageABytes + box * T::kBBoxBytes + 2 * t * 128 + (((pair + half) ^ (2 * t)) << 4))};
 }
 
-template <class T>
 __device__ __forceinline__ double2 dmma_lds(const std::uint8_t* slot, std::uint32_t offset) {
   return *reinterpret_cast<const double2*>(slot + offset);
 }
@@ -102,7 +101,7 @@ __device__ __forceinline__ void dmma_tma_a(const std::uint8_t* slot, const DmmaT
                                            double (&af)[4]) {
   const std::uint8_t* box = slot + (ks / 2) * T::kABoxBytes + 16 * i * 128;
   const std::uint32_t off = o.a ^ (ks % 2 ? 64u : 0u);
-  const double2 top = dmma_lds<T>(box, off), bottom = dmma_lds<T>(box, off + 8 * 128);
+  const double2 top = dmma_lds(box, off), bottom = dmma_lds(box, off + 8 * 128);
   af[0] = top.x, af[1] = bottom.x, af[2] = top.y, af[3] = bottom.y;
 }
 template <class T>
@@ -112,7 +111,7 @@ __device__ __forceinline__ void dmma_tma_b(const std::uint8_t* slot, const DmmaT
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
     const std::uint32_t row = o.b + 128 * q;
-    const double2 first = dmma_lds<T>(rows, row ^ (16u * q)), second = dmma_lds<T>(rows, row ^ (16u * (q ^ 1)));
+    const double2 first = dmma_lds(rows, row ^ (16u * q)), second = dmma_lds(rows, row ^ (16u * (q ^ 1)));
     bf[0][q] = first.x, bf[1][q] = first.y, bf[2][q] = second.x, bf[3][q] = second.y;
   }
 }
