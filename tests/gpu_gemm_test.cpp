@@ -513,7 +513,8 @@ TEST(GpuPlanner, ThinTilesAtSanitizerSizes) {
 
 // Step 17 (K <= 32) at sizes small enough for compute-sanitizer: C's rows
 // stored 16 bytes at a time and not (odd N), beta read and not, partial
-// tiles, A and B read along either stride, C column-major (transposed).
+// tiles, A and B read along either stride, C column-major (transposed);
+// FP32 and FP64 (16 bytes of C a thread: 4 floats, 2 doubles).
 TEST(GpuPlanner, ShortKAtSanitizerSizes) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
   const GemmImpl& short_k = registry().find("cuda-17-short-k");
@@ -524,17 +525,19 @@ TEST(GpuPlanner, ShortKAtSanitizerSizes) {
   for (const Shape& s : shapes)
     for (const Layouts l : {Layouts{"row", "row", "row"}, Layouts{"col", "col", "col"}, Layouts{"col", "row", "row"},
                             Layouts{"row", "col", "col"}, Layouts{"row-pad", "row-pad", "row-pad"}})
-      for (double beta : {0.0, 0.5}) {
-        GemmProblem p;
-        p.m = s.m, p.k = s.k, p.n = s.n;
-        p.layout_a = l.a, p.layout_b = l.b, p.layout_c = l.c;
-        p.beta = beta;
-        GemmCase gcase(p);
-        ASSERT_EQ(gcase.why_not(short_k), "") << l.a << " " << l.b << " " << l.c;
-        const CheckResult r = gcase.run_and_check(short_k, 1);
-        EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << l.a << "/" << l.b << "/" << l.c << " beta "
-                          << beta << ": " << r.reason;
-      }
+      for (double beta : {0.0, 0.5})
+        for (Dtype dtype : {Dtype::f32, Dtype::f64}) {
+          GemmProblem p;
+          p.m = s.m, p.k = s.k, p.n = s.n;
+          p.layout_a = l.a, p.layout_b = l.b, p.layout_c = l.c;
+          p.beta = beta;
+          p.dtype = dtype;
+          GemmCase gcase(p);
+          ASSERT_EQ(gcase.why_not(short_k), "") << l.a << " " << l.b << " " << l.c;
+          const CheckResult r = gcase.run_and_check(short_k, 1);
+          EXPECT_TRUE(r.ok) << s.m << "x" << s.k << "x" << s.n << " " << l.a << "/" << l.b << "/" << l.c << " beta "
+                            << beta << (dtype == Dtype::f64 ? " f64" : " f32") << ": " << r.reason;
+        }
 }
 
 // GEMV step 7 (C of at most 8 columns or rows) at sizes small enough for

@@ -115,6 +115,26 @@ TEST_P(PlanOnGpu, LargeProductsTakeTheTensorCoresAtTheAskedPrecision) {
   }
 }
 
+// A whose lines the copy engine cannot read in place (rows an odd number of
+// floats apart) goes through step 15's pass: the tensor kernels' predictions
+// grow by that pass, the CUDA cores' do not.
+TEST_P(PlanOnGpu, ATheCopyEngineCannotReadCostsItsPass) {
+  for (Precision p : {Precision::fp32, Precision::tf32}) {
+    PlanProblem aligned = problem(8192, 2048, 4095, p), loose = aligned;
+    loose.a_tma_lines = false;
+    const auto predicted = [&](const PlanProblem& x, PlanKernel k) {
+      for (const PlanOption& o : plan_gemm(gpu(), x).options)
+        if (o.kernel == k) return o.predicted_us;
+      return 0.0;
+    };
+    const PlanKernel tensor_kernel = p == Precision::tf32 ? PlanKernel::tc_tf32 : PlanKernel::tc_3xtf32;
+    // A's pass: 8192 x 4095 elements read and written (8 or 12 bytes each).
+    const double pass_us = 8.0 * 8192.0 * 4095.0 / (gpu().dram_gbs * 1e3);
+    EXPECT_GT(predicted(loose, tensor_kernel), predicted(aligned, tensor_kernel) + 0.9 * pass_us);
+    EXPECT_EQ(predicted(loose, PlanKernel::cuda_best), predicted(aligned, PlanKernel::cuda_best));
+  }
+}
+
 // Over random shapes and every precision: the plan never delivers less than
 // asked, never a kernel that cannot run, and is the fastest of those that can.
 TEST_P(PlanOnGpu, NeverLessAccuracyNeverASlowerKernel) {

@@ -42,6 +42,15 @@ TEST(WgmmaPlan, FewTilesWithALongKAreSplit) {
   EXPECT_GE(w.k_per, 4);
 }
 
+TEST(WgmmaPlan, OneTileOfALongKSpreadsOverTheGpu) {
+  // 35 x 351 x 28828 as step 15 runs it (C^T, 3 tiles of 128 x 256): 901
+  // k-tiles; past 16 parts the tiles' parts still fill more SMs.
+  const WgmmaWork w = plan_wgmma_work(351, 35, 28828, 128, 256, 32, kSms, kStepUs);
+  expect_covers(w, 351, 35, 28828, 128, 256, 32);
+  EXPECT_GT(w.splits, 16);
+  EXPECT_LE(w.units(), static_cast<long long>(kSms));
+}
+
 TEST(WgmmaPlan, AShortKIsNotSplit) {
   // 8191 x 17 x 8193 has K in one k-tile; 64 x 100 x 64 one tile of 4.
   EXPECT_EQ(plan_wgmma_work(8191, 8193, 17, 128, 128, 32, kSms, kStepUs).splits, 1);
@@ -56,7 +65,7 @@ TEST(WgmmaPlan, EveryPlanCoversK) {
     const int bn = trial % 2 ? 256 : 128, bk = trial % 3 ? 32 : 64;
     const WgmmaWork w = plan_wgmma_work(M, N, K, 128, bn, bk, kSms, kStepUs);
     expect_covers(w, M, N, K, 128, bn, bk);
-    EXPECT_LE(w.splits, 16);
+    EXPECT_LE(w.splits, kSms) << "more parts than SMs";
     if (w.splits > 1) {
       EXPECT_LT(static_cast<long long>(w.tiles_m) * w.tiles_n, kSms) << "split with the SMs already full";
       EXPECT_GE(w.k_per, 4) << "parts of fewer than 4 k-tiles";

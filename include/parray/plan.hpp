@@ -75,6 +75,12 @@ struct KernelCosts {
   bool needs_tensor;       // only where GpuModel::tensor_kernels
 };
 
+// The classes' bounds: C of at most kFewVectorsMax columns (rows) for GEMV
+// step 7 (src/cuda/gemv/06_07_launch.hpp), K of at most kShortKMax for step
+// 17 (src/cuda/gemm/17_short_k.cuh).
+constexpr index_t kFewVectorsMax = 8;
+constexpr index_t kShortKMax = 32;
+
 // Step 12's thin tiles: for C of at most kThinMax columns (rows), a tile of
 // 256 rows (columns) and 16, 32 or 64 columns (rows), the fewest that hold
 // C's, so that a narrow C does not leave most of a 128-wide tile idle.
@@ -97,6 +103,10 @@ struct PlanProblem {
   bool gemv_ok = true;        // the vector operand and C are contiguous (GEMV takes M = 1 / N = 1)
   bool few_ok = true;         // all three strided, the many-row operand along k or m (GEMV step 7)
   bool all_strided = true;    // A, B and C strided layouts (step 17)
+  // A row- or column-major with its lines 16-byte aligned (a multiple of 4
+  // floats apart, the base aligned): step 15's copy engine reads A where it
+  // lies; otherwise A goes through the split pass as B does.
+  bool a_tma_lines = true;
 };
 
 struct PlanOption {

@@ -17,11 +17,10 @@ namespace {
 constexpr double kFp32FlopsPerClock = 2.0 * 128;
 constexpr double kTf32FlopsPerClock = 2.0 * 1024;
 constexpr double kHalfFlopsPerClock = 2.0 * 2048;
+// A TF32 copy of an FP32 operand: read 4 bytes, write 4.
+constexpr double kTf32PassBytes = 8;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-
-constexpr index_t kFewVectorsMax = 8;  // GEMV step 7's columns (src/cuda/gemv/06_07_launch.hpp)
-constexpr index_t kShortKMax = 32;     // step 17's K (src/cuda/gemm/17_short_k.cuh)
 
 }  // namespace
 
@@ -204,10 +203,14 @@ PlanOption tile_option(const GpuModel& gpu, const PlanProblem& p, const KernelCo
   const double steps = double(ceil_div(kts, o.splits) + kc.fixed_steps);
   const double main_us = double(ceil_div(units, slots)) * steps * step_us;
   const double traffic = 4.0 * double(p.m * p.k + p.k * p.n + 2 * p.m * p.n);
-  // Step 15 splits A in registers where it reads A in place (row- or
-  // column-major): FP32 accuracy where N <= 2048 (gpu.wgmma_a_registers).
-  const bool a_in_place = kc.kernel == PlanKernel::tc_3xtf32 && p.n <= 2048 && p.a_unit_stride;
-  const double passes = (a_in_place ? 0.0 : kc.pass_bytes_a) * double(p.m * p.k) + kc.pass_bytes_b * double(p.k * p.n);
+  // Step 15 reads A in place where the copy engine can (16-byte aligned
+  // lines): TF32 always, FP32 accuracy where N <= 2048, splitting A in
+  // registers (gpu.wgmma_a_registers). Else A's pass: TF32 reads and writes
+  // it once (8 bytes an element), FP32 accuracy writes its two parts.
+  const bool a_in_place = p.a_tma_lines && ((kc.kernel == PlanKernel::tc_3xtf32 && p.n <= 2048 && p.a_unit_stride) ||
+                                            kc.kernel == PlanKernel::tc_tf32);
+  const double a_pass = a_in_place ? 0.0 : kc.kernel == PlanKernel::tc_tf32 ? kTf32PassBytes : kc.pass_bytes_a;
+  const double passes = a_pass * double(p.m * p.k) + kc.pass_bytes_b * double(p.k * p.n);
   const double sum = o.splits > 1 ? double(2 * o.splits + 1) * double(p.m * p.n) * 4.0 / bw + gpu.launch_us : 0.0;
   o.predicted_us = gpu.launch_us * (kc.launches + 1) + kc.host_us + passes / bw + std::max(main_us, traffic / bw) + sum;
   return o;

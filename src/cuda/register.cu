@@ -303,11 +303,12 @@ void register_cuda_backend(Registry& r) {
   }
   {
     GemmImpl i = gpu("cuda-17-short-k",
-                     "ladder 17: K <= 32, where C's traffic is the cost: 64x128 tiles, A and B panels in shared "
-                     "memory once, 16-byte coalesced stores of C",
+                     "ladder 17: K <= 32, where C's traffic is the cost: tiles of 64 rows x 512 bytes, A and B "
+                     "panels in shared memory once, 16-byte coalesced stores of C; FP32 and FP64",
                      "K <= 32; strided layouts");
     i.tags = {"ladder", "gpu-ladder"};
-    i.run_f32 = gemm_short_k_only;
+    i.run_f32 = [](const GemmCall<float>& c) { gemm_short_k_only(c); };
+    i.run_f64 = [](const GemmCall<double>& c) { gemm_short_k_only(c); };
     i.unsupported = [](const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c) {
       return short_k_unsupported(a.cols.size, a, b, c);
     };

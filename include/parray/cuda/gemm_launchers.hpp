@@ -54,7 +54,9 @@ void gemm_tf32_bf16(const GemmCall<float>& call);
 void gemm_persistent_tf32_fp32_sums(const GemmCall<float>& call);
 // Step 17 (K <= 32, strided layouts); false where it cannot take the call.
 bool gemm_short_k(const GemmCall<float>& call);
+bool gemm_short_k(const GemmCall<double>& call);
 void gemm_short_k_only(const GemmCall<float>& call);  // the same, an error where it cannot
+void gemm_short_k_only(const GemmCall<double>& call);
 // Why step 17 cannot take operands of these layouts and this K ("" when it can).
 std::string short_k_unsupported(index_t k, const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c);
 // Why step 14 cannot run here ("" when it can): not a Hopper GPU, or not built for sm_90a.

@@ -32,8 +32,9 @@ struct WgmmaWork {
 // in part) x step_us, plus, for a split, C scaled by beta and each part's
 // atomic adds into it (C's bytes (parts + 2) times at choose_splits's
 // summing rate, plus the scaling pass's launch; docs/perf-notes.md). Each
-// part keeps >= kMinSteps k-tiles and
-// there are at most kMaxSplits.
+// part keeps >= kMinSteps k-tiles, and there are at most as many parts as
+// SMs: a small C with a long K (one tile of C, K in hundreds of k-tiles)
+// spreads over the whole GPU.
 // A full k-tile step of one block of step 15 in microseconds: a Hopper SM's
 // dense tensor rate (H100: ~3.7 TFLOP/s per SM in TF32, twice that in
 // BF16/FP16) over the tile's products.
@@ -44,7 +45,7 @@ inline double wgmma_step_us(int input_bytes, int bm, int bn, int bk, int product
 
 inline WgmmaWork plan_wgmma_work(long long M, long long N, long long K, int bm, int bn, int bk, int sms,
                                  double step_us) {
-  constexpr int kUnitSteps = 2, kMinSteps = 4, kMaxSplits = 16;
+  constexpr int kUnitSteps = 2, kMinSteps = 4;
   WgmmaWork w;
   w.tiles_m = static_cast<int>((M + bm - 1) / bm);
   w.tiles_n = static_cast<int>((N + bn - 1) / bn);
@@ -62,7 +63,7 @@ inline WgmmaWork plan_wgmma_work(long long M, long long N, long long K, int bm, 
   };
   int best = 1;
   double best_cost = cost(1);
-  for (int s = 2; s <= kMaxSplits && (w.k_tiles + s - 1) / s >= kMinSteps; ++s)
+  for (int s = 2; s <= sms && (w.k_tiles + s - 1) / s >= kMinSteps; ++s)
     if (cost(s) < best_cost) best = s, best_cost = cost(s);
   w.k_per = (w.k_tiles + best - 1) / best;
   w.splits = parts_of(w.k_per);

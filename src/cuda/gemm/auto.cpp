@@ -6,11 +6,14 @@
 // rows, step 12 with its deterministic K split, step 15 on the tensor cores
 // (TF32, BF16, FP16, or FP32-accurate 3xTF32). A speed table measured by
 // `parray tune` (gpu.speed_table) refines the FP32 choice where it has
-// measured a shape. FP64 (gemm_auto_f64): the GEMV for M or N = 1, else
-// step 22 on the tensor cores (step 19 where TMA cannot read the operands).
+// measured a shape. FP64 (gemm_auto_f64): the GEMV for M or N = 1, GEMV
+// step 7 for M or N <= 8, step 17 for K <= 32, else step 22 on the tensor
+// cores (step 19 where TMA cannot read the operands).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <unordered_map>
 
 #include "gemv/06_07_launch.hpp"
@@ -60,6 +63,16 @@ bool unit_stride(const MatrixLayout& l) {
   return l.is_strided() && (l.rows.stride[0] == 1 || l.cols.stride[0] == 1 || l.rows.size == 1 || l.cols.size == 1);
 }
 
+// A row- or column-major whose lines the copy engine reads where they lie:
+// 16 bytes apart (4 floats) and aligned.
+bool tma_lines(const MatrixView<const float>& a) {
+  const MatrixLayout& l = a.layout;
+  if (!l.is_strided() || a.rows() == 0 || a.cols() == 0) return false;
+  if (reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 != 0) return false;
+  if (l.cols.stride[0] == 1) return l.rows.size == 1 || l.rows.stride[0] % 4 == 0;
+  return l.rows.stride[0] == 1 && (l.cols.size == 1 || l.cols.stride[0] % 4 == 0);
+}
+
 // M = 1: C's row = alpha * B^T (A's row) + beta * C's row; N = 1: C's column
 // = alpha * A (B's column) + beta * C's column. The GEMV takes contiguous
 // vectors and a row- or column-major matrix.
@@ -86,6 +99,7 @@ PlanProblem problem_of(const GemmCall<float>& c) {
   const bool strided = c.a.layout.is_strided() && c.b.layout.is_strided() && c.c.layout.is_strided();
   p.all_strided = strided;
   p.few_ok = strided && (p.n <= kFewVectors ? p.a_unit_stride : p.m <= kFewVectors && p.b_unit_stride);
+  p.a_tma_lines = tma_lines(c.a);
   return p;
 }
 
@@ -119,7 +133,7 @@ PlanKernel planned(const GemmCall<float>& call) {
   PARRAY_CUDA_CHECK(cudaGetDevice(&device));
   const PlanKey key{p.m, p.n, p.k,
                     int(p.precision) | p.a_unit_stride << 4 | p.b_unit_stride << 5 | p.gemv_ok << 6 | p.few_ok << 7 |
-                        device << 8};
+                        p.all_strided << 8 | p.a_tma_lines << 9 | device << 10};
   thread_local std::unordered_map<PlanKey, PlanKernel, PlanKeyHash> memo;
   if (const auto it = memo.find(key); it != memo.end()) return it->second;
   if (memo.size() > 4096) memo.clear();
@@ -171,9 +185,15 @@ void gemm_auto(const GemmCall<float>& call) {
 }
 
 void gemm_auto_f64(const GemmCall<double>& call) {
-  // M or N = 1: the GEMV reads the matrix once (a tile of C would compute
-  // 128 rows or columns for the one).
-  if ((call.c.rows() == 1 || call.c.cols() == 1) && gemv_fits(call)) return run_gemv<double>(call);
+  // The planner's classes where they hold for FP64 as for FP32. M or N = 1:
+  // the GEMV reads the matrix once (a tile of C would compute 128 rows or
+  // columns for the one); M or N <= 8: GEMV step 7 reads the long operand
+  // once; K <= 32: C's traffic is the cost, step 17 writes it coalesced
+  // (a DMMA tile's pipeline would never fill).
+  const index_t few = std::min(call.c.rows(), call.c.cols());
+  if (few == 1 && gemv_fits(call)) return run_gemv<double>(call);
+  if (few <= kFewVectorsMax && gemm_few_vectors(call)) return;
+  if (call.a.cols() <= kShortKMax && gemm_short_k(call)) return;
   if (wgmma_unsupported().empty()) return gemm_dmma_tma(call);
   gemm_smem_transposed_a<double>(call, true);
 }
