@@ -283,6 +283,19 @@ TEST(GpuWgmmaRegisterA, EitherOperandInRegistersAgreesWithFp64Reference) {
   }
 }
 
+// Step 15 with a row-major A whose rows are off the 16-byte grid TMA needs (K
+// not a multiple of 4): the producer warpgroup's threads copy A's tiles, each
+// k-tile's last partial, rows past M zero; one tile (K split into many
+// parts), tiles on more than a wave of SMs, K shorter than a k-tile, B row-
+// and column-major; registers on (the threads' copies) and off (the pass).
+TEST(GpuWgmmaRegisterA, RowsOffTheCopyEnginesGridCopiedByTheProducer) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  const std::vector<Shape> shapes = {{129, 67, 33}, {70, 2103, 65}, {1100, 9, 4000}, {257, 31, 513}, {300, 1001, 250}};
+  const std::vector<Layouts3> layouts = {{"row", "row", "row"}, {"row", "col", "row"}};
+  if (const std::string why = expect_all_agree({"cuda-15-tf32", "cuda-15-3xtf32"}, shapes, layouts, 13); !why.empty())
+    GTEST_SKIP() << why;
+}
+
 // Step 15 on the paper's blocked layouts (figs 17 / 17x4 / 18) where their
 // blocks hold whole tiles: A read where it lies by TMA through a rank-4 map
 // of its blocks (registers forced on) or split block by block (off), B split

@@ -115,13 +115,13 @@ TEST_P(PlanOnGpu, LargeProductsTakeTheTensorCoresAtTheAskedPrecision) {
   }
 }
 
-// A whose lines the copy engine cannot read in place (rows an odd number of
-// floats apart) goes through step 15's pass: the tensor kernels' predictions
-// grow by that pass, the CUDA cores' do not.
+// An A step 15 cannot read in place (a column-major A with columns an odd
+// number of floats apart) goes through its pass: the tensor kernels'
+// predictions grow by that pass, the CUDA cores' do not.
 TEST_P(PlanOnGpu, ATheCopyEngineCannotReadCostsItsPass) {
   for (Precision p : {Precision::fp32, Precision::tf32}) {
     PlanProblem aligned = problem(8192, 2048, 4095, p), loose = aligned;
-    loose.a_tma_lines = false;
+    loose.a_in_place = false;
     const auto predicted = [&](const PlanProblem& x, PlanKernel k) {
       for (const PlanOption& o : plan_gemm(gpu(), x).options)
         if (o.kernel == k) return o.predicted_us;

@@ -51,6 +51,28 @@ TEST(WgmmaPlan, OneTileOfALongKSpreadsOverTheGpu) {
   EXPECT_LE(w.units(), static_cast<long long>(kSms));
 }
 
+// A's rows off TMA's grid: the producer threads' copies where they cost less
+// than the pass over A. A long K over few waves of tiles (each SM's k-tiles
+// few against A's size) takes them; a square TF32 product, whose k-tiles the
+// copies would slow on every SM, takes the pass; FP32 accuracy's longer
+// k-steps hide more of the copies than TF32's.
+TEST(WgmmaPlan, ThreadsCopyAWhereThatCostsLessThanThePass) {
+  const double tf32_step = parray::cuda::wgmma_step_us(4, 128, 256, 32, 1);
+  const double fp32_step = parray::cuda::wgmma_step_us(4, 128, 128, 32, 3);
+  constexpr double kBw = 3.0e6;  // bytes per microsecond
+  const auto pays = [&](long long M, long long N, long long K, int bn, double step, double pass_bytes) {
+    const WgmmaWork w = plan_wgmma_work(M, N, K, 128, bn, 32, kSms, step);
+    return parray::cuda::a_threads_pay(w, kSms, step, M, K, pass_bytes, kBw);
+  };
+  EXPECT_TRUE(pays(52184, 90, 2126, 256, tf32_step, 8));
+  EXPECT_TRUE(pays(497, 115, 60297, 256, tf32_step, 8));
+  EXPECT_FALSE(pays(4095, 4095, 4095, 256, tf32_step, 8));
+  EXPECT_GT(parray::cuda::a_threads_extra_us(plan_wgmma_work(4095, 4095, 4095, 128, 256, 32, kSms, tf32_step), kSms,
+                                             tf32_step),
+            parray::cuda::a_threads_extra_us(plan_wgmma_work(4095, 4095, 4095, 128, 128, 32, kSms, fp32_step), kSms,
+                                             fp32_step));
+}
+
 TEST(WgmmaPlan, AShortKIsNotSplit) {
   // 8191 x 17 x 8193 has K in one k-tile; 64 x 100 x 64 one tile of 4.
   EXPECT_EQ(plan_wgmma_work(8191, 8193, 17, 128, 128, 32, kSms, kStepUs).splits, 1);

@@ -103,10 +103,15 @@ struct PlanProblem {
   bool gemv_ok = true;        // the vector operand and C are contiguous (GEMV takes M = 1 / N = 1)
   bool few_ok = true;         // all three strided, the many-row operand along k or m (GEMV step 7)
   bool all_strided = true;    // A, B and C strided layouts (step 17)
-  // A row- or column-major with its lines 16-byte aligned (a multiple of 4
-  // floats apart, the base aligned): step 15's copy engine reads A where it
-  // lies; otherwise A goes through the split pass as B does.
-  bool a_tma_lines = true;
+  // Step 15 reads A where it lies: row-major (its copy engine, or its
+  // producer threads where the rows are not 16 bytes apart), or column-major
+  // with its columns 16-byte aligned; otherwise A goes through the split
+  // pass as B does.
+  bool a_in_place = true;
+  // Of those, a row-major A with rows off the 16-byte grid: step 15's
+  // producer threads copy it where that costs less than the pass
+  // (cuda::a_threads_pay).
+  bool a_by_threads = false;
 };
 
 struct PlanOption {

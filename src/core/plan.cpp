@@ -189,11 +189,11 @@ PlanOption tile_option(const GpuModel& gpu, const PlanProblem& p, const KernelCo
   const double sm_rate = gpu.sm_flops_per_us(kc.rate) * kc.efficiency;
   const double step_flops = 2.0 * kc.bm * kc.bn * kc.bk * kc.products;
   const double full_step_us = step_flops * kc.blocks_per_sm / sm_rate, lone_step_us = step_flops / (sm_rate * kc.alone);
+  cuda::WgmmaWork work;
+  const double wgmma_step_us = cuda::wgmma_step_us(kc.rate == Precision::tf32 ? 4 : 2, kc.bm, kc.bn, kc.bk, kc.products);
   if (kc.persistent) {  // step 15 plans its own split: the same rule, so the prediction is of what runs
-    const int bytes = kc.rate == Precision::tf32 ? 4 : 2;
-    o.splits = cuda::plan_wgmma_work(p.m, p.n, p.k, kc.bm, kc.bn, kc.bk, gpu.sms,
-                                     cuda::wgmma_step_us(bytes, kc.bm, kc.bn, kc.bk, kc.products))
-                   .splits;
+    work = cuda::plan_wgmma_work(p.m, p.n, p.k, kc.bm, kc.bn, kc.bk, gpu.sms, wgmma_step_us);
+    o.splits = work.splits;
   } else {
     o.splits = plan_k_splits(o.tiles, kts, slots, p.m, p.n, std::min(full_step_us, lone_step_us), bw, gpu.launch_us);
   }
@@ -203,16 +203,21 @@ PlanOption tile_option(const GpuModel& gpu, const PlanProblem& p, const KernelCo
   const double steps = double(ceil_div(kts, o.splits) + kc.fixed_steps);
   const double main_us = double(ceil_div(units, slots)) * steps * step_us;
   const double traffic = 4.0 * double(p.m * p.k + p.k * p.n + 2 * p.m * p.n);
-  // Step 15 reads A in place where the copy engine can (16-byte aligned
-  // lines): TF32 always, FP32 accuracy where N <= 2048, splitting A in
-  // registers (gpu.wgmma_a_registers). Else A's pass: TF32 reads and writes
-  // it once (8 bytes an element), FP32 accuracy writes its two parts.
-  const bool a_in_place = p.a_tma_lines && ((kc.kernel == PlanKernel::tc_3xtf32 && p.n <= 2048 && p.a_unit_stride) ||
-                                            kc.kernel == PlanKernel::tc_tf32);
-  const double a_pass = a_in_place ? 0.0 : kc.kernel == PlanKernel::tc_tf32 ? kTf32PassBytes : kc.pass_bytes_a;
-  const double passes = a_pass * double(p.m * p.k) + kc.pass_bytes_b * double(p.k * p.n);
+  // Step 15 reads A in place where it can (PlanProblem::a_in_place): TF32
+  // always, FP32 accuracy where N <= 2048, splitting A in registers
+  // (gpu.wgmma_a_registers). Else A's pass: TF32 reads and writes it once (8
+  // bytes an element), FP32 accuracy writes its two parts. Rows off TMA's
+  // grid are copied by the producer's threads where that costs less than the
+  // pass (a_threads_pay, as the launcher decides).
+  const bool registers_a = (kc.kernel == PlanKernel::tc_3xtf32 && p.n <= 2048 && p.a_unit_stride) ||
+                           kc.kernel == PlanKernel::tc_tf32;
+  const double a_pass_bytes = kc.kernel == PlanKernel::tc_tf32 ? kTf32PassBytes : kc.pass_bytes_a;
+  double a_us = a_pass_bytes * double(p.m * p.k) / bw;
+  if (registers_a && p.a_in_place)
+    a_us = p.a_by_threads ? std::min(a_us, cuda::a_threads_extra_us(work, gpu.sms, wgmma_step_us)) : 0.0;
+  const double passes_us = a_us + kc.pass_bytes_b * double(p.k * p.n) / bw;
   const double sum = o.splits > 1 ? double(2 * o.splits + 1) * double(p.m * p.n) * 4.0 / bw + gpu.launch_us : 0.0;
-  o.predicted_us = gpu.launch_us * (kc.launches + 1) + kc.host_us + passes / bw + std::max(main_us, traffic / bw) + sum;
+  o.predicted_us = gpu.launch_us * (kc.launches + 1) + kc.host_us + passes_us + std::max(main_us, traffic / bw) + sum;
   return o;
 }
 

@@ -70,4 +70,29 @@ inline WgmmaWork plan_wgmma_work(long long M, long long N, long long K, int bm, 
   return w;
 }
 
+// Step 15's producer threads copying a row-major A whose rows are off the
+// 16-byte grid TMA needs (load_k_tiles_a_by_threads): 4-byte copies land a
+// k-tile of A (128 rows x 32 floats) about every kThreadsATileUs on an SM
+// (H100: 1.47 us a k-tile in TF32 at 4095^3, where TMA's copies let it run
+// 0.8; FP32 accuracy, 1.2 us a k-tile, ran level with TMA), which bounds
+// the kernel's k-step where its products, at the tensor cores' sustained
+// share kWgmmaSustained of wgmma_step_us, take less.
+constexpr double kThreadsATileUs = 1.4, kWgmmaSustained = 0.75;
+
+// The time the threads' copies add to the kernel of plan w (step_us:
+// wgmma_step_us's full-rate k-step): each SM's k-tiles at kThreadsATileUs
+// where its products take less.
+inline double a_threads_extra_us(const WgmmaWork& w, int sms, double step_us) {
+  if (sms <= 0) return 0;
+  const double k_tiles_per_sm = double((w.units() + sms - 1) / sms) * double(w.k_per);
+  return k_tiles_per_sm * std::max(0.0, kThreadsATileUs - step_us / kWgmmaSustained);
+}
+
+// Whether the threads' copies cost less than a pass over A first (A read and
+// written once: pass_bytes per element at dram_bytes_per_us).
+inline bool a_threads_pay(const WgmmaWork& w, int sms, double step_us, long long M, long long K, double pass_bytes,
+                          double dram_bytes_per_us) {
+  return a_threads_extra_us(w, sms, step_us) < pass_bytes * double(M) * double(K) / dram_bytes_per_us;
+}
+
 }  // namespace parray::cuda

@@ -260,6 +260,28 @@ ladder::AOperand a_unsplit(const MatrixView<const float>& a) {
   return AOperand::copy;
 }
 
+// Whether step 15's producer threads copy A's tiles (row-major, its rows off
+// the 16-byte grid TMA needs; one product without clusters) instead of the
+// split pass copying all of A first (load_k_tiles_a_by_threads).
+template <class Cfg, class Schedule>
+bool a_by_threads(const MatrixView<const float>& a) {
+  const MatrixLayout& l = a.layout;
+  return Schedule::kAInRegisters && Cfg::kCluster == 1 && Cfg::Format::kBytes == 4 &&
+         a_in_place_built<Cfg>(ladder::AOperand::rows) && l.is_strided() && a.rows() > 0 && a.cols() > 0 &&
+         (l.cols.stride[0] == 1 || a.cols() == 1) && l.rows.stride[0] >= a.cols();
+}
+
+// Whether those copies cost the kernel less than the split pass over A
+// (a_threads_pay: the pass reads A and writes its TF32 copy, or FP32
+// accuracy's two parts, at the model's bandwidth).
+template <class Cfg, class Schedule>
+bool a_threads_pay_here(index_t M, index_t N, index_t K) {
+  const double step_us = Schedule::template step_us<Cfg>();
+  const WgmmaWork w = plan_wgmma_work(M, N, K, Cfg::BM, Cfg::BN, Cfg::BK, sm_count(), step_us);
+  const double pass_bytes = Cfg::Products == 3 ? 12.0 : 8.0;
+  return a_threads_pay(w, sm_count(), step_us, M, K, pass_bytes, current_gpu_model().dram_gbs * 1e3);
+}
+
 // Whether step 15 takes A in registers (gpu.wgmma_a_registers; auto: where
 // the pass over A would cost more than the register operand costs the kernel).
 bool a_in_registers(index_t N, bool fp32_accurate) {
@@ -406,12 +428,16 @@ void split_operands(cudaStream_t s, const MatrixView<const float>& a, const Matr
 
 // The kernels' tensor maps: A where it lies (a_from) or its copies, B's copies.
 template <class Cfg>
-ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperand a_from,
+ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperand a_from, bool a_threads,
                                const SplitCopies<Cfg>& copies, index_t M, index_t N, index_t K) {
   using Format = typename Cfg::Format;
   const index_t ld = copies.ld;
   ladder::WgmmaMaps maps{};
-  if (a_from == ladder::AOperand::rows) {
+  if (a_threads) {  // the producer's threads read A's rows where they lie
+    maps.a_lines = &a(0, 0);
+    maps.a_ld = a.rows() > 1 ? a.layout.rows.stride[0] : K;
+    maps.a_rows = int(M), maps.a_k = int(K);
+  } else if (a_from == ladder::AOperand::rows) {
     const BlockedOperand<const float> blocks = *rows_and_k_tiles<Cfg>(a);
     if (blocks.block_rows == M && blocks.block_cols == K) {  // row-major
       maps.a_big = k_major_map<Format>(blocks.p, M, K, blocks.rs, Cfg::BM);
@@ -476,13 +502,18 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
     if (call.beta != 0.f) cuda::copy<float>(call.c, c, s);  // beta = 0: C is not read
   }
   constexpr bool kSmall = Cfg::Products == 3;
-  const ladder::AOperand a_from = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall)
-                                     ? a_unsplit<Cfg>(a)
-                                     : ladder::AOperand::copy;
+  const bool registers = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall);
+  ladder::AOperand a_from = registers ? a_unsplit<Cfg>(a) : ladder::AOperand::copy;
+  // Rows TMA cannot address: copied by the producer's threads, no pass over A.
+  bool a_threads = false;
+  if constexpr (Schedule::kAInRegisters)
+    a_threads = registers && a_from == ladder::AOperand::copy && a_by_threads<Cfg, Schedule>(a) &&
+                a_threads_pay_here<Cfg, Schedule>(M, N, K);
+  if (a_threads) a_from = ladder::AOperand::rows;
   const bool keep = gpu_tuning().tf32x3_small;
   SplitCopies<Cfg> split(s, M, N, K, a_from != ladder::AOperand::copy);
   split_operands(s, a, b, split, keep, impl);
-  const ladder::WgmmaMaps maps = operand_maps(a, a_from, split, M, N, K);
+  const ladder::WgmmaMaps maps = operand_maps(a, a_from, a_threads, split, M, N, K);
   if constexpr (Schedule::kBlockedC)
     Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta,
                                    *tile_blocks(c, Cfg::BM, Cfg::BN), a_from, keep);

@@ -131,10 +131,17 @@ __device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, i
 // A strided batch (step 15, batched): every map is rank 4 with the batch's
 // products as its block rows (one block row where the operand is broadcast:
 // a_batched / b_batched 0), read at block row z.
+// a_lines (step 15, one product, no cluster): a row-major A whose rows the
+// copy engine cannot address (not 16 bytes apart), M x a_k with rows a_ld
+// floats apart; the producer warpgroup's threads copy its tiles
+// (load_k_tiles_a_by_threads) and a_big is unused.
 struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
   int a_block_rows, a_block_k;
   int batched, a_batched, b_batched;
+  const float* a_lines;
+  long long a_ld;
+  int a_rows, a_k;
 };
 
 // Where A's tiles come from: the split pass's copies (read by wgmma from
@@ -170,11 +177,13 @@ struct WgmmaRing {
 // Thread 0 initialises the barriers; the block (the cluster) waits for it.
 // A slot is empty once every consumer warp of the cluster has released it:
 // each block's copies of B land in all the cluster's blocks.
+// A slot is full after `full_arrivals`: the producer's announcement of the
+// copy engine's bytes, and where its threads copy A, each thread's copies.
 template <class Cfg>
-__device__ __forceinline__ void init_ring(const WgmmaRing<Cfg>& ring) {
+__device__ __forceinline__ void init_ring(const WgmmaRing<Cfg>& ring, int full_arrivals = 1) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::Stages; ++s) {
-      hopper::mbar_init(&ring.full[s], 1);
+      hopper::mbar_init(&ring.full[s], full_arrivals);
       hopper::mbar_init(&ring.empty[s], 8 * Cfg::kCluster);  // one arrival per consumer warp
     }
     hopper::fence_barrier_init();
@@ -253,6 +262,46 @@ __device__ __forceinline__ void load_k_tiles(const WgmmaMaps& maps, const WgmmaR
       load_b<Cfg>(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], k0, tn);
     }
   }
+}
+
+// Producer warpgroup (all 128 threads), A by its threads: k-tiles [kt0, kt1)
+// of tile (tm, tn) into the ring, B by TMA as load_k_tiles (thread 0), A's
+// 128 rows x 32 floats of each k-tile by 4-byte cp.async, a warp a row at a
+// time (its 32 lanes one 128-byte run of the row, coalesced wherever the row
+// starts), into the same 128-byte swizzled lines TMA writes (float c of row r
+// in chunk (c / 4) ^ (r % 8)); zeros past A's edges. Each thread's copies
+// arrive on the slot's full barrier when they land (no increment: the
+// barrier counts 1 + 128 arrivals). For one product without a cluster.
+template <class Cfg>
+__device__ __forceinline__ void load_k_tiles_a_by_threads(const WgmmaMaps& maps, const WgmmaRing<Cfg>& ring, int tm,
+                                                          int tn, int kt0, int kt1, int& it) {
+  using namespace hopper;
+  static_assert(Cfg::kCluster == 1 && Cfg::BK == 32, "a warp copies one 32-float line of A at a time");
+  // A's TF32 tile (and no small part: A in place is split in registers) is the threads'.
+  constexpr int kBytes = Cfg::kStageBytes - Cfg::kParts * Cfg::kTileA;
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  const int row0 = tm * Cfg::BM + w;
+  for (int kt = kt0; kt < kt1; ++kt, ++it) {
+    const int s = it % Cfg::Stages, k = kt * Cfg::BK + l;
+    mbar_wait(&ring.empty[s], ((it / Cfg::Stages) & 1) ^ 1);
+    if (threadIdx.x == 0) {
+      mbar_arrive_expect_bytes(&ring.full[s], kBytes);
+      load_b<Cfg>(ring.slot(s, 0, true), &maps.b_big, &ring.full[s], kt * Cfg::BK, tn);
+      if constexpr (Cfg::Products == 3) load_b<Cfg>(ring.slot(s, 1, true), &maps.b_small, &ring.full[s], kt * Cfg::BK, tn);
+    }
+    const std::uint32_t tile = smem_addr(ring.slot(s, 0, false));
+    const float* src = maps.a_lines + static_cast<long long>(row0) * maps.a_ld + k;
+#pragma unroll 4
+    for (int r = w; r < Cfg::BM; r += 4, src += 4 * maps.a_ld) {
+      const bool in = row0 - w + r < maps.a_rows && k < maps.a_k;
+      const std::uint32_t dst = tile + r * Cfg::kRowBytes + (((l / 4) ^ (r % 8)) * 16) + l % 4 * 4;
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(in ? src : maps.a_lines),
+                   "r"(in ? 4 : 0)
+                   : "memory");
+    }
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(&ring.full[s])) : "memory");
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
 // Producer of a cluster's block, after its last copies: waits until every
