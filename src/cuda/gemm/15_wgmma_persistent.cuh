@@ -21,7 +21,10 @@
 // column-major A can stay where it lies (From): TMA copies its tiles
 // unrounded and the consumers split them into TF32 parts as they load them
 // into registers, wgmma's A operand (multiply_k_tiles_a_in_registers); only
-// B goes through the pass.
+// B goes through the pass. A row-major A whose rows TMA cannot address (not
+// 16 bytes apart) is copied into the same tiles by the producer warpgroup's
+// 128 threads (load_k_tiles_a_by_threads) where that costs less than the
+// pass (a_threads_pay).
 //
 // The paper's blocked layouts without a copy: C is a grid of strided blocks
 // (BlockedOperand; a strided C is one block). Where the blocks hold whole
