@@ -54,7 +54,8 @@ constexpr index_t kSwapMaxM = 512;
 
 // Whether Cfg's step-15 kernel that reads A where it lies (from) is built:
 // each is a separate kernel, and in clusters only TF32's row-major one is
-// (A of the other kinds goes through the pass there).
+// (A of the other kinds goes through the pass there; the producer's threads
+// copy A for one block only).
 template <class Cfg>
 constexpr bool a_in_place_built(ladder::AOperand from) {
   return Cfg::kCluster == 1 || (Cfg::Products == 1 && from == ladder::AOperand::rows);
@@ -156,6 +157,11 @@ struct Persistent {
     if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::rows)) {
       if (a_from == AOperand::rows)
         return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::rows>, s, maps, M, N, K, alpha, beta, c,
+                        keep_small, batch);
+    }
+    if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::threads)) {
+      if (a_from == AOperand::threads)
+        return run<Cfg>(ladder::gemm_wgmma_persistent<Cfg, AOperand::threads>, s, maps, M, N, K, alpha, beta, c,
                         keep_small, batch);
     }
     if constexpr (Cfg::Format::kBytes == 4 && a_in_place_built<Cfg>(AOperand::columns)) {
@@ -267,7 +273,7 @@ template <class Cfg, class Schedule>
 bool a_by_threads(const MatrixView<const float>& a) {
   const MatrixLayout& l = a.layout;
   return Schedule::kAInRegisters && Cfg::kCluster == 1 && Cfg::Format::kBytes == 4 &&
-         a_in_place_built<Cfg>(ladder::AOperand::rows) && l.is_strided() && a.rows() > 0 && a.cols() > 0 &&
+         a_in_place_built<Cfg>(ladder::AOperand::threads) && l.is_strided() && a.rows() > 0 && a.cols() > 0 &&
          (l.cols.stride[0] == 1 || a.cols() == 1) && l.rows.stride[0] >= a.cols();
 }
 
@@ -428,12 +434,12 @@ void split_operands(cudaStream_t s, const MatrixView<const float>& a, const Matr
 
 // The kernels' tensor maps: A where it lies (a_from) or its copies, B's copies.
 template <class Cfg>
-ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperand a_from, bool a_threads,
+ladder::WgmmaMaps operand_maps(const MatrixView<const float>& a, ladder::AOperand a_from,
                                const SplitCopies<Cfg>& copies, index_t M, index_t N, index_t K) {
   using Format = typename Cfg::Format;
   const index_t ld = copies.ld;
   ladder::WgmmaMaps maps{};
-  if (a_threads) {  // the producer's threads read A's rows where they lie
+  if (a_from == ladder::AOperand::threads) {  // the producer's threads read A's rows where they lie
     maps.a_lines = &a(0, 0);
     maps.a_ld = a.rows() > 1 ? a.layout.rows.stride[0] : K;
     maps.a_rows = int(M), maps.a_k = int(K);
@@ -505,15 +511,14 @@ void gemm_wgmma_on_stream(cudaStream_t s, const GemmCall<float>& call, const cha
   const bool registers = Schedule::kAInRegisters && Format::kBytes == 4 && a_in_registers(N, kSmall);
   ladder::AOperand a_from = registers ? a_unsplit<Cfg>(a) : ladder::AOperand::copy;
   // Rows TMA cannot address: copied by the producer's threads, no pass over A.
-  bool a_threads = false;
   if constexpr (Schedule::kAInRegisters)
-    a_threads = registers && a_from == ladder::AOperand::copy && a_by_threads<Cfg, Schedule>(a) &&
-                a_threads_pay_here<Cfg, Schedule>(M, N, K);
-  if (a_threads) a_from = ladder::AOperand::rows;
+    if (registers && a_from == ladder::AOperand::copy && a_by_threads<Cfg, Schedule>(a) &&
+        a_threads_pay_here<Cfg, Schedule>(M, N, K))
+      a_from = ladder::AOperand::threads;
   const bool keep = gpu_tuning().tf32x3_small;
   SplitCopies<Cfg> split(s, M, N, K, a_from != ladder::AOperand::copy);
   split_operands(s, a, b, split, keep, impl);
-  const ladder::WgmmaMaps maps = operand_maps(a, a_from, a_threads, split, M, N, K);
+  const ladder::WgmmaMaps maps = operand_maps(a, a_from, split, M, N, K);
   if constexpr (Schedule::kBlockedC)
     Schedule::template launch<Cfg>(s, maps, int(M), int(N), int(K), call.alpha, call.beta,
                                    *tile_blocks(c, Cfg::BM, Cfg::BN), a_from, keep);

@@ -131,10 +131,10 @@ __device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, i
 // A strided batch (step 15, batched): every map is rank 4 with the batch's
 // products as its block rows (one block row where the operand is broadcast:
 // a_batched / b_batched 0), read at block row z.
-// a_lines (step 15, one product, no cluster): a row-major A whose rows the
-// copy engine cannot address (not 16 bytes apart), M x a_k with rows a_ld
-// floats apart; the producer warpgroup's threads copy its tiles
-// (load_k_tiles_a_by_threads) and a_big is unused.
+// a_lines (AOperand::threads: step 15, one product, no cluster): a
+// row-major A whose rows the copy engine cannot address (not 16 bytes
+// apart), M x a_k with rows a_ld floats apart; the producer warpgroup's
+// threads copy its tiles (load_k_tiles_a_by_threads) and a_big is unused.
 struct WgmmaMaps {
   CUtensorMap a_big, a_small, b_big, b_small;
   int a_block_rows, a_block_k;
@@ -147,8 +147,10 @@ struct WgmmaMaps {
 // Where A's tiles come from: the split pass's copies (read by wgmma from
 // shared memory), or A itself, unsplit, row-major or blocked (K-major tiles)
 // or column-major (tiles of 4 boxes of 32 rows x 32 k, M-major), split in
-// registers by the consumers (step 15; a_big then maps A).
-enum class AOperand { copy, rows, columns };
+// registers by the consumers (step 15; a_big then maps A); or a row-major A
+// whose rows TMA cannot address, copied into the same K-major tiles by the
+// producer's threads (threads: WgmmaMaps::a_lines).
+enum class AOperand { copy, rows, columns, threads };
 
 // The ring of shared-memory slots and its barriers, carved from the dynamic
 // shared memory (aligned by hand to 1024 bytes: the swizzle atoms). A slot is
@@ -439,7 +441,7 @@ __device__ __forceinline__ void load_register_a(RegisterA<Cfg>& a, const std::ui
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int row = 16 * w + l / 4 + 8 * (q & 1), col = 8 * step + l % 4 + 4 * (q >> 1);
-      const int at = From == AOperand::rows
+      const int at = From != AOperand::columns
                          ? row * Cfg::kRowBytes + ((col / 4) ^ (row % 8)) * 16 + col % 4 * 4
                          : row / 32 * 32 * Cfg::kRowBytes + col * Cfg::kRowBytes + ((row % 32 / 4) ^ (col % 8)) * 16 +
                                row % 4 * 4;

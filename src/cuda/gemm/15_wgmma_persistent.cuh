@@ -119,21 +119,18 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_wgmma_persistent(const 
   const WgmmaRing<Cfg> ring(smem_raw);
   constexpr int kCluster = Cfg::kCluster;
   // A by the producer's threads: each of the 128 arrives on a full slot too.
-  constexpr bool kThreadsMayCopyA = kCluster == 1 && From == AOperand::rows;
-  const bool a_by_threads = kThreadsMayCopyA && maps.a_lines != nullptr;
-  init_ring(ring, a_by_threads ? 1 + 128 : 1);
+  static_assert(From != AOperand::threads || kCluster == 1, "the threads copy A for one block's ring");
+  init_ring(ring, From == AOperand::threads ? 1 + 128 : 1);
   const int units = static_cast<int>(work.units());
   int z, tm, tn, kt0, kt1, it = 0;
   if (threadIdx.x / 128 == 0) {  // producer
     hopper::release_registers<hopper::kProducerRegisters>();
-    if constexpr (kThreadsMayCopyA) {
-      if (a_by_threads) {
-        for (int u = blockIdx.x; u < units; u += gridDim.x) {
-          work_unit<Cfg>(work, u, z, tm, tn, kt0, kt1);
-          load_k_tiles_a_by_threads(maps, ring, tm, tn, kt0, kt1, it);
-        }
-        return;
+    if constexpr (From == AOperand::threads) {
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        work_unit<Cfg>(work, u, z, tm, tn, kt0, kt1);
+        load_k_tiles_a_by_threads(maps, ring, tm, tn, kt0, kt1, it);
       }
+      return;
     }
     if (threadIdx.x != 0) return;
     for (int u = blockIdx.x / kCluster; u < units; u += gridDim.x / kCluster) {
