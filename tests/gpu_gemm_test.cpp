@@ -296,6 +296,24 @@ TEST(GpuWgmmaRegisterA, RowsOffTheCopyEnginesGridCopiedByTheProducer) {
     GTEST_SKIP() << why;
 }
 
+// Step 15's 128 x 64 tiles (gpu.wgmma_narrow) on a C of at most 64 columns:
+// one column, a partial tile of columns, exactly 64; many tiles down M and a
+// few (K split); A through the pass, in place (registers off and on) and
+// copied by the producer threads (odd K); the 16-bit formats too.
+TEST(GpuWgmmaNarrow, ThinCInNarrowTilesAgreesWithFp64Reference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: GPU tests skipped";
+  struct Restore {
+    ~Restore() { set_tuning("gpu.wgmma_narrow", "0"); }
+  } restore;
+  set_tuning("gpu.wgmma_narrow", "1");
+  const std::vector<Shape> shapes = {{1000, 300, 17}, {300, 1001, 64}, {4000, 64, 33}, {129, 67, 1}, {700, 2000, 40}};
+  const std::vector<Layouts3> layouts = {{"row", "row", "row"}, {"col", "row", "col"}};
+  if (const std::string why =
+          expect_all_agree({"cuda-15-tf32", "cuda-15-3xtf32", "cuda-15-bf16", "cuda-15-fp16"}, shapes, layouts, 19);
+      !why.empty())
+    GTEST_SKIP() << why;
+}
+
 // Step 15 on the paper's blocked layouts (figs 17 / 17x4 / 18) where their
 // blocks hold whole tiles: A read where it lies by TMA through a rank-4 map
 // of its blocks (registers forced on) or split block by block (off), B split

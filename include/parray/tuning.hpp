@@ -65,6 +65,10 @@ struct GpuTuning {
   // (A through the split pass's copy, as B), -1 (auto) for TF32 always and
   // for FP32 accuracy where N <= 2048.
   int wgmma_a_registers = -1;
+  // gpu.wgmma_narrow, PARRAY_WGMMA_NARROW: step 15 in 128 x 64 tiles (wgmma
+  // N = 64) where C has at most 64 columns, so that a thin C does not leave
+  // most of a 128- or 256-wide tile's products idle. Off until measured.
+  bool wgmma_narrow = false;
   // gpu.wgmma_read_early, PARRAY_WGMMA_READ_EARLY: step 14's TF32 kernel
   // (cuda-14-tf32) issues a slot's wgmma before waiting for its copies: a
   // pipeline broken on purpose, wrong results; for showing that the checks

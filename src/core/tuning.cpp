@@ -285,6 +285,9 @@ const Key kKeys[] = {
         "gpu.wgmma_a_registers", "PARRAY_WGMMA_A_REGISTERS",
         "cuda-15 reads A where it lies, split in registers: auto (TF32; FP32 accuracy where N <= 2048), 0 never, "
         "1 always"),
+    key<kGpu, &GpuTuning::wgmma_narrow, Named<FlagNames>>(
+        "gpu.wgmma_narrow", "PARRAY_WGMMA_NARROW",
+        "1: cuda-15 in 128 x 64 tiles where C has at most 64 columns (0: its 128 or 256-wide tiles)"),
     key<kGpu, &GpuTuning::wgmma_read_early, Named<FlagNames>>(
         "gpu.wgmma_read_early", "PARRAY_WGMMA_READ_EARLY",
         "1: cuda-14-tf32 reads a slot before its copies land (a broken pipeline; fails the checks)"),

@@ -34,6 +34,13 @@ using Tf32Tiles = ladder::WgmmaTiles<256, 4, 1>;
 using Bf16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Bf16Format>;
 using Fp16Tiles = ladder::WgmmaTiles<256, 4, 1, ladder::Fp16Format>;
 using Fp32Tiles = ladder::WgmmaTiles<128, 3, 3>;
+// A C of at most 64 columns (gpu.wgmma_narrow): 128 x 64 tiles, wgmma N =
+// 64, a deeper ring of the smaller slots (24 KB; FP32 accuracy's two parts 48).
+using Tf32NarrowTiles = ladder::WgmmaTiles<64, 6, 1>;
+using Bf16NarrowTiles = ladder::WgmmaTiles<64, 6, 1, ladder::Bf16Format>;
+using Fp16NarrowTiles = ladder::WgmmaTiles<64, 6, 1, ladder::Fp16Format>;
+using Fp32NarrowTiles = ladder::WgmmaTiles<64, 3, 3>;
+constexpr index_t kNarrowMaxN = 64;
 // Step 21's one TF32 product of TF32 values at FP32 accuracy: 128 x 128 tiles
 // (a partial and a full accumulator per thread), 5 slots of 32 KB, the
 // partial sums promoted to FP32 every 256 of K.
@@ -737,17 +744,29 @@ void gemm_wgmma_3xtf32(const GemmCall<float>& call) {
 void gemm_wgmma_3xtf32_on_stream(cudaStream_t stream, const GemmCall<float>& call) {
   gemm_wgmma_on_stream<Fp32Tiles>(stream, call, "cuda-14-3xtf32");
 }
+// Whether step 15 takes its 128 x 64 tiles: gpu.wgmma_narrow, C of at most
+// 64 columns, and no C^T computed instead (C's rows at least its columns).
+bool narrow_tiles(const GemmCall<float>& call) {
+  return gpu_tuning().wgmma_narrow && call.c.cols() <= kNarrowMaxN && call.c.rows() >= call.c.cols();
+}
+
 void gemm_persistent_tf32(const GemmCall<float>& call) {
+  if (narrow_tiles(call))
+    return gemm_wgmma_on_stream<Tf32NarrowTiles, Persistent>(on_stream(call.stream), call, "cuda-15-tf32");
   if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Tf32Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-tf32");
   gemm_wgmma_on_stream<Tf32Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-tf32");
 }
 void gemm_persistent_bf16(const GemmCall<float>& call) {
+  if (narrow_tiles(call))
+    return gemm_wgmma_on_stream<Bf16NarrowTiles, Persistent>(on_stream(call.stream), call, "cuda-15-bf16");
   if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Bf16Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-bf16");
   gemm_wgmma_on_stream<Bf16Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-bf16");
 }
 void gemm_persistent_fp16(const GemmCall<float>& call) {
+  if (narrow_tiles(call))
+    return gemm_wgmma_on_stream<Fp16NarrowTiles, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
   if (in_pairs(call, false))
     return gemm_wgmma_on_stream<InPairs<Fp16Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
   gemm_wgmma_on_stream<Fp16Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-fp16");
@@ -756,6 +775,8 @@ void gemm_persistent_tf32_fp32_sums(const GemmCall<float>& call) {
   gemm_wgmma_on_stream<Tf32SumsTiles, Persistent>(on_stream(call.stream), call, "cuda-21-tf32-bf16");
 }
 void gemm_persistent_3xtf32(const GemmCall<float>& call) {
+  if (narrow_tiles(call))
+    return gemm_wgmma_on_stream<Fp32NarrowTiles, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");
   if (in_pairs(call, true))
     return gemm_wgmma_on_stream<InPairs<Fp32Tiles>, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");
   gemm_wgmma_on_stream<Fp32Tiles, Persistent>(on_stream(call.stream), call, "cuda-15-3xtf32");

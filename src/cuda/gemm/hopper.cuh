@@ -218,17 +218,21 @@ struct Wgmma;
                : __VA_ARGS__                                                    \
                : "l"(a), "l"(b), "r"(scale_d), "n"(TransA), "n"(TransB))
 
-// D's 64 or 128 accumulators as the asm's operands %0 .. and its output list.
-#define PARRAY_WGMMA_REGS_64 \
+// D's 32, 64 or 128 accumulators as the asm's operands %0 .. and its output list.
+#define PARRAY_WGMMA_REGS_32 \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define PARRAY_WGMMA_OUTS_64 \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define PARRAY_WGMMA_OUTS_32 \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define PARRAY_WGMMA_REGS_64 \
+  PARRAY_WGMMA_REGS_32 ", " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define PARRAY_WGMMA_OUTS_64 \
+  PARRAY_WGMMA_OUTS_32, \
   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
@@ -289,6 +293,7 @@ struct Wgmma;
     }                                                                                                              \
   };
 
+PARRAY_WGMMA_SHAPE(64, 32, PARRAY_WGMMA_REGS_32, PARRAY_WGMMA_OUTS_32, "%32", "%33", "%34", ", %35, %36")
 PARRAY_WGMMA_SHAPE(128, 64, PARRAY_WGMMA_REGS_64, PARRAY_WGMMA_OUTS_64, "%64", "%65", "%66", ", %67, %68")
 PARRAY_WGMMA_SHAPE(256, 128, PARRAY_WGMMA_REGS_128, PARRAY_WGMMA_OUTS_128, "%128", "%129", "%130", ", %131, %132")
 
@@ -310,12 +315,15 @@ struct WgmmaRegA;
                    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));                      \
     }                                                                                                         \
   };
+PARRAY_WGMMA_REG_A(64, PARRAY_WGMMA_REGS_32, PARRAY_WGMMA_OUTS_32, "%32", "%33", "%34", "%35", "%36", "%37")
 PARRAY_WGMMA_REG_A(128, PARRAY_WGMMA_REGS_64, PARRAY_WGMMA_OUTS_64, "%64", "%65", "%66", "%67", "%68", "%69")
 PARRAY_WGMMA_REG_A(256, PARRAY_WGMMA_REGS_128, PARRAY_WGMMA_OUTS_128, "%128", "%129", "%130", "%131", "%132", "%133")
 #undef PARRAY_WGMMA_REG_A
 
 #undef PARRAY_WGMMA_SHAPE
 #undef PARRAY_WGMMA_ASM
+#undef PARRAY_WGMMA_REGS_32
+#undef PARRAY_WGMMA_OUTS_32
 #undef PARRAY_WGMMA_REGS_64
 #undef PARRAY_WGMMA_OUTS_64
 #undef PARRAY_WGMMA_REGS_128
