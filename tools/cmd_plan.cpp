@@ -51,22 +51,6 @@ bool unit_stride_layout(const std::string& name, index_t rows, index_t cols) {
   return l.is_strided() && (l.rows.stride[0] == 1 || l.cols.stride[0] == 1 || rows == 1 || cols == 1);
 }
 
-// Whether step 15 reads A where it lies: row-major, or column-major with its
-// columns 16 bytes apart (an allocation's base is aligned).
-bool a_in_place_layout(const std::string& name, index_t rows, index_t cols) {
-  const MatrixLayout l = MatrixLayout::from(make_matrix_type(name, rows, cols).view);
-  if (!l.is_strided()) return false;
-  if (l.cols.stride[0] == 1) return true;
-  return l.rows.stride[0] == 1 && (cols == 1 || l.cols.stride[0] % 4 == 0);
-}
-
-// A row-major A whose rows are not 16 bytes apart (step 15's producer
-// threads copy those).
-bool a_rows_off_grid(const std::string& name, index_t rows, index_t cols) {
-  const MatrixLayout l = MatrixLayout::from(make_matrix_type(name, rows, cols).view);
-  return l.is_strided() && l.cols.stride[0] == 1 && rows > 1 && l.rows.stride[0] % 4 != 0;
-}
-
 bool strided_layout(const std::string& name, index_t rows, index_t cols) {
   return MatrixLayout::from(make_matrix_type(name, rows, cols).view).is_strided();
 }
@@ -87,8 +71,8 @@ int run_plan(const PlanArgs& a) {
   p.b_unit_stride = unit_stride_layout(a.layout_b, a.k, a.n);
   p.all_strided = strided_layout(a.layout_a, a.m, a.k) && strided_layout(a.layout_b, a.k, a.n);  // C row-major
   p.few_ok = p.all_strided && (p.n <= 8 ? p.a_unit_stride : p.m <= 8 && p.b_unit_stride);
-  p.a_in_place = a_in_place_layout(a.layout_a, a.m, a.k);
-  p.a_by_threads = p.a_in_place && a_rows_off_grid(a.layout_a, a.m, a.k);
+  // An allocation's first element is 16-byte aligned.
+  set_step15_a(p, MatrixLayout::from(make_matrix_type(a.layout_a, a.m, a.k).view), true);
   const GemmPlan plan = plan_gemm(gpu, p);
   const PlanOption& c = plan.chosen;
   std::cout << fmt::format("GPU {}: {} SMs, {:.3f} GHz under load, {:.0f} GB/s, tensor-core kernels {}\n", gpu.name,

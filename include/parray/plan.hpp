@@ -114,6 +114,12 @@ struct PlanProblem {
   bool a_by_threads = false;
 };
 
+struct MatrixLayout;
+
+// Sets p.a_in_place and p.a_by_threads for an A of layout `a` whose first
+// element is (base_aligned) or is not on a 16-byte boundary.
+void set_step15_a(PlanProblem& p, const MatrixLayout& a, bool base_aligned);
+
 struct PlanOption {
   PlanKernel kernel;
   std::string impl;

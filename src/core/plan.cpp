@@ -4,6 +4,7 @@
 #include "parray/plan.hpp"
 
 #include "parray/cuda/wgmma_plan.hpp"
+#include "parray/matrix.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -76,7 +77,7 @@ const std::vector<KernelCosts>& kernel_costs() {
       {PlanKernel::cuda_best, "cuda-12-best", Precision::fp32, Precision::fp32, 128, 128, 16, 2, 0.79, 1, 3, 0, 0, 1,
        0, 0.6, false, false},
       // the thin tile's bm, bn, bk: thin_tile's for the call; its efficiency
-      // from gpu-shapes (H100: measured over predicted 1.45 at 0.45, 36 rows)
+      // fitted to gpu-shapes' thin-tile rows (docs/dispatch.md)
       {PlanKernel::cuda_thin, "cuda-12-best", Precision::fp32, Precision::fp32, 256, 32, 16, 2, 0.33, 1, 3, 0, 0, 1,
        0, 0.5, false, false},
       {PlanKernel::tc_3xtf32, "cuda-15-3xtf32", Precision::fp32, Precision::tf32, 128, 128, 32, 1, 0.75, 3, 2, 12, 12,
@@ -298,6 +299,17 @@ double predict_batched_tensor_us(const GpuModel& gpu, const BatchProblem& p, Pre
                          kBatch15UnitUs;
   const double compute_us = double(ceil_div(units, gpu.sms)) * unit_us;
   return pass_us + gpu.launch_us + std::max(kernel_bytes / bw, compute_us);
+}
+
+void set_step15_a(PlanProblem& p, const MatrixLayout& a, bool base_aligned) {
+  p.a_in_place = p.a_by_threads = false;
+  if (!a.is_strided() || a.rows.size == 0 || a.cols.size == 0) return;
+  if (a.cols.stride[0] == 1) {  // row-major: by TMA where its rows are 16 bytes apart, else by the threads
+    p.a_in_place = true;
+    p.a_by_threads = !(base_aligned && (a.rows.size == 1 || a.rows.stride[0] % 4 == 0));
+    return;
+  }
+  p.a_in_place = a.rows.stride[0] == 1 && base_aligned && (a.cols.size == 1 || a.cols.stride[0] % 4 == 0);
 }
 
 GemmPlan plan_gemm(const GpuModel& gpu, const PlanProblem& p) {

@@ -325,29 +325,25 @@ void register_cuda_backend(Registry& r) {
     i.unsupported = batched_small_unsupported;
     r.add(std::move(i));
   }
-  {
-    GemmImpl i = gpu("cuda-19-dmma",
-                     "ladder 19: FP64 on the tensor cores (mma.sync m16n8k8 .f64, operands read 16 bytes at a "
-                     "time), 128x128 tiles of 8 warps, a 3-slot cp.async ring of 32-double k-tiles, K split where "
-                     "the tiles leave SMs idle; a strided batch in one launch",
-                     "any M, N, K; any layout (a row-major copy of what is not strided); Hopper");
+  // The FP64 tensor-core steps: any layout, a batch in one launch, Hopper.
+  const auto dmma = [&](const char* name, const char* description, void (*run)(const GemmCall<double>&),
+                        bool (*run_batch)(const GemmBatchCall<double>&)) {
+    GemmImpl i = gpu(name, description, "any M, N, K; any layout (a row-major copy of what is not strided); Hopper");
     i.tags = {"ladder", "gpu-ladder"};
-    i.run_f64 = gemm_dmma;
-    i.run_batch_f64 = gemm_dmma_batch;
+    i.run_f64 = run;
+    i.run_batch_f64 = run_batch;
     i.unsupported = [](const MatrixLayout&, const MatrixLayout&, const MatrixLayout&) { return wgmma_unsupported(); };
     r.add(std::move(i));
-  }
-  {
-    GemmImpl i = gpu("cuda-22-dmma-tma",
-                     "ladder 22: step 19 fed by the tensor copy engine (TMA boxes of 16 doubles, 128-byte swizzled, "
-                     "one thread issuing a k-tile's copies); operands TMA cannot address go to step 19",
-                     "any M, N, K; any layout (a row-major copy of what is not strided); Hopper");
-    i.tags = {"ladder", "gpu-ladder"};
-    i.run_f64 = gemm_dmma_tma;
-    i.run_batch_f64 = gemm_dmma_tma_batch;
-    i.unsupported = [](const MatrixLayout&, const MatrixLayout&, const MatrixLayout&) { return wgmma_unsupported(); };
-    r.add(std::move(i));
-  }
+  };
+  dmma("cuda-19-dmma",
+       "ladder 19: FP64 on the tensor cores (mma.sync m16n8k8 .f64, operands read 16 bytes at a time), 128x128 tiles "
+       "of 8 warps, a 3-slot cp.async ring of 32-double k-tiles, K split where the tiles leave SMs idle; a strided "
+       "batch in one launch",
+       gemm_dmma, gemm_dmma_batch);
+  dmma("cuda-22-dmma-tma",
+       "ladder 22: step 19 fed by the tensor copy engine (TMA boxes of 16 doubles, 128-byte swizzled, one thread "
+       "issuing a k-tile's copies); operands TMA cannot address go to step 19",
+       gemm_dmma_tma, gemm_dmma_tma_batch);
   {
     GemmImpl i = gpu("gemv-07-few-vectors",
                      "GEMV step 7 as a GEMM: C of at most 8 columns (or rows) from one read of A, FP32 and FP64; "

@@ -71,12 +71,11 @@ inline WgmmaWork plan_wgmma_work(long long M, long long N, long long K, int bm, 
 }
 
 // Step 15's producer threads copying a row-major A whose rows are off the
-// 16-byte grid TMA needs (load_k_tiles_a_by_threads): 4-byte copies land a
-// k-tile of A (128 rows x 32 floats) about every kThreadsATileUs on an SM
-// (H100: 1.47 us a k-tile in TF32 at 4095^3, where TMA's copies let it run
-// 0.8; FP32 accuracy, 1.2 us a k-tile, ran level with TMA), which bounds
-// the kernel's k-step where its products, at the tensor cores' sustained
-// share kWgmmaSustained of wgmma_step_us, take less.
+// 16-byte grid TMA needs (load_k_tiles_a_by_threads): their 4-byte copies
+// land a k-tile of A (128 rows x 32 floats) about every kThreadsATileUs on
+// an SM, slower than TMA's (the measured rates: docs/perf-notes.md), which
+// bounds the kernel's k-step where its products, at the tensor cores'
+// sustained share kWgmmaSustained of wgmma_step_us, take less.
 constexpr double kThreadsATileUs = 1.4, kWgmmaSustained = 0.75;
 
 // The time the threads' copies add to the kernel of plan w (step_us:

@@ -63,25 +63,6 @@ bool unit_stride(const MatrixLayout& l) {
   return l.is_strided() && (l.rows.stride[0] == 1 || l.cols.stride[0] == 1 || l.rows.size == 1 || l.cols.size == 1);
 }
 
-// A row-major with its rows 16 bytes apart and aligned: the copy engine
-// reads them (else step 15's producer threads copy them).
-bool tma_reads_rows(const MatrixView<const float>& a) {
-  const MatrixLayout& l = a.layout;
-  return l.cols.stride[0] != 1 ||
-         ((a.rows() == 1 || l.rows.stride[0] % 4 == 0) && reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 == 0);
-}
-
-// Whether step 15 reads A where it lies: row-major (by TMA, or by its
-// producer threads where the rows are off the 16-byte grid), or column-major
-// with columns 16 bytes apart and aligned (TMA).
-bool a_in_place(const MatrixView<const float>& a) {
-  const MatrixLayout& l = a.layout;
-  if (!l.is_strided() || a.rows() == 0 || a.cols() == 0) return false;
-  if (l.cols.stride[0] == 1) return true;
-  return l.rows.stride[0] == 1 && reinterpret_cast<std::uintptr_t>(&a(0, 0)) % 16 == 0 &&
-         (l.cols.size == 1 || l.cols.stride[0] % 4 == 0);
-}
-
 // M = 1: C's row = alpha * B^T (A's row) + beta * C's row; N = 1: C's column
 // = alpha * A (B's column) + beta * C's column. The GEMV takes contiguous
 // vectors and a row- or column-major matrix.
@@ -108,8 +89,8 @@ PlanProblem problem_of(const GemmCall<float>& c) {
   const bool strided = c.a.layout.is_strided() && c.b.layout.is_strided() && c.c.layout.is_strided();
   p.all_strided = strided;
   p.few_ok = strided && (p.n <= kFewVectors ? p.a_unit_stride : p.m <= kFewVectors && p.b_unit_stride);
-  p.a_in_place = a_in_place(c.a);
-  p.a_by_threads = p.a_in_place && !tma_reads_rows(c.a);
+  const bool empty_a = c.a.rows() == 0 || c.a.cols() == 0;
+  set_step15_a(p, c.a.layout, !empty_a && reinterpret_cast<std::uintptr_t>(&c.a(0, 0)) % 16 == 0);
   return p;
 }
 
