@@ -76,23 +76,23 @@ void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
 
 }  // namespace
 
-// M = 1 or N = 1 with the vector operand and C contiguous: a GEMV (gemv-cpu),
+// M = 1 or N = 1 with the vector operand and C contiguous: a GEMV (gemv-cpu's kernels),
 // which streams the matrix once; the packed path would pack a whole panel
 // for one row or column of C.
 template <class T>
 bool ran_as_gemv(const GemmCall<T>& call) {
   auto unit = [](const Axis& a, index_t size) { return size <= 1 || (a.is_strided() && a.stride[0] == 1); };
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
-  // Below 2^14 elements the GEMV's set-up (an OpenMP region even for one
-  // thread, a block of y) costs more than the small path's whole product.
-  if ((n != 1 && m != 1) || m * n * k < (index_t(1) << 14)) return false;
-  static const GemvImpl& gemv = gemv_registry().find("gemv-cpu");
+  if (n != 1 && m != 1) return false;
   if (n == 1 && unit(call.b.layout.rows, k) && unit(call.c.layout.rows, m)) {
-    gemv.run(GemvCall<T>{call.alpha, call.a, call.b.data, call.beta, call.c.data, call.threads});
+    gemv_cpu(GemvCall<T>{call.alpha, call.a, call.b.data, call.beta, call.c.data, call.threads});
     return true;
   }
-  if (m == 1 && unit(call.a.layout.cols, k) && unit(call.c.layout.cols, n)) {
-    gemv.run(GemvCall<T>{call.alpha, call.b.t(), call.a.data, call.beta, call.c.data, call.threads});
+  // M = 1 reads B by columns where B is row-major: below 2^14 elements that
+  // path's set-up (a zeroed block of y) costs more than the small path's
+  // whole product.
+  if (m == 1 && m * n * k >= (index_t(1) << 14) && unit(call.a.layout.cols, k) && unit(call.c.layout.cols, n)) {
+    gemv_cpu(GemvCall<T>{call.alpha, call.b.t(), call.a.data, call.beta, call.c.data, call.threads});
     return true;
   }
   return false;

@@ -1,17 +1,29 @@
-// The CPU GEMM's path for a C of a few columns, built on the GEMV's dot
-// products (gemv.cpp): called by parray-cpu (src/cpu/gemm/gemm.cpp).
+// The CPU GEMM's paths built on the GEMV (gemv.cpp): a C of one column or
+// row, and a C of a few columns. Called by parray-cpu (src/cpu/gemm/gemm.cpp)
+// directly, not through the GEMV registry, whose table may grow (and move)
+// while a reference to one of its entries is kept.
 #pragma once
 
+#include "parray/gemv.hpp"
 #include "parray/registry.hpp"
 
 namespace parray::cpu {
 
+// gemv-cpu's kernels on one call.
+template <class T>
+void gemv_cpu(const GemvCall<T>& call);
+
 // The most columns of C the few-columns path takes.
 constexpr index_t kFewColumns = 8;
+// The shortest rows it takes for n columns: each dot product pays a fixed
+// reduction of its vector sums, which a row of fewer than 128 elements
+// repays only where the direct or packed path would waste most of its
+// 32-column tile on a C of a few columns (docs/cpu-gemm.md).
+constexpr index_t few_columns_min_k(index_t n) { return n <= 3 ? 32 : n <= 5 ? 64 : 128; }
 
 // C = alpha A B + beta C with each row of A (contiguous along k) read once per
-// four columns of C, for 2..kFewColumns columns, K >= 128 and at least 2^14
-// multiply-adds; false, nothing done, otherwise.
+// four columns of C, for 2..kFewColumns columns, K >= few_columns_min_k(n)
+// and at least 2^14 multiply-adds; false, nothing done, otherwise.
 template <class T>
 bool gemm_few_columns(const GemmCall<T>& call);
 

@@ -4,13 +4,14 @@
 // bound by memory bandwidth, so the code aims at streaming A at full speed on
 // every core, whatever the layout:
 //   * rows contiguous (row-major, any ld): each thread takes a block of rows
-//     and computes four dot products at a time, sharing each load of x;
+//     and computes four dot products at a time, sharing each load of x
+//     (dots.hpp: one kernel per instruction set);
 //   * columns contiguous (column-major, any ld): each thread owns a block of
 //     2048 rows of y (8 KiB in FP32, stays in L1) and adds four columns of A
 //     at a time into it (axpy form), so A is still read contiguously;
 //   * any other layout (nested axes, non-unit strides): the same row loop
 //     through the layout's offset tables.
-// The inner loops are compiled for AVX-512, AVX2 and the baseline ISA
+// The column-major loops are compiled for AVX-512, AVX2 and the baseline ISA
 // (target_clones) and chosen at load time from cpuid.
 // Measured (Zen 4, 2 cores, bench/results/gemv-*.csv): see docs/knn.md.
 #include "parray/gemv.hpp"
@@ -21,6 +22,8 @@
 #include <mutex>
 #include <vector>
 
+#include "../gemm/isa.hpp"
+#include "dots.hpp"
 #include "few_columns.hpp"
 #include "parray/config.hpp"
 
@@ -50,25 +53,7 @@ namespace {
 
 #define PARRAY_GEMV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// Four dot products of contiguous rows with x.
-#define PARRAY_DOT4(T)                                                                                  \
-  PARRAY_GEMV_CLONES void dot4(const T* a0, const T* a1, const T* a2, const T* a3, const T* x, index_t n, \
-                               T* out) {                                                                \
-    T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                                                   \
-    _Pragma("omp simd reduction(+ : s0, s1, s2, s3)") for (index_t j = 0; j < n; ++j) {                 \
-      const T xj = x[j];                                                                                \
-      s0 += a0[j] * xj;                                                                                 \
-      s1 += a1[j] * xj;                                                                                 \
-      s2 += a2[j] * xj;                                                                                 \
-      s3 += a3[j] * xj;                                                                                 \
-    }                                                                                                   \
-    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;                                                 \
-  }                                                                                                     \
-  PARRAY_GEMV_CLONES T dot1(const T* a0, const T* x, index_t n) {                                       \
-    T s0 = 0;                                                                                           \
-    _Pragma("omp simd reduction(+ : s0)") for (index_t j = 0; j < n; ++j) s0 += a0[j] * x[j];           \
-    return s0;                                                                                          \
-  }                                                                                                     \
+#define PARRAY_AXPY(T)                                                                                  \
   /* t[0..m) += x0 c0 + x1 c1 + x2 c2 + x3 c3 for four contiguous columns */                            \
   PARRAY_GEMV_CLONES void axpy4(T* t, const T* c0, const T* c1, const T* c2, const T* c3, T x0, T x1, T x2, \
                                 T x3, index_t m) {                                                      \
@@ -88,27 +73,39 @@ namespace {
     _Pragma("omp simd") for (index_t i = 0; i < m; ++i) t[i] += x0 * c0[i];                             \
   }
 
-PARRAY_DOT4(float)
-PARRAY_DOT4(double)
+PARRAY_AXPY(float)
+PARRAY_AXPY(double)
 
 template <class T>
 T finish(T alpha, T acc, T beta, const T* y) {
   return beta == T(0) ? alpha * acc : alpha * acc + beta * *y;
 }
 
+// Rows [i0, i1) of y from A's contiguous rows, four at a time.
+template <class T>
+void gemv_rows(const GemvCall<T>& c, const cpu::DotKernel<T>& dots, index_t i0, index_t i1) {
+  const index_t n = c.a.cols(), ld = c.a.layout.rows.stride[0];
+  for (; i0 < i1; i0 += 4) {
+    const int count = int(std::min<index_t>(4, i1 - i0));
+    const T* rows[4];
+    for (int r = 0; r < 4; ++r) rows[r] = c.a.data + (i0 + std::min(r, count - 1)) * ld;
+    T acc[4];
+    if (count == 4) dots.rows[2](rows, c.x, n, acc);
+    else for (int r = 0; r < count; ++r) dots.rows[0](rows + r, c.x, n, acc + r);
+    for (int r = 0; r < count; ++r) c.y[i0 + r] = finish(c.alpha, acc[r], c.beta, c.y + i0 + r);
+  }
+}
+
 template <class T>
 void gemv_rows_contiguous(const GemvCall<T>& c) {
-  const index_t m = c.a.rows(), n = c.a.cols(), ld = c.a.layout.rows.stride[0];
-  const T* a = c.a.data;
-#pragma omp parallel for num_threads(c.threads) schedule(static) if (c.threads > 1)
-  for (index_t i0 = 0; i0 < m; i0 += 4) {
-    T acc[4];
-    if (i0 + 4 <= m) {
-      dot4(a + i0 * ld, a + (i0 + 1) * ld, a + (i0 + 2) * ld, a + (i0 + 3) * ld, c.x, n, acc);
-    } else {
-      for (index_t i = i0; i < m; ++i) acc[i - i0] = dot1(a + i * ld, c.x, n);
-    }
-    for (index_t i = i0; i < std::min(m, i0 + 4); ++i) c.y[i] = finish(c.alpha, acc[i - i0], c.beta, c.y + i);
+  const index_t m = c.a.rows();
+  const cpu::DotKernel<T>& dots = cpu::dot_kernel<T>(cpu::selected_isa());
+  if (c.threads == 1) return gemv_rows(c, dots, 0, m);  // no parallel region: it costs a small GEMV's time
+  const index_t quads = (m + 3) / 4;
+#pragma omp parallel num_threads(c.threads)
+  {
+    const index_t t = omp_get_thread_num(), parts = omp_get_num_threads();
+    gemv_rows(c, dots, 4 * (quads * t / parts), std::min(m, 4 * (quads * (t + 1) / parts)));
   }
 }
 
@@ -150,7 +147,7 @@ void gemv_any_layout(const GemvCall<T>& c) {
 }
 
 template <class T>
-void gemv_cpu(GemvCall<T> c) {
+void gemv_any(GemvCall<T> c) {
   // Below ~64K elements per thread a fork/join costs more than it saves.
   c.threads = int(std::max<index_t>(1, std::min<index_t>(c.threads, c.a.rows() * c.a.cols() / 65536)));
   const MatrixLayout& l = c.a.layout;
@@ -165,41 +162,68 @@ void gemv_cpu(GemvCall<T> c) {
 
 namespace cpu {
 
-// Each row of A dotted with B's columns four at a time: dot4 with B^T's rows
-// as the four "rows" and A's row as the vector, so A is read once per four
-// columns where the packed path would pack a panel of A for a few columns.
+// B's columns as contiguous rows of k elements: where they lie when B is
+// column-major, else copied into `copy`.
+template <class T>
+void columns_of_b(const MatrixView<const T>& b, std::vector<T>& copy, const T** cols) {
+  const index_t k = b.rows(), n = b.cols();
+  const MatrixLayout& l = b.layout;
+  if (l.is_strided() && (l.rows.stride[0] == 1 || k == 1)) {
+    for (index_t j = 0; j < n; ++j) cols[j] = &b(0, j);
+    return;
+  }
+  copy.resize(static_cast<std::size_t>(n * k));
+  if (l.is_strided()) {  // row-major B: each of its rows spread over the n copies
+    const index_t rs = l.rows.stride[0], cs = l.cols.stride[0];
+    for (index_t p = 0; p < k; ++p)
+      for (index_t j = 0; j < n; ++j) copy[static_cast<std::size_t>(j * k + p)] = b.data[p * rs + j * cs];
+  } else {
+    for (index_t j = 0; j < n; ++j)
+      for (index_t p = 0; p < k; ++p) copy[static_cast<std::size_t>(j * k + p)] = b(p, j);
+  }
+  for (index_t j = 0; j < n; ++j) cols[j] = copy.data() + j * k;
+}
+
+// Each row of A dotted with B's columns, four (then two, then one) at a
+// time: the dot kernels' "rows" are B's columns and the vector is A's row,
+// so A is read once per four columns where the packed path would pack a
+// panel of A for a few columns of C.
 template <class T>
 bool gemm_few_columns(const GemmCall<T>& call) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   const MatrixLayout& la = call.a.layout;
-  // Short rows (K < 128) pay a dot4 call per four columns of every row for
-  // little work; the small path's one loop nest is faster there
-  // (docs/cpu-gemm.md has the figures).
-  if (n < 2 || n > kFewColumns || k < 128 || m * n * k < (index_t(1) << 14)) return false;
+  if (n < 2 || n > kFewColumns || k < few_columns_min_k(n) || m * n * k < (index_t(1) << 14)) return false;
   if (!la.is_strided() || !(la.cols.stride[0] == 1 || k == 1)) return false;
-  const index_t rows4 = (n + 3) / 4 * 4;  // B^T's rows, padded with zeros to whole dot4s
-  std::vector<T> bt(static_cast<std::size_t>(rows4 * k), T(0));
-  for (index_t j = 0; j < n; ++j)
-    for (index_t p = 0; p < k; ++p) bt[static_cast<std::size_t>(j * k + p)] = call.b(p, j);
+  std::vector<T> copy;
+  const T* cols[kFewColumns];
+  columns_of_b(call.b, copy, cols);
+  const DotKernel<T>& dots = dot_kernel<T>(selected_isa());
   const index_t lda = m > 1 ? la.rows.stride[0] : 0;
   const int threads = int(std::max<index_t>(1, std::min<index_t>(call.threads, m * k / 65536)));
   const T alpha = call.alpha, beta = call.beta;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (index_t i = 0; i < m; ++i) {
     const T* row = call.a.data + i * lda;
-    for (index_t j0 = 0; j0 < n; j0 += 4) {
-      T acc[4];
-      const T* b0 = bt.data() + j0 * k;
-      dot4(b0, b0 + k, b0 + 2 * k, b0 + 3 * k, row, k, acc);
-      for (index_t q = 0; q < 4 && j0 + q < n; ++q) {
-        T& c = call.c(i, j0 + q);
-        c = beta == T(0) ? alpha * acc[q] : alpha * acc[q] + beta * c;
-      }
+    T acc[kFewColumns];
+    index_t j = 0;
+    for (; j + 4 <= n; j += 4) dots.rows[2](cols + j, row, k, acc + j);
+    if (j + 2 <= n) dots.rows[1](cols + j, row, k, acc + j), j += 2;
+    if (j < n) dots.rows[0](cols + j, row, k, acc + j);
+    for (j = 0; j < n; ++j) {
+      T& c = call.c(i, j);
+      c = beta == T(0) ? alpha * acc[j] : alpha * acc[j] + beta * c;
     }
   }
   return true;
 }
 
+template <class T>
+void gemv_cpu(const GemvCall<T>& call) {
+  gemv_any(call);
+}
+
+template void gemv_cpu<float>(const GemvCall<float>&);
+template void gemv_cpu<double>(const GemvCall<double>&);
 template bool gemm_few_columns<float>(const GemmCall<float>&);
 template bool gemm_few_columns<double>(const GemmCall<double>&);
 
@@ -213,8 +237,8 @@ void register_cpu_gemv(GemvRegistry& r) {
   i.device = Device::cpu;
   i.threaded = true;
   i.preconditions = "any layout (strided fast paths; nested layouts through offset tables)";
-  i.run_f32 = [](const GemvCall<float>& c) { gemv_cpu(c); };
-  i.run_f64 = [](const GemvCall<double>& c) { gemv_cpu(c); };
+  i.run_f32 = [](const GemvCall<float>& c) { gemv_any(c); };
+  i.run_f64 = [](const GemvCall<double>& c) { gemv_any(c); };
   r.add(std::move(i));
 }
 

@@ -140,7 +140,9 @@ PlanKernel planned(const GemmCall<float>& call) {
 
 template <class T>
 void run_gemv(const GemmCall<T>& c) {
-  static const GemvImpl& shapes = gemv_registry().find("gemv-gpu-06-shapes");
+  // Looked up on each call: a reference kept in a static would dangle once
+  // the registry's table grows (baselines registered later move it).
+  const GemvImpl& shapes = gemv_registry().find("gemv-gpu-06-shapes");
   if (c.c.rows() == 1) {  // y^T = x^T B: y = B^T x
     shapes.run<T>(GemvCall<T>{c.alpha, c.b.t(), c.a.data, c.beta, c.c.data, 1, c.stream});
   } else {

@@ -1,0 +1,65 @@
+// AVX2 + FMA dot-product kernels (dots.hpp), compiled with -mavx2 -mfma:
+// 8 floats or 4 doubles a register, the tail through a masked load
+// (vmaskmov: lanes whose mask is clear are not read, so nothing past the
+// row's end is touched).
+#include <immintrin.h>
+
+#include "dot_rows.hpp"
+
+namespace parray::cpu {
+namespace {
+
+// All-ones in the first `count` 32-bit lanes.
+inline __m256i first_lanes32(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  using type = __m256;
+  static constexpr int lanes = 8;
+  static type zero() { return _mm256_setzero_ps(); }
+  static type load(const float* p) { return _mm256_loadu_ps(p); }
+  static type load_first(const float* p, int count) { return _mm256_maskload_ps(p, first_lanes32(count)); }
+  static type fma(type a, type b, type c) { return _mm256_fmadd_ps(a, b, c); }
+  static type add(type a, type b) { return _mm256_add_ps(a, b); }
+  static float sum(type a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+template <>
+struct Vec<double> {
+  using type = __m256d;
+  static constexpr int lanes = 4;
+  static type zero() { return _mm256_setzero_pd(); }
+  static type load(const double* p) { return _mm256_loadu_pd(p); }
+  static type load_first(const double* p, int count) {
+    // Each double's mask is its two 32-bit halves' (both set or both clear).
+    const __m256i lanes64 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3));
+    return _mm256_maskload_pd(p, lanes64);
+  }
+  static type fma(type a, type b, type c) { return _mm256_fmadd_pd(a, b, c); }
+  static type add(type a, type b) { return _mm256_add_pd(a, b); }
+  static double sum(type a) {
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+  }
+};
+
+}  // namespace
+
+const DotKernel<float>& dot_kernel_avx2_f32() {
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, float>("avx2 dots");
+  return k;
+}
+const DotKernel<double>& dot_kernel_avx2_f64() {
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, double>("avx2 dots");
+  return k;
+}
+
+}  // namespace parray::cpu

@@ -1,0 +1,62 @@
+// AVX-512 dot-product kernels (dots.hpp), compiled with -mavx512f -mfma:
+// 16 floats or 8 doubles a register, the tail through a masked load.
+#include <immintrin.h>
+
+#include "dot_rows.hpp"
+
+namespace parray::cpu {
+namespace {
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  using type = __m512;
+  static constexpr int lanes = 16;
+  static type zero() { return _mm512_setzero_ps(); }
+  static type load(const float* p) { return _mm512_loadu_ps(p); }
+  static type load_first(const float* p, int count) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1), p);
+  }
+  static type fma(type a, type b, type c) { return _mm512_fmadd_ps(a, b, c); }
+  static type add(type a, type b) { return _mm512_add_ps(a, b); }
+  static float sum(type a) {
+    // Halved by vector shuffles: GCC 12's _mm512_reduce_add_ps and 512-to-128
+    // casts pass an undefined source that its -Wuninitialized reports.
+    const __m256 h = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7) +
+                     __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+};
+template <>
+struct Vec<double> {
+  using type = __m512d;
+  static constexpr int lanes = 8;
+  static type zero() { return _mm512_setzero_pd(); }
+  static type load(const double* p) { return _mm512_loadu_pd(p); }
+  static type load_first(const double* p, int count) {
+    return _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p);
+  }
+  static type fma(type a, type b, type c) { return _mm512_fmadd_pd(a, b, c); }
+  static type add(type a, type b) { return _mm512_add_pd(a, b); }
+  static double sum(type a) {
+    const __m256d h = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+  }
+};
+
+}  // namespace
+
+const DotKernel<float>& dot_kernel_avx512_f32() {
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, float>("avx512 dots");
+  return k;
+}
+const DotKernel<double>& dot_kernel_avx512_f64() {
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, double>("avx512 dots");
+  return k;
+}
+
+}  // namespace parray::cpu

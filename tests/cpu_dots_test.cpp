@@ -1,0 +1,69 @@
+// The GEMV's dot-product kernels (src/cpu/gemv/dots.hpp) of every instruction
+// set this CPU runs, not only the one it selects: 1, 2 and 4 rows over every
+// length up to three vectors' worth and beyond, each row followed by NaN (a
+// kernel that reads past its row's end returns NaN), against an FP64 sum.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "../src/cpu/gemm/isa.hpp"
+#include "../src/cpu/gemv/dots.hpp"
+
+using namespace parray::cpu;
+
+namespace {
+
+template <class T>
+void expect_dots_agree(Isa isa) {
+  const DotKernel<T>& kernel = dot_kernel<T>(isa);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<index_t> lengths;
+  for (index_t n = 0; n <= 80; ++n) lengths.push_back(n);
+  for (index_t n : {127, 128, 129, 1000, 4099}) lengths.push_back(n);
+  for (index_t n : lengths) {
+    // Four rows and x, each with 16 NaNs past its end.
+    std::vector<std::vector<T>> rows(5, std::vector<T>(static_cast<std::size_t>(n) + 16, nan));
+    for (auto& r : rows)
+      for (index_t j = 0; j < n; ++j) r[static_cast<std::size_t>(j)] = static_cast<T>(uniform(rng));
+    const T* a[4] = {rows[0].data(), rows[1].data(), rows[2].data(), rows[3].data()};
+    const T* x = rows[4].data();
+    for (int which = 0; which < 3; ++which) {
+      const int count = which == 2 ? 4 : which + 1;
+      T out[4] = {nan, nan, nan, nan};
+      kernel.rows[which](a, x, n, out);
+      for (int r = 0; r < 4; ++r) {
+        if (r >= count) {
+          EXPECT_TRUE(std::isnan(out[r])) << kernel.name << ": wrote past its " << count << " rows";
+          continue;
+        }
+        double exact = 0, magnitude = 0;
+        for (index_t j = 0; j < n; ++j) {
+          exact += double(a[r][j]) * double(x[j]);
+          magnitude += std::abs(double(a[r][j]) * double(x[j]));
+        }
+        // Any order of summation: gamma_n of the sum of magnitudes (docs/verification.md, rule 3).
+        const double u = std::numeric_limits<T>::epsilon() / 2;
+        EXPECT_LE(std::abs(double(out[r]) - exact), 2.0 * double(n + 4) * u * magnitude)
+            << kernel.name << ", " << count << " rows, n = " << n << ", row " << r << ": " << out[r];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(CpuDots, EveryInstructionSetAgreesWithFp64Sums) {
+  int ran = 0;
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+    if (!cpu_supports(isa)) continue;  // the kernels of an ISA this CPU lacks cannot run here
+    expect_dots_agree<float>(isa);
+    expect_dots_agree<double>(isa);
+    ++ran;
+  }
+  EXPECT_GE(ran, 1);
+}
