@@ -1,9 +1,11 @@
 // The GEMV's dot-product kernels (src/cpu/gemv/dots.hpp) of every instruction
-// set this CPU runs, not only the one it selects: 1, 2 and 4 rows over every
-// length up to three vectors' worth and beyond, each row followed by NaN (a
-// kernel that reads past its row's end returns NaN), against an FP64 sum.
+// set this CPU runs, not only the one it selects: 1, 2 and 4 rows and the
+// tile of dot products over every length up to five vectors' worth and
+// beyond, each row followed by NaN (a kernel that reads past its row's end
+// returns NaN), against an FP64 sum; nothing written past the output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -32,6 +34,29 @@ void expect_dots_agree(Isa isa) {
       for (index_t j = 0; j < n; ++j) r[static_cast<std::size_t>(j)] = static_cast<T>(uniform(rng));
     const T* a[4] = {rows[0].data(), rows[1].data(), rows[2].data(), rows[3].data()};
     const T* x = rows[4].data();
+    const double u = std::numeric_limits<T>::epsilon() / 2;
+    // Any order of summation: gamma_n of the sum of magnitudes (docs/verification.md, rule 3).
+    auto expect_dot = [&](T got, const T* p, const T* q, const char* what) {
+      double exact = 0, magnitude = 0;
+      for (index_t j = 0; j < n; ++j) {
+        exact += double(p[j]) * double(q[j]);
+        magnitude += std::abs(double(p[j]) * double(q[j]));
+      }
+      EXPECT_LE(std::abs(double(got) - exact), 2.0 * double(n + 4) * u * magnitude)
+          << kernel.name << ", " << what << ", n = " << n << ": " << got;
+    };
+    // The tile: block_rows of the rows against x and the first three rows as B's columns.
+    const T* b[4] = {x, rows[0].data(), rows[1].data(), rows[2].data()};
+    T tile[17];
+    std::fill(tile, tile + 17, nan);
+    kernel.block(a, b, n, tile);
+    for (int e = 0; e < 17; ++e) {
+      if (e >= 4 * kernel.block_rows) {
+        EXPECT_TRUE(std::isnan(tile[e])) << kernel.name << ": the tile wrote past its " << kernel.block_rows << " rows";
+        continue;
+      }
+      expect_dot(tile[e], a[e / 4], b[e % 4], "tile");
+    }
     for (int which = 0; which < 3; ++which) {
       const int count = which == 2 ? 4 : which + 1;
       T out[4] = {nan, nan, nan, nan};
@@ -41,15 +66,7 @@ void expect_dots_agree(Isa isa) {
           EXPECT_TRUE(std::isnan(out[r])) << kernel.name << ": wrote past its " << count << " rows";
           continue;
         }
-        double exact = 0, magnitude = 0;
-        for (index_t j = 0; j < n; ++j) {
-          exact += double(a[r][j]) * double(x[j]);
-          magnitude += std::abs(double(a[r][j]) * double(x[j]));
-        }
-        // Any order of summation: gamma_n of the sum of magnitudes (docs/verification.md, rule 3).
-        const double u = std::numeric_limits<T>::epsilon() / 2;
-        EXPECT_LE(std::abs(double(out[r]) - exact), 2.0 * double(n + 4) * u * magnitude)
-            << kernel.name << ", " << count << " rows, n = " << n << ", row " << r << ": " << out[r];
+        expect_dot(out[r], a[r], x, "rows");
       }
     }
   }

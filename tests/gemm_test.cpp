@@ -22,9 +22,9 @@ std::vector<GemmProblem> grid() {
                                      {4, 4, 4},    {3, 200, 5},  {100, 3, 90},
                                      // parray-cpu's GEMV and few-column paths (>= 2^14 multiply-adds)
                                      {600, 40, 1}, {1, 200, 100}, {300, 70, 3}, {130, 129, 8},
-                                     // ... rows ending in a partial vector, 2 and 4 + 1 columns
-                                     // from K = 32, 4 + 2 (+ 1) from K = 128
-                                     {200, 47, 2}, {100, 33, 5}, {40, 131, 6}, {40, 131, 7}};
+                                     // ... rows ending in a partial vector; tiles of 4 columns
+                                     // alone, + 1, + 2 (+ 1), row counts off the tiles' rows
+                                     {200, 47, 2}, {97, 40, 4}, {101, 90, 5}, {40, 131, 6}, {41, 131, 7}};
   struct Layouts {
     const char *a, *b, *c;
   };

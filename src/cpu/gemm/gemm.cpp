@@ -84,7 +84,10 @@ bool ran_as_gemv(const GemmCall<T>& call) {
   auto unit = [](const Axis& a, index_t size) { return size <= 1 || (a.is_strided() && a.stride[0] == 1); };
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
   if (n != 1 && m != 1) return false;
-  if (n == 1 && unit(call.b.layout.rows, k) && unit(call.c.layout.rows, m)) {
+  // N = 1: rows of A dotted with the vector, unless they are shorter than a
+  // vector register, where a dot product is mostly its masked load and
+  // reduction and the small path's loop is faster.
+  if (n == 1 && (k >= 16 || m * k >= (index_t(1) << 14)) && unit(call.b.layout.rows, k) && unit(call.c.layout.rows, m)) {
     gemv_cpu(GemvCall<T>{call.alpha, call.a, call.b.data, call.beta, call.c.data, call.threads});
     return true;
   }

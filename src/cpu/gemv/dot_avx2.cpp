@@ -1,7 +1,8 @@
 // AVX2 + FMA dot-product kernels (dots.hpp), compiled with -mavx2 -mfma:
 // 8 floats or 4 doubles a register, the tail through a masked load
 // (vmaskmov: lanes whose mask is clear are not read, so nothing past the
-// row's end is touched).
+// row's end is touched); tiles of 2 x 4 dot products (8 accumulators and 6
+// loaded vectors of the 16 registers).
 #include <immintrin.h>
 
 #include "dot_rows.hpp"
@@ -31,6 +32,7 @@ struct Vec<float> {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  static void sum4(const type* v, float* out) { sum4_of_eight_lanes(v, out); }
 };
 template <>
 struct Vec<double> {
@@ -49,16 +51,21 @@ struct Vec<double> {
     const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
   }
+  static void sum4(const type* v, double* out) {
+    const type a = __builtin_shufflevector(v[0], v[1], 0, 1, 4, 5) + __builtin_shufflevector(v[0], v[1], 2, 3, 6, 7);
+    const type b = __builtin_shufflevector(v[2], v[3], 0, 1, 4, 5) + __builtin_shufflevector(v[2], v[3], 2, 3, 6, 7);
+    _mm256_storeu_pd(out, __builtin_shufflevector(a, b, 0, 2, 4, 6) + __builtin_shufflevector(a, b, 1, 3, 5, 7));
+  }
 };
 
 }  // namespace
 
 const DotKernel<float>& dot_kernel_avx2_f32() {
-  static const DotKernel<float> k = make_dot_kernel<Vec<float>, float>("avx2 dots");
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 2, float>("avx2 dots");
   return k;
 }
 const DotKernel<double>& dot_kernel_avx2_f64() {
-  static const DotKernel<double> k = make_dot_kernel<Vec<double>, double>("avx2 dots");
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 2, double>("avx2 dots");
   return k;
 }
 

@@ -1,6 +1,7 @@
 // The dot-product kernel shared by the vector instruction sets (dots.hpp).
 // Included by dot_avx512.cpp and dot_avx2.cpp after they define their vector
-// traits V (type, lanes, zero, load, load_first(p, count), fma, add, sum); it
+// traits V (type, lanes, zero, load, load_first(p, count), fma, add, sum,
+// sum4(v, out): out[q] = the sum of v[q]'s lanes for q < 4); it
 // lives in an anonymous namespace so each ISA's translation unit keeps its own
 // copy, compiled for its own instruction set.
 #pragma once
@@ -9,6 +10,21 @@
 
 namespace parray::cpu {
 namespace {
+
+// out[q] = the sum of v[q]'s eight lanes, q < 4 (AVX2's floats, AVX-512's
+// doubles): halves of two registers side by side, then pairs, then
+// neighbours, so that lanes 0, 2, 4, 6 end holding the four sums.
+template <class Reg, class T>
+void sum4_of_eight_lanes(const Reg* v, T* out) {
+  const Reg a = __builtin_shufflevector(v[0], v[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+                __builtin_shufflevector(v[0], v[1], 4, 5, 6, 7, 12, 13, 14, 15);
+  const Reg b = __builtin_shufflevector(v[2], v[3], 0, 1, 2, 3, 8, 9, 10, 11) +
+                __builtin_shufflevector(v[2], v[3], 4, 5, 6, 7, 12, 13, 14, 15);
+  const Reg c = __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13) +
+                __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15);
+  const Reg d = c + __builtin_shufflevector(c, c, 1, 0, 3, 2, 5, 4, 7, 6);
+  for (int q = 0; q < 4; ++q) out[q] = d[2 * q];
+}
 
 template <class V, int R, class T>
 void dot_rows(const T* const* a, const T* x, index_t n, T* out) {
@@ -37,9 +53,34 @@ void dot_rows(const T* const* a, const T* x, index_t n, T* out) {
   for (int r = 0; r < R; ++r) out[r] = V::sum(V::add(s0[r], s1[r]));
 }
 
-template <class V, class T>
+template <class V, int RA, class T>
+void dot_block(const T* const* a, const T* const* b, index_t n, T* out) {
+  using Reg = typename V::type;
+  constexpr int L = V::lanes;
+  Reg s[RA][4];
+  for (int r = 0; r < RA; ++r)
+    for (int c = 0; c < 4; ++c) s[r][c] = V::zero();
+  const auto step = [&](index_t j, auto load) {
+    Reg bv[4];
+    for (int c = 0; c < 4; ++c) bv[c] = load(b[c] + j);
+    for (int r = 0; r < RA; ++r) {
+      const Reg av = load(a[r] + j);
+      for (int c = 0; c < 4; ++c) s[r][c] = V::fma(av, bv[c], s[r][c]);
+    }
+  };
+  index_t j = 0;
+  for (; j + L <= n; j += L) step(j, [](const T* p) { return V::load(p); });
+  if (j < n) {  // the last n - j < L elements through masked loads
+    const int rest = static_cast<int>(n - j);
+    step(j, [rest](const T* p) { return V::load_first(p, rest); });
+  }
+  for (int r = 0; r < RA; ++r) V::sum4(s[r], out + 4 * r);
+}
+
+template <class V, int BlockRows, class T>
 DotKernel<T> make_dot_kernel(const char* name) {
-  return DotKernel<T>{{&dot_rows<V, 1, T>, &dot_rows<V, 2, T>, &dot_rows<V, 4, T>}, name};
+  return DotKernel<T>{
+      {&dot_rows<V, 1, T>, &dot_rows<V, 2, T>, &dot_rows<V, 4, T>}, BlockRows, &dot_block<V, BlockRows, T>, name};
 }
 
 }  // namespace

@@ -19,10 +19,18 @@
 
 namespace parray::cpu {
 
+//   block(a, b, n, out): out[r * 4 + c] = sum_j a[r][j] * b[c][j] for
+//   block_rows rows a[r] and four rows b[c]: a tile of dot products whose
+//   block_rows x 4 accumulators reuse each loaded vector block_rows or four
+//   times, their sums reduced four at a time by shuffles (the GEMM's
+//   few-columns path: A's rows against B's columns).
 template <class T>
 struct DotKernel {
   using Rows = void (*)(const T* const* a, const T* x, index_t n, T* out);
+  using Block = void (*)(const T* const* a, const T* const* b, index_t n, T* out);
   Rows rows[3];  // 1, 2 and 4 rows
+  int block_rows;
+  Block block;
   const char* name;
 };
 

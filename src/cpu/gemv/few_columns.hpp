@@ -15,11 +15,11 @@ void gemv_cpu(const GemvCall<T>& call);
 
 // The most columns of C the few-columns path takes.
 constexpr index_t kFewColumns = 8;
-// The shortest rows it takes for n columns: each dot product pays a fixed
-// reduction of its vector sums, which a row of fewer than 128 elements
-// repays only where the direct or packed path would waste most of its
-// 32-column tile on a C of a few columns (docs/cpu-gemm.md).
-constexpr index_t few_columns_min_k(index_t n) { return n <= 3 ? 32 : n <= 5 ? 64 : 128; }
+// The shortest rows it takes for n columns: each tile of dot products ends
+// in shuffles that reduce its vector sums, which a row of a few vectors
+// repays only where the direct or packed path would leave most of its
+// 32-column tile idle on a C of a few columns (docs/cpu-gemm.md).
+constexpr index_t few_columns_min_k(index_t n) { return n <= 4 ? 32 : 80; }
 
 // C = alpha A B + beta C with each row of A (contiguous along k) read once per
 // four columns of C, for 2..kFewColumns columns, K >= few_columns_min_k(n)

@@ -184,8 +184,37 @@ void columns_of_b(const MatrixView<const T>& b, std::vector<T>& copy, const T** 
   for (index_t j = 0; j < n; ++j) cols[j] = copy.data() + j * k;
 }
 
-// Each row of A dotted with B's columns, four (then two, then one) at a
-// time: the dot kernels' "rows" are B's columns and the vector is A's row,
+// C's row i = alpha acc + beta C's row i (C not read when beta = 0).
+template <class T>
+void store_row(const MatrixView<T>& c, index_t i, const T* acc, T alpha, T beta) {
+  const index_t n = c.cols();
+  if (c.layout.cols.is_strided()) {  // one offset for the row, then a stride
+    T* row = &c(i, 0);
+    const index_t cs = n > 1 ? c.layout.cols.stride[0] : 0;
+    if (beta == T(0))
+      for (index_t j = 0; j < n; ++j) row[j * cs] = alpha * acc[j];
+    else
+      for (index_t j = 0; j < n; ++j) row[j * cs] = alpha * acc[j] + beta * row[j * cs];
+    return;
+  }
+  for (index_t j = 0; j < n; ++j) {
+    T& x = c(i, j);
+    x = beta == T(0) ? alpha * acc[j] : alpha * acc[j] + beta * x;
+  }
+}
+
+// Row `row` of C's columns [j, n): the dot kernels' "rows" are B's columns
+// and the vector is A's row, four, then two, then one at a time.
+template <class T>
+void few_columns_of_row(const DotKernel<T>& dots, const T* row, const T* const* cols, index_t j, index_t n,
+                        index_t k, T* acc) {
+  for (; j + 4 <= n; j += 4) dots.rows[2](cols + j, row, k, acc + j);
+  if (j + 2 <= n) dots.rows[1](cols + j, row, k, acc + j), j += 2;
+  if (j < n) dots.rows[0](cols + j, row, k, acc + j);
+}
+
+// A's rows dotted with B's columns in tiles of dots.block_rows rows x 4
+// columns (the rest of the columns, and the last rows, by the row kernels),
 // so A is read once per four columns where the packed path would pack a
 // panel of A for a few columns of C.
 template <class T>
@@ -198,20 +227,27 @@ bool gemm_few_columns(const GemmCall<T>& call) {
   const T* cols[kFewColumns];
   columns_of_b(call.b, copy, cols);
   const DotKernel<T>& dots = dot_kernel<T>(selected_isa());
-  const index_t lda = m > 1 ? la.rows.stride[0] : 0;
+  const index_t lda = m > 1 ? la.rows.stride[0] : 0, br = dots.block_rows;
+  const index_t tiled = n / 4 * 4;  // columns the tiles take
   const int threads = int(std::max<index_t>(1, std::min<index_t>(call.threads, m * k / 65536)));
   const T alpha = call.alpha, beta = call.beta;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (index_t i = 0; i < m; ++i) {
-    const T* row = call.a.data + i * lda;
-    T acc[kFewColumns];
-    index_t j = 0;
-    for (; j + 4 <= n; j += 4) dots.rows[2](cols + j, row, k, acc + j);
-    if (j + 2 <= n) dots.rows[1](cols + j, row, k, acc + j), j += 2;
-    if (j < n) dots.rows[0](cols + j, row, k, acc + j);
-    for (j = 0; j < n; ++j) {
-      T& c = call.c(i, j);
-      c = beta == T(0) ? alpha * acc[j] : alpha * acc[j] + beta * c;
+  for (index_t i0 = 0; i0 < m; i0 += br) {
+    const index_t rows = std::min(br, m - i0);
+    const T* a[4];
+    for (index_t r = 0; r < rows; ++r) a[r] = call.a.data + (i0 + r) * lda;
+    T acc[4][kFewColumns];
+    if (rows == br) {
+      T tile[16];
+      for (index_t j = 0; j < tiled; j += 4) {
+        dots.block(a, cols + j, k, tile);
+        for (index_t r = 0; r < rows; ++r)
+          for (index_t q = 0; q < 4; ++q) acc[r][j + q] = tile[4 * r + q];
+      }
+    }
+    for (index_t r = 0; r < rows; ++r) {
+      few_columns_of_row(dots, a[r], cols, rows == br ? tiled : 0, n, k, acc[r]);
+      store_row(call.c, i0 + r, acc[r], alpha, beta);
     }
   }
   return true;
