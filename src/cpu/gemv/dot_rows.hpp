@@ -1,4 +1,4 @@
-// The dot-product kernel shared by the vector instruction sets (dots.hpp).
+// The dot-product kernels (rows and tiles) shared by the vector instruction sets (dots.hpp).
 // Included by dot_avx512.cpp and dot_avx2.cpp after they define their vector
 // traits V (type, lanes, zero, load, load_first(p, count), fma, add, sum,
 // sum4(v, out): out[q] = the sum of v[q]'s lanes for q < 4); it
