@@ -28,12 +28,13 @@ void expect_dots_agree(Isa isa) {
   for (index_t n = 0; n <= 80; ++n) lengths.push_back(n);
   for (index_t n : {127, 128, 129, 1000, 4099}) lengths.push_back(n);
   for (index_t n : lengths) {
-    // Four rows and x, each with 16 NaNs past its end.
-    std::vector<std::vector<T>> rows(5, std::vector<T>(static_cast<std::size_t>(n) + 16, nan));
+    // Eight rows and x, each with 16 NaNs past its end.
+    std::vector<std::vector<T>> rows(9, std::vector<T>(static_cast<std::size_t>(n) + 16, nan));
     for (auto& r : rows)
       for (index_t j = 0; j < n; ++j) r[static_cast<std::size_t>(j)] = static_cast<T>(uniform(rng));
-    const T* a[4] = {rows[0].data(), rows[1].data(), rows[2].data(), rows[3].data()};
-    const T* x = rows[4].data();
+    const T* a[8];
+    for (int r = 0; r < 8; ++r) a[r] = rows[static_cast<std::size_t>(r)].data();
+    const T* x = rows[8].data();
     const double u = std::numeric_limits<T>::epsilon() / 2;
     // Any order of summation: gamma_n of the sum of magnitudes (docs/verification.md, rule 3).
     auto expect_dot = [&](T got, const T* p, const T* q, const char* what) {
@@ -45,17 +46,20 @@ void expect_dots_agree(Isa isa) {
       EXPECT_LE(std::abs(double(got) - exact), 2.0 * double(n + 4) * u * magnitude)
           << kernel.name << ", " << what << ", n = " << n << ": " << got;
     };
-    // The tile: block_rows of the rows against x and the first three rows as B's columns.
-    const T* b[4] = {x, rows[0].data(), rows[1].data(), rows[2].data()};
-    T tile[17];
-    std::fill(tile, tile + 17, nan);
-    kernel.block(a, b, n, tile);
-    for (int e = 0; e < 17; ++e) {
-      if (e >= 4 * kernel.block_rows) {
-        EXPECT_TRUE(std::isnan(tile[e])) << kernel.name << ": the tile wrote past its " << kernel.block_rows << " rows";
-        continue;
+    // Each tile: its rows against x and the first rows as B's columns.
+    const T* b[4] = {x, a[0], a[1], a[2]};
+    for (int w = 0; w < 2; ++w) {
+      const int width = w == 0 ? 4 : 2, count = kernel.tiles[w].rows * width;
+      T tile[33];
+      std::fill(tile, tile + 33, nan);
+      kernel.tiles[w].run(a, b, n, tile);
+      for (int e = 0; e < 33; ++e) {
+        if (e >= count) {
+          EXPECT_TRUE(std::isnan(tile[e])) << kernel.name << ": a tile wrote past its " << count << " sums";
+          continue;
+        }
+        expect_dot(tile[e], a[e / width], b[e % width], width == 4 ? "4-column tile" : "2-column tile");
       }
-      expect_dot(tile[e], a[e / 4], b[e % 4], "tile");
     }
     for (int which = 0; which < 3; ++which) {
       const int count = which == 2 ? 4 : which + 1;

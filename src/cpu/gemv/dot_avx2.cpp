@@ -1,8 +1,8 @@
 // AVX2 + FMA dot-product kernels (dots.hpp), compiled with -mavx2 -mfma:
 // 8 floats or 4 doubles a register, the tail through a masked load
 // (vmaskmov: lanes whose mask is clear are not read, so nothing past the
-// row's end is touched); tiles of 2 x 4 dot products (8 accumulators and 6
-// loaded vectors of the 16 registers).
+// row's end is touched); tiles of 2 x 4 and 4 x 2 dot products (8
+// accumulators and 6 loaded vectors of the 16 registers).
 #include <immintrin.h>
 
 #include "dot_rows.hpp"
@@ -32,7 +32,7 @@ struct Vec<float> {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
-  static void sum4(const type* v, float* out) { sum4_of_eight_lanes(v, out); }
+  static void sum4(type v0, type v1, type v2, type v3, float* out) { sum4_of_eight_lanes(v0, v1, v2, v3, out); }
 };
 template <>
 struct Vec<double> {
@@ -51,9 +51,9 @@ struct Vec<double> {
     const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
   }
-  static void sum4(const type* v, double* out) {
-    const type a = __builtin_shufflevector(v[0], v[1], 0, 1, 4, 5) + __builtin_shufflevector(v[0], v[1], 2, 3, 6, 7);
-    const type b = __builtin_shufflevector(v[2], v[3], 0, 1, 4, 5) + __builtin_shufflevector(v[2], v[3], 2, 3, 6, 7);
+  static void sum4(type v0, type v1, type v2, type v3, double* out) {
+    const type a = __builtin_shufflevector(v0, v1, 0, 1, 4, 5) + __builtin_shufflevector(v0, v1, 2, 3, 6, 7);
+    const type b = __builtin_shufflevector(v2, v3, 0, 1, 4, 5) + __builtin_shufflevector(v2, v3, 2, 3, 6, 7);
     _mm256_storeu_pd(out, __builtin_shufflevector(a, b, 0, 2, 4, 6) + __builtin_shufflevector(a, b, 1, 3, 5, 7));
   }
 };
@@ -61,11 +61,11 @@ struct Vec<double> {
 }  // namespace
 
 const DotKernel<float>& dot_kernel_avx2_f32() {
-  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 2, float>("avx2 dots");
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 2, 4, float>("avx2 dots");
   return k;
 }
 const DotKernel<double>& dot_kernel_avx2_f64() {
-  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 2, double>("avx2 dots");
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 2, 4, double>("avx2 dots");
   return k;
 }
 

@@ -1,7 +1,7 @@
 // AVX-512 dot-product kernels (dots.hpp), compiled with -mavx512f -mfma:
 // 16 floats or 8 doubles a register, the tail through a masked load; tiles
-// of 4 x 4 dot products (16 accumulators and 8 loaded vectors of the 32
-// registers).
+// of 4 x 4 and 8 x 2 dot products (16 accumulators and 8 or 10 loaded
+// vectors of the 32 registers).
 #include <immintrin.h>
 
 #include "dot_rows.hpp"
@@ -32,12 +32,12 @@ struct Vec<float> {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
   }
   // Halves of two registers side by side, then quarters of four, then pairs
-  // within each 128-bit lane: lane q ends holding v[q]'s sum.
-  static void sum4(const type* v, float* out) {
-    const type a = __builtin_shufflevector(v[0], v[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                   __builtin_shufflevector(v[0], v[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    const type b = __builtin_shufflevector(v[2], v[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                   __builtin_shufflevector(v[2], v[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  // within each 128-bit lane: lane q ends holding vq's sum.
+  static void sum4(type v0, type v1, type v2, type v3, float* out) {
+    const type a = __builtin_shufflevector(v0, v1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                   __builtin_shufflevector(v0, v1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const type b = __builtin_shufflevector(v2, v3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                   __builtin_shufflevector(v2, v3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
     const type c = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
                    __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
     const type d = c + __builtin_shufflevector(c, c, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
@@ -61,17 +61,17 @@ struct Vec<double> {
     const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
   }
-  static void sum4(const type* v, double* out) { sum4_of_eight_lanes(v, out); }
+  static void sum4(type v0, type v1, type v2, type v3, double* out) { sum4_of_eight_lanes(v0, v1, v2, v3, out); }
 };
 
 }  // namespace
 
 const DotKernel<float>& dot_kernel_avx512_f32() {
-  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 4, float>("avx512 dots");
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 4, 8, float>("avx512 dots");
   return k;
 }
 const DotKernel<double>& dot_kernel_avx512_f64() {
-  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 4, double>("avx512 dots");
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 4, 8, double>("avx512 dots");
   return k;
 }
 

@@ -18,17 +18,16 @@ void dot_rows_portable(const T* const* a, const T* x, index_t n, T* out) {
   for (int r = 0; r < R; ++r) out[r] = (s[r][0] + s[r][1]) + (s[r][2] + s[r][3]);
 }
 
-// One row of a against four of b at a time.
-template <class T>
+// One row of a against the Cols rows of b.
+template <int Cols, class T>
 void dot_block_portable(const T* const* a, const T* const* b, index_t n, T* out) {
-  dot_rows_portable<4, T>(b, a[0], n, out);
+  dot_rows_portable<Cols, T>(b, a[0], n, out);
 }
 
 template <class T>
 DotKernel<T> portable_kernel() {
   return DotKernel<T>{{&dot_rows_portable<1, T>, &dot_rows_portable<2, T>, &dot_rows_portable<4, T>},
-                      1,
-                      &dot_block_portable<T>,
+                      {{1, &dot_block_portable<4, T>}, {1, &dot_block_portable<2, T>}},
                       "portable dots"};
 }
 

@@ -1,7 +1,7 @@
 // The dot-product kernels (rows and tiles) shared by the vector instruction sets (dots.hpp).
 // Included by dot_avx512.cpp and dot_avx2.cpp after they define their vector
 // traits V (type, lanes, zero, load, load_first(p, count), fma, add, sum,
-// sum4(v, out): out[q] = the sum of v[q]'s lanes for q < 4); it
+// sum4(v0, v1, v2, v3, out): out[q] = the sum of vq's lanes); it
 // lives in an anonymous namespace so each ISA's translation unit keeps its own
 // copy, compiled for its own instruction set.
 #pragma once
@@ -11,15 +11,15 @@
 namespace parray::cpu {
 namespace {
 
-// out[q] = the sum of v[q]'s eight lanes, q < 4 (AVX2's floats, AVX-512's
+// out[q] = the sum of vq's eight lanes, q < 4 (AVX2's floats, AVX-512's
 // doubles): halves of two registers side by side, then pairs, then
 // neighbours, so that lanes 0, 2, 4, 6 end holding the four sums.
 template <class Reg, class T>
-void sum4_of_eight_lanes(const Reg* v, T* out) {
-  const Reg a = __builtin_shufflevector(v[0], v[1], 0, 1, 2, 3, 8, 9, 10, 11) +
-                __builtin_shufflevector(v[0], v[1], 4, 5, 6, 7, 12, 13, 14, 15);
-  const Reg b = __builtin_shufflevector(v[2], v[3], 0, 1, 2, 3, 8, 9, 10, 11) +
-                __builtin_shufflevector(v[2], v[3], 4, 5, 6, 7, 12, 13, 14, 15);
+void sum4_of_eight_lanes(Reg v0, Reg v1, Reg v2, Reg v3, T* out) {
+  const Reg a = __builtin_shufflevector(v0, v1, 0, 1, 2, 3, 8, 9, 10, 11) +
+                __builtin_shufflevector(v0, v1, 4, 5, 6, 7, 12, 13, 14, 15);
+  const Reg b = __builtin_shufflevector(v2, v3, 0, 1, 2, 3, 8, 9, 10, 11) +
+                __builtin_shufflevector(v2, v3, 4, 5, 6, 7, 12, 13, 14, 15);
   const Reg c = __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13) +
                 __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15);
   const Reg d = c + __builtin_shufflevector(c, c, 1, 0, 3, 2, 5, 4, 7, 6);
@@ -31,10 +31,12 @@ void dot_rows(const T* const* a, const T* x, index_t n, T* out) {
   using Reg = typename V::type;
   constexpr int L = V::lanes;
   Reg s0[R], s1[R];
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) s0[r] = V::zero(), s1[r] = V::zero();
   index_t j = 0;
   for (; j + 2 * L <= n; j += 2 * L) {
     const Reg x0 = V::load(x + j), x1 = V::load(x + j + L);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       s0[r] = V::fma(V::load(a[r] + j), x0, s0[r]);
       s1[r] = V::fma(V::load(a[r] + j + L), x1, s1[r]);
@@ -53,19 +55,25 @@ void dot_rows(const T* const* a, const T* x, index_t n, T* out) {
   for (int r = 0; r < R; ++r) out[r] = V::sum(V::add(s0[r], s1[r]));
 }
 
-template <class V, int RA, class T>
+template <class V, int RA, int RB, class T>
 void dot_block(const T* const* a, const T* const* b, index_t n, T* out) {
+  static_assert(RA * RB % 4 == 0, "the sums are reduced four at a time");
   using Reg = typename V::type;
   constexpr int L = V::lanes;
-  Reg s[RA][4];
-  for (int r = 0; r < RA; ++r)
-    for (int c = 0; c < 4; ++c) s[r][c] = V::zero();
+  // Every loop over the tile unrolled, so that the accumulators stay in
+  // registers (a plain zeroing loop becomes a memset of them in memory).
+  Reg s[RA * RB];  // s[r * RB + c]: a[r] . b[c]
+#pragma GCC unroll 32
+  for (int q = 0; q < RA * RB; ++q) s[q] = V::zero();
   const auto step = [&](index_t j, auto load) {
-    Reg bv[4];
-    for (int c = 0; c < 4; ++c) bv[c] = load(b[c] + j);
+    Reg bv[RB];
+#pragma GCC unroll 8
+    for (int c = 0; c < RB; ++c) bv[c] = load(b[c] + j);
+#pragma GCC unroll 8
     for (int r = 0; r < RA; ++r) {
       const Reg av = load(a[r] + j);
-      for (int c = 0; c < 4; ++c) s[r][c] = V::fma(av, bv[c], s[r][c]);
+#pragma GCC unroll 8
+      for (int c = 0; c < RB; ++c) s[r * RB + c] = V::fma(av, bv[c], s[r * RB + c]);
     }
   };
   index_t j = 0;
@@ -74,13 +82,16 @@ void dot_block(const T* const* a, const T* const* b, index_t n, T* out) {
     const int rest = static_cast<int>(n - j);
     step(j, [rest](const T* p) { return V::load_first(p, rest); });
   }
-  for (int r = 0; r < RA; ++r) V::sum4(s[r], out + 4 * r);
+#pragma GCC unroll 8
+  for (int q = 0; q < RA * RB; q += 4) V::sum4(s[q], s[q + 1], s[q + 2], s[q + 3], out + q);
 }
 
-template <class V, int BlockRows, class T>
+// RA4 x 4 and RA2 x 2 tiles.
+template <class V, int RA4, int RA2, class T>
 DotKernel<T> make_dot_kernel(const char* name) {
-  return DotKernel<T>{
-      {&dot_rows<V, 1, T>, &dot_rows<V, 2, T>, &dot_rows<V, 4, T>}, BlockRows, &dot_block<V, BlockRows, T>, name};
+  return DotKernel<T>{{&dot_rows<V, 1, T>, &dot_rows<V, 2, T>, &dot_rows<V, 4, T>},
+                      {{RA4, &dot_block<V, RA4, 4, T>}, {RA2, &dot_block<V, RA2, 2, T>}},
+                      name};
 }
 
 }  // namespace

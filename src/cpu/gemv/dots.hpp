@@ -19,18 +19,22 @@
 
 namespace parray::cpu {
 
-//   block(a, b, n, out): out[r * 4 + c] = sum_j a[r][j] * b[c][j] for
-//   block_rows rows a[r] and four rows b[c]: a tile of dot products whose
-//   block_rows x 4 accumulators reuse each loaded vector block_rows or four
-//   times, their sums reduced four at a time by shuffles (the GEMM's
-//   few-columns path: A's rows against B's columns).
+//   tiles[w].run(a, b, n, out): out[r * cols + c] = sum_j a[r][j] * b[c][j]
+//   for tiles[w].rows rows a[r] and cols = 4 (w = 0) or 2 (w = 1) rows b[c]:
+//   a tile of dot products whose accumulators reuse each loaded vector rows
+//   or cols times and run as independent chains, their sums reduced four at
+//   a time by shuffles (the GEMM's few-columns path: A's rows against B's
+//   columns; tiles[0].rows divides tiles[1].rows).
 template <class T>
 struct DotKernel {
   using Rows = void (*)(const T* const* a, const T* x, index_t n, T* out);
   using Block = void (*)(const T* const* a, const T* const* b, index_t n, T* out);
+  struct Tile {
+    int rows;
+    Block run;
+  };
   Rows rows[3];  // 1, 2 and 4 rows
-  int block_rows;
-  Block block;
+  Tile tiles[2];  // 4 and 2 columns
   const char* name;
 };
 

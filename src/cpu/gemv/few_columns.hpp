@@ -15,14 +15,14 @@ void gemv_cpu(const GemvCall<T>& call);
 
 // The most columns of C the few-columns path takes.
 constexpr index_t kFewColumns = 8;
-// The shortest rows it takes for n columns: each tile of dot products ends
-// in shuffles that reduce its vector sums, which a row of a few vectors
-// repays only where the direct or packed path would leave most of its
-// 32-column tile idle on a C of a few columns (docs/cpu-gemm.md).
-constexpr index_t few_columns_min_k(index_t n) { return n <= 4 ? 32 : 80; }
+// The shortest rows it takes for n columns. Each dot product ends in about
+// two shuffles of its tile's reduction, which its row's FMAs must repay
+// against the direct kernel, whose 32-column tile does n columns' useful
+// work: the break-even K grows with n (docs/cpu-gemm.md has the figures).
+constexpr index_t few_columns_min_k(index_t n) { return 8 * n + 8; }
 
 // C = alpha A B + beta C with each row of A (contiguous along k) read once per
-// four columns of C, for 2..kFewColumns columns, K >= few_columns_min_k(n)
+// two or four columns of C, for 2..kFewColumns columns, K >= few_columns_min_k(n)
 // and at least 2^14 multiply-adds; false, nothing done, otherwise.
 template <class T>
 bool gemm_few_columns(const GemmCall<T>& call);

@@ -213,10 +213,31 @@ void few_columns_of_row(const DotKernel<T>& dots, const T* row, const T* const* 
   if (j < n) dots.rows[0](cols + j, row, k, acc + j);
 }
 
-// A's rows dotted with B's columns in tiles of dots.block_rows rows x 4
-// columns (the rest of the columns, and the last rows, by the row kernels),
-// so A is read once per four columns where the packed path would pack a
-// panel of A for a few columns of C.
+// Which tile takes which of C's columns: groups of four, then the two or
+// three left (three as a group of four repeating its last column, one as a
+// pair repeating it), so that every column is in a tile.
+struct ColumnGroup {
+  int tile;         // DotKernel::tiles' index: 0 four columns, 1 two
+  index_t col[4];   // the group's columns, the last repeated as padding
+  int distinct;     // columns past these repeat the last and are not stored
+};
+
+inline int column_groups(index_t n, ColumnGroup* groups) {
+  int count = 0;
+  index_t j = 0;
+  for (; j + 4 <= n; j += 4) groups[count++] = {0, {j, j + 1, j + 2, j + 3}, 4};
+  const index_t rest = n - j;
+  if (rest == 3) groups[count++] = {0, {j, j + 1, j + 2, j + 2}, 3};
+  if (rest == 2) groups[count++] = {1, {j, j + 1, j + 1, j + 1}, 2};
+  if (rest == 1) groups[count++] = {1, {j, j, j, j}, 1};
+  return count;
+}
+
+// A's rows dotted with B's columns in tiles (dots.hpp: 8 rows x 2 columns
+// and 4 x 4 on AVX-512), so A is read once per two or four columns where the
+// packed path would pack a panel of A for a few columns of C, and a tile's
+// dot products run as independent chains; the rows past the last whole
+// block of tiles by the row kernels.
 template <class T>
 bool gemm_few_columns(const GemmCall<T>& call) {
   const index_t m = call.c.rows(), n = call.c.cols(), k = call.a.cols();
@@ -227,28 +248,35 @@ bool gemm_few_columns(const GemmCall<T>& call) {
   const T* cols[kFewColumns];
   columns_of_b(call.b, copy, cols);
   const DotKernel<T>& dots = dot_kernel<T>(selected_isa());
-  const index_t lda = m > 1 ? la.rows.stride[0] : 0, br = dots.block_rows;
-  const index_t tiled = n / 4 * 4;  // columns the tiles take
+  ColumnGroup groups[kFewColumns];
+  const int group_count = column_groups(n, groups);
+  constexpr index_t kMaxBlock = 8;  // rows of the tallest tile
+  const index_t lda = m > 1 ? la.rows.stride[0] : 0, block = dots.tiles[1].rows;
   const int threads = int(std::max<index_t>(1, std::min<index_t>(call.threads, m * k / 65536)));
   const T alpha = call.alpha, beta = call.beta;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (index_t i0 = 0; i0 < m; i0 += br) {
-    const index_t rows = std::min(br, m - i0);
-    const T* a[4];
+  for (index_t i0 = 0; i0 < m; i0 += block) {
+    const index_t rows = std::min(block, m - i0);
+    const T* a[kMaxBlock];
     for (index_t r = 0; r < rows; ++r) a[r] = call.a.data + (i0 + r) * lda;
-    T acc[4][kFewColumns];
-    if (rows == br) {
-      T tile[16];
-      for (index_t j = 0; j < tiled; j += 4) {
-        dots.block(a, cols + j, k, tile);
-        for (index_t r = 0; r < rows; ++r)
-          for (index_t q = 0; q < 4; ++q) acc[r][j + q] = tile[4 * r + q];
+    T acc[kMaxBlock][kFewColumns];
+    if (rows == block) {
+      for (int g = 0; g < group_count; ++g) {
+        const ColumnGroup& cg = groups[g];
+        const typename DotKernel<T>::Tile& tile = dots.tiles[cg.tile];
+        const int width = cg.tile == 0 ? 4 : 2;
+        const T* b[4] = {cols[cg.col[0]], cols[cg.col[1]], cols[cg.col[2]], cols[cg.col[3]]};
+        for (index_t r0 = 0; r0 < rows; r0 += tile.rows) {
+          T out[16];
+          tile.run(a + r0, b, k, out);
+          for (index_t r = 0; r < tile.rows; ++r)
+            for (int q = 0; q < cg.distinct; ++q) acc[r0 + r][cg.col[q]] = out[r * width + q];
+        }
       }
+    } else {
+      for (index_t r = 0; r < rows; ++r) few_columns_of_row(dots, a[r], cols, 0, n, k, acc[r]);
     }
-    for (index_t r = 0; r < rows; ++r) {
-      few_columns_of_row(dots, a[r], cols, rows == br ? tiled : 0, n, k, acc[r]);
-      store_row(call.c, i0 + r, acc[r], alpha, beta);
-    }
+    for (index_t r = 0; r < rows; ++r) store_row(call.c, i0 + r, acc[r], alpha, beta);
   }
   return true;
 }
