@@ -172,11 +172,14 @@ void columns_of_b(const MatrixView<const T>& b, std::vector<T>& copy, const T** 
     for (index_t j = 0; j < n; ++j) cols[j] = &b(0, j);
     return;
   }
-  copy.resize(static_cast<std::size_t>(n * k));
-  if (l.is_strided()) {  // row-major B: each of its rows spread over the n copies
-    const index_t rs = l.rows.stride[0], cs = l.cols.stride[0];
-    for (index_t p = 0; p < k; ++p)
-      for (index_t j = 0; j < n; ++j) copy[static_cast<std::size_t>(j * k + p)] = b.data[p * rs + j * cs];
+  if (copy.size() < static_cast<std::size_t>(n * k)) copy.resize(static_cast<std::size_t>(n * k));
+  if (l.is_strided()) {  // row-major B: a column at a time, written contiguously (B's few columns share lines)
+    const index_t rs = l.rows.stride[0], cs = n > 1 ? l.cols.stride[0] : 0;
+    for (index_t j = 0; j < n; ++j) {
+      const T* from = b.data + j * cs;
+      T* to = copy.data() + j * k;
+      for (index_t p = 0; p < k; ++p) to[p] = from[p * rs];
+    }
   } else {
     for (index_t j = 0; j < n; ++j)
       for (index_t p = 0; p < k; ++p) copy[static_cast<std::size_t>(j * k + p)] = b(p, j);
@@ -244,7 +247,11 @@ bool gemm_few_columns(const GemmCall<T>& call) {
   const MatrixLayout& la = call.a.layout;
   if (n < 2 || n > kFewColumns || k < few_columns_min_k(n) || m * n * k < (index_t(1) << 14)) return false;
   if (!la.is_strided() || !(la.cols.stride[0] == 1 || k == 1)) return false;
-  std::vector<T> copy;
+  // B's copy: kept by the thread up to 64 K elements (a new one each call
+  // costs an allocation and its zeroing), larger ones for the call only.
+  thread_local std::vector<T> kept;
+  std::vector<T> own;
+  std::vector<T>& copy = n * k <= (index_t(1) << 16) ? kept : own;
   const T* cols[kFewColumns];
   columns_of_b(call.b, copy, cols);
   const DotKernel<T>& dots = dot_kernel<T>(selected_isa());
