@@ -1,8 +1,9 @@
 // The GEMV's dot-product kernels (src/cpu/gemv/dots.hpp) of every instruction
-// set this CPU runs, not only the one it selects: 1, 2 and 4 rows and the
-// tile of dot products over every length up to five vectors' worth and
-// beyond, each row followed by NaN (a kernel that reads past its row's end
-// returns NaN), against an FP64 sum; nothing written past the output.
+// set this CPU runs, not only the one it selects: 1, 2, 4 and the widest
+// step's rows and the tiles of dot products, over every length up to five
+// vectors' worth and beyond, each row followed by NaN (a kernel that reads
+// past its row's end returns NaN), against an FP64 sum; nothing written past
+// the output.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,6 +73,16 @@ void expect_dots_agree(Isa isa) {
         }
         expect_dot(out[r], a[r], x, "rows");
       }
+    }
+    T widest[9];
+    std::fill(widest, widest + 9, nan);
+    kernel.widest(a, x, n, widest);
+    for (int r = 0; r < 9; ++r) {
+      if (r >= kernel.widest_rows) {
+        EXPECT_TRUE(std::isnan(widest[r])) << kernel.name << ": wrote past its " << kernel.widest_rows << " rows";
+        continue;
+      }
+      expect_dot(widest[r], a[r], x, "widest rows");
     }
   }
 }

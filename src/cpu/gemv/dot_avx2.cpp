@@ -61,11 +61,11 @@ struct Vec<double> {
 }  // namespace
 
 const DotKernel<float>& dot_kernel_avx2_f32() {
-  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 2, 4, float>("avx2 dots");
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 4, 2, 4, float>("avx2 dots");
   return k;
 }
 const DotKernel<double>& dot_kernel_avx2_f64() {
-  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 2, 4, double>("avx2 dots");
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 4, 2, 4, double>("avx2 dots");
   return k;
 }
 

@@ -67,11 +67,11 @@ struct Vec<double> {
 }  // namespace
 
 const DotKernel<float>& dot_kernel_avx512_f32() {
-  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 4, 8, float>("avx512 dots");
+  static const DotKernel<float> k = make_dot_kernel<Vec<float>, 8, 4, 8, float>("avx512 dots");
   return k;
 }
 const DotKernel<double>& dot_kernel_avx512_f64() {
-  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 4, 8, double>("avx512 dots");
+  static const DotKernel<double> k = make_dot_kernel<Vec<double>, 8, 4, 8, double>("avx512 dots");
   return k;
 }
 

@@ -27,6 +27,8 @@ void dot_block_portable(const T* const* a, const T* const* b, index_t n, T* out)
 template <class T>
 DotKernel<T> portable_kernel() {
   return DotKernel<T>{{&dot_rows_portable<1, T>, &dot_rows_portable<2, T>, &dot_rows_portable<4, T>},
+                      4,
+                      &dot_rows_portable<4, T>,
                       {{1, &dot_block_portable<4, T>}, {1, &dot_block_portable<2, T>}},
                       "portable dots"};
 }

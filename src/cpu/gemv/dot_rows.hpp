@@ -31,12 +31,12 @@ void dot_rows(const T* const* a, const T* x, index_t n, T* out) {
   using Reg = typename V::type;
   constexpr int L = V::lanes;
   Reg s0[R], s1[R];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) s0[r] = V::zero(), s1[r] = V::zero();
   index_t j = 0;
   for (; j + 2 * L <= n; j += 2 * L) {
     const Reg x0 = V::load(x + j), x1 = V::load(x + j + L);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       s0[r] = V::fma(V::load(a[r] + j), x0, s0[r]);
       s1[r] = V::fma(V::load(a[r] + j + L), x1, s1[r]);
@@ -86,10 +86,12 @@ void dot_block(const T* const* a, const T* const* b, index_t n, T* out) {
   for (int q = 0; q < RA * RB; q += 4) V::sum4(s[q], s[q + 1], s[q + 2], s[q + 3], out + q);
 }
 
-// RA4 x 4 and RA2 x 2 tiles.
-template <class V, int RA4, int RA2, class T>
+// Up to Widest rows at once; RA4 x 4 and RA2 x 2 tiles.
+template <class V, int Widest, int RA4, int RA2, class T>
 DotKernel<T> make_dot_kernel(const char* name) {
   return DotKernel<T>{{&dot_rows<V, 1, T>, &dot_rows<V, 2, T>, &dot_rows<V, 4, T>},
+                      Widest,
+                      &dot_rows<V, Widest, T>,
                       {{RA4, &dot_block<V, RA4, 4, T>}, {RA2, &dot_block<V, RA2, 2, T>}},
                       name};
 }

@@ -34,6 +34,10 @@ struct DotKernel {
     Block run;
   };
   Rows rows[3];  // 1, 2 and 4 rows
+  // The most rows at once, the GEMV's step: 8 on AVX-512 (16 accumulators of
+  // its 32 registers), else 4 (rows[2]).
+  int widest_rows;
+  Rows widest;
   Tile tiles[2];  // 4 and 2 columns
   const char* name;
 };

@@ -4,7 +4,8 @@
 // bound by memory bandwidth, so the code aims at streaming A at full speed on
 // every core, whatever the layout:
 //   * rows contiguous (row-major, any ld): each thread takes a block of rows
-//     and computes four dot products at a time, sharing each load of x
+//     and computes eight (AVX-512) or four dot products at a time, sharing
+//     each load of x
 //     (dots.hpp: one kernel per instruction set);
 //   * columns contiguous (column-major, any ld): each thread owns a block of
 //     2048 rows of y (8 KiB in FP32, stays in L1) and adds four columns of A
@@ -81,18 +82,22 @@ T finish(T alpha, T acc, T beta, const T* y) {
   return beta == T(0) ? alpha * acc : alpha * acc + beta * *y;
 }
 
-// Rows [i0, i1) of y from A's contiguous rows, four at a time.
+// Rows [i0, i1) of y from A's contiguous rows, dots.widest_rows at a time,
+// then four, two, one.
 template <class T>
 void gemv_rows(const GemvCall<T>& c, const cpu::DotKernel<T>& dots, index_t i0, index_t i1) {
   const index_t n = c.a.cols(), ld = c.a.layout.rows.stride[0];
-  for (; i0 < i1; i0 += 4) {
-    const int count = int(std::min<index_t>(4, i1 - i0));
-    const T* rows[4];
-    for (int r = 0; r < 4; ++r) rows[r] = c.a.data + (i0 + std::min(r, count - 1)) * ld;
-    T acc[4];
-    if (count == 4) dots.rows[2](rows, c.x, n, acc);
-    else for (int r = 0; r < count; ++r) dots.rows[0](rows + r, c.x, n, acc + r);
+  constexpr int kMaxRows = 8;
+  while (i0 < i1) {
+    const index_t left = i1 - i0;
+    const int count = left >= dots.widest_rows ? dots.widest_rows : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    const T* rows[kMaxRows];
+    for (int r = 0; r < count; ++r) rows[r] = c.a.data + (i0 + r) * ld;
+    T acc[kMaxRows];
+    if (count == dots.widest_rows) dots.widest(rows, c.x, n, acc);
+    else dots.rows[count == 4 ? 2 : count - 1](rows, c.x, n, acc);
     for (int r = 0; r < count; ++r) c.y[i0 + r] = finish(c.alpha, acc[r], c.beta, c.y + i0 + r);
+    i0 += count;
   }
 }
 
@@ -101,11 +106,11 @@ void gemv_rows_contiguous(const GemvCall<T>& c) {
   const index_t m = c.a.rows();
   const cpu::DotKernel<T>& dots = cpu::dot_kernel<T>(cpu::selected_isa());
   if (c.threads == 1) return gemv_rows(c, dots, 0, m);  // no parallel region: it costs a small GEMV's time
-  const index_t quads = (m + 3) / 4;
+  const index_t step = dots.widest_rows, blocks = (m + step - 1) / step;
 #pragma omp parallel num_threads(c.threads)
   {
     const index_t t = omp_get_thread_num(), parts = omp_get_num_threads();
-    gemv_rows(c, dots, 4 * (quads * t / parts), std::min(m, 4 * (quads * (t + 1) / parts)));
+    gemv_rows(c, dots, step * (blocks * t / parts), std::min(m, step * (blocks * (t + 1) / parts)));
   }
 }
 
