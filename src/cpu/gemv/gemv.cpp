@@ -5,8 +5,7 @@
 // every core, whatever the layout:
 //   * rows contiguous (row-major, any ld): each thread takes a block of rows
 //     and computes eight (AVX-512) or four dot products at a time, sharing
-//     each load of x
-//     (dots.hpp: one kernel per instruction set);
+//     each load of x (dots.hpp: one kernel per instruction set);
 //   * columns contiguous (column-major, any ld): each thread owns a block of
 //     2048 rows of y (8 KiB in FP32, stays in L1) and adds four columns of A
 //     at a time into it (axpy form), so A is still read contiguously;
