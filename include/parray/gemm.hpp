@@ -33,7 +33,7 @@ struct GemmOptions {
 };
 
 template <class T>
-void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
+void gemm(T alpha, const MatrixView<const T>& a, const MatrixView<const T>& b, T beta, const MatrixView<T>& c,
           const GemmOptions& options = {});
 
 // The same through an implementation already taken from the registry
@@ -41,8 +41,8 @@ void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixV
 // GemmOptions.
 struct GemmImpl;
 template <class T>
-void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
-          int threads = 0, std::optional<Precision> precision = {}, GpuStream stream = nullptr);
+void gemm(const GemmImpl& impl, T alpha, const MatrixView<const T>& a, const MatrixView<const T>& b, T beta,
+          const MatrixView<T>& c, int threads = 0, std::optional<Precision> precision = {}, GpuStream stream = nullptr);
 
 // The same for views of non-const data (what Array::view returns).
 template <class T>
@@ -61,14 +61,16 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
           const T* a, index_t lda, const T* b, index_t ldb, T beta, T* c, index_t ldc,
           const GemmOptions& options = {});
 
-extern template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
-                                 MatrixView<float>, const GemmOptions&);
-extern template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
-                                 MatrixView<float>, int, std::optional<Precision>, GpuStream);
-extern template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>,
-                                  double, MatrixView<double>, int, std::optional<Precision>, GpuStream);
-extern template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
-                                  MatrixView<double>, const GemmOptions&);
+extern template void gemm<float>(float, const MatrixView<const float>&, const MatrixView<const float>&, float,
+                                 const MatrixView<float>&, const GemmOptions&);
+extern template void gemm<float>(const GemmImpl&, float, const MatrixView<const float>&,
+                                 const MatrixView<const float>&, float, const MatrixView<float>&, int,
+                                 std::optional<Precision>, GpuStream);
+extern template void gemm<double>(const GemmImpl&, double, const MatrixView<const double>&,
+                                  const MatrixView<const double>&, double, const MatrixView<double>&, int,
+                                  std::optional<Precision>, GpuStream);
+extern template void gemm<double>(double, const MatrixView<const double>&, const MatrixView<const double>&, double,
+                                  const MatrixView<double>&, const GemmOptions&);
 extern template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*,
                                  index_t, const float*, index_t, float, float*, index_t, const GemmOptions&);
 extern template void gemm<double>(Order, Trans, Trans, index_t, index_t, index_t, double, const double*,

@@ -115,9 +115,9 @@ inline std::string precision_shortfall(const GemmImpl& impl, Dtype d, std::optio
 // implementation would receive, or nothing where the corner case has done
 // the work.
 template <class T>
-std::optional<GemmCall<T>> checked_gemm_call(const GemmImpl& impl, T alpha, MatrixView<const T> a,
-                                             MatrixView<const T> b, T beta, MatrixView<T> c, int threads,
-                                             std::optional<Precision> precision, GpuStream stream);
+std::optional<GemmCall<T>> checked_gemm_call(const GemmImpl& impl, T alpha, const MatrixView<const T>& a,
+                                             const MatrixView<const T>& b, T beta, const MatrixView<T>& c,
+                                             int threads, std::optional<Precision> precision, GpuStream stream);
 
 class Registry : public ImplRegistry<GemmImpl> {
  public:

@@ -22,6 +22,7 @@ namespace parray {
 
 namespace {
 
+#if PARRAY_HAVE_CUDA
 // Every storage element in [0, span) belongs to the matrix: copying the span
 // as bytes writes nothing else.
 bool dense(const MatrixLayout& l) { return l.span() == l.rows.size * l.cols.size; }
@@ -36,7 +37,6 @@ bool same_layout(const MatrixLayout& a, const MatrixLayout& b) {
   return same_axis(a.rows, b.rows) && same_axis(a.cols, b.cols);
 }
 
-#if PARRAY_HAVE_CUDA
 template <class T>
 Array<T> device_buffer(index_t elements) {
   return Array<T>(Layout::dense({std::max<index_t>(elements, 1)}), Memory::device);

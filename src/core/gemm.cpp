@@ -82,23 +82,24 @@ int resolve_threads(int requested) {
 // A user's name is looked up here; the harness, which holds the
 // implementation already, calls the overload below directly.
 template <class T>
-void gemm(T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
+void gemm(T alpha, const MatrixView<const T>& a, const MatrixView<const T>& b, T beta, const MatrixView<T>& c,
           const GemmOptions& options) {
   gemm<T>(find_impl(options.impl), alpha, a, b, beta, c, options.threads, options.precision, options.stream);
 }
 
 template <class T>
-void gemm(const GemmImpl& impl, T alpha, MatrixView<const T> a, MatrixView<const T> b, T beta, MatrixView<T> c,
-          int requested_threads, std::optional<Precision> precision, GpuStream stream) {
+void gemm(const GemmImpl& impl, T alpha, const MatrixView<const T>& a, const MatrixView<const T>& b, T beta,
+          const MatrixView<T>& c, int requested_threads, std::optional<Precision> precision, GpuStream stream) {
   if (const std::optional<GemmCall<T>> call =
           checked_gemm_call<T>(impl, alpha, a, b, beta, c, requested_threads, precision, stream))
     impl.run(*call);
 }
 
 template <class T>
-std::optional<GemmCall<T>> checked_gemm_call(const GemmImpl& impl, T alpha, MatrixView<const T> a,
-                                             MatrixView<const T> b, T beta, MatrixView<T> c, int requested_threads,
-                                             std::optional<Precision> precision, GpuStream stream) {
+std::optional<GemmCall<T>> checked_gemm_call(const GemmImpl& impl, T alpha, const MatrixView<const T>& a,
+                                             const MatrixView<const T>& b, T beta, const MatrixView<T>& c,
+                                             int requested_threads, std::optional<Precision> precision,
+                                             GpuStream stream) {
   check_sizes(a, "A");
   check_sizes(b, "B");
   check_sizes(c, "C");
@@ -170,24 +171,26 @@ void gemm(Order order, Trans trans_a, Trans trans_b, index_t m, index_t n, index
   gemm(alpha, va, vb, beta, MatrixView<T>{c, stored(m, n, ldc)}, options);
 }
 
-template void gemm<float>(float, MatrixView<const float>, MatrixView<const float>, float,
-                          MatrixView<float>, const GemmOptions&);
-template void gemm<float>(const GemmImpl&, float, MatrixView<const float>, MatrixView<const float>, float,
-                          MatrixView<float>, int, std::optional<Precision>, GpuStream);
-template void gemm<double>(const GemmImpl&, double, MatrixView<const double>, MatrixView<const double>, double,
-                           MatrixView<double>, int, std::optional<Precision>, GpuStream);
-template void gemm<double>(double, MatrixView<const double>, MatrixView<const double>, double,
-                           MatrixView<double>, const GemmOptions&);
+template void gemm<float>(float, const MatrixView<const float>&, const MatrixView<const float>&, float,
+                          const MatrixView<float>&, const GemmOptions&);
+template void gemm<float>(const GemmImpl&, float, const MatrixView<const float>&, const MatrixView<const float>&,
+                          float, const MatrixView<float>&, int, std::optional<Precision>, GpuStream);
+template void gemm<double>(const GemmImpl&, double, const MatrixView<const double>&, const MatrixView<const double>&,
+                           double, const MatrixView<double>&, int, std::optional<Precision>, GpuStream);
+template void gemm<double>(double, const MatrixView<const double>&, const MatrixView<const double>&, double,
+                           const MatrixView<double>&, const GemmOptions&);
 template void gemm<float>(Order, Trans, Trans, index_t, index_t, index_t, float, const float*, index_t,
                           const float*, index_t, float, float*, index_t, const GemmOptions&);
 template void gemm<double>(Order, Trans, Trans, index_t, index_t, index_t, double, const double*,
                            index_t, const double*, index_t, double, double*, index_t, const GemmOptions&);
-template std::optional<GemmCall<float>> checked_gemm_call<float>(const GemmImpl&, float, MatrixView<const float>,
-                                                                 MatrixView<const float>, float, MatrixView<float>,
-                                                                 int, std::optional<Precision>, GpuStream);
-template std::optional<GemmCall<double>> checked_gemm_call<double>(const GemmImpl&, double, MatrixView<const double>,
-                                                                   MatrixView<const double>, double,
-                                                                   MatrixView<double>, int, std::optional<Precision>,
-                                                                   GpuStream);
+template std::optional<GemmCall<float>> checked_gemm_call<float>(const GemmImpl&, float, const MatrixView<const float>&,
+                                                                 const MatrixView<const float>&, float,
+                                                                 const MatrixView<float>&, int, std::optional<Precision>,
+                                                                 GpuStream);
+template std::optional<GemmCall<double>> checked_gemm_call<double>(const GemmImpl&, double,
+                                                                   const MatrixView<const double>&,
+                                                                   const MatrixView<const double>&, double,
+                                                                   const MatrixView<double>&, int,
+                                                                   std::optional<Precision>, GpuStream);
 
 }  // namespace parray
