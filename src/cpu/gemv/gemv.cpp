@@ -113,27 +113,39 @@ void gemv_rows_contiguous(const GemvCall<T>& c) {
   }
 }
 
+// Rows [i0, i0 + mb) of y (mb <= kColsBlock) from A's contiguous columns,
+// summed in t.
+constexpr index_t kColsBlock = 2048;  // rows of y per task: 8 KiB (FP32) stays in L1
+
+template <class T>
+void gemv_cols_block(const GemvCall<T>& c, index_t i0, index_t mb, T* t) {
+  const index_t n = c.a.cols(), ld = c.a.layout.cols.stride[0];
+  const T* a = c.a.data;
+  std::fill(t, t + mb, T(0));
+  index_t j = 0;
+  for (; j + 8 <= n; j += 8) axpy8(t, a + i0 + j * ld, ld, c.x + j, mb);
+  for (; j + 4 <= n; j += 4)
+    axpy4(t, a + i0 + j * ld, a + i0 + (j + 1) * ld, a + i0 + (j + 2) * ld, a + i0 + (j + 3) * ld, c.x[j],
+          c.x[j + 1], c.x[j + 2], c.x[j + 3], mb);
+  for (; j < n; ++j) axpy1(t, a + i0 + j * ld, c.x[j], mb);
+  for (index_t i = 0; i < mb; ++i) c.y[i0 + i] = finish(c.alpha, t[i], c.beta, c.y + i0 + i);
+}
+
 template <class T>
 void gemv_cols_contiguous(const GemvCall<T>& c) {
-  const index_t m = c.a.rows(), n = c.a.cols(), ld = c.a.layout.cols.stride[0];
-  const T* a = c.a.data;
-  constexpr index_t kBlock = 2048;  // rows of y per task: 8 KiB (FP32) stays in L1
-  const index_t blocks = (m + kBlock - 1) / kBlock;
-#pragma omp parallel num_threads(c.threads) if (c.threads > 1)
+  const index_t m = c.a.rows(), blocks = (m + kColsBlock - 1) / kColsBlock;
+  if (c.threads == 1) {  // no parallel region: it costs a small GEMV's time
+    alignas(64) T t[kColsBlock];
+    for (index_t b = 0; b < blocks; ++b)
+      gemv_cols_block(c, b * kColsBlock, std::min(kColsBlock, m - b * kColsBlock), t);
+    return;
+  }
+#pragma omp parallel num_threads(c.threads)
   {
-    alignas(64) T t[kBlock];
+    alignas(64) T t[kColsBlock];
 #pragma omp for schedule(static)
-    for (index_t b = 0; b < blocks; ++b) {
-      const index_t i0 = b * kBlock, mb = std::min(kBlock, m - i0);
-      std::fill(t, t + mb, T(0));
-      index_t j = 0;
-      for (; j + 8 <= n; j += 8) axpy8(t, a + i0 + j * ld, ld, c.x + j, mb);
-      for (; j + 4 <= n; j += 4)
-        axpy4(t, a + i0 + j * ld, a + i0 + (j + 1) * ld, a + i0 + (j + 2) * ld, a + i0 + (j + 3) * ld, c.x[j],
-              c.x[j + 1], c.x[j + 2], c.x[j + 3], mb);
-      for (; j < n; ++j) axpy1(t, a + i0 + j * ld, c.x[j], mb);
-      for (index_t i = 0; i < mb; ++i) c.y[i0 + i] = finish(c.alpha, t[i], c.beta, c.y + i0 + i);
-    }
+    for (index_t b = 0; b < blocks; ++b)
+      gemv_cols_block(c, b * kColsBlock, std::min(kColsBlock, m - b * kColsBlock), t);
   }
 }
 

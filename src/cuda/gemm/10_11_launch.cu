@@ -75,7 +75,7 @@ void gemm_parray_fig21(const GemmCall<float>& call) {
     // #parray {cuda(float a, float b, float c) [[M/16][N/256]][[4][32]]} CUDA
     const CudaThreadArray CUDA(ThreadShape::nested({{int(ceil_div(cur.M, 16)), int(ceil_div(cur.N, 256))}, {4, 32}}));
     ladder::ParrayFig21<decltype(a), decltype(b), decltype(c)> body{cur.M, cur.N, cur.K, cur.alpha, a, b,
-                                                                    cur.beta, c, pairs};
+                                                                    cur.beta, c, pairs, {}, {}};
     // Bounded to 8 blocks per SM (64 registers, a few spills) where the grid
     // is more than one wave of the unbounded build: nested operands, which fit
     // 5 blocks unbounded, on any such grid; strided ones, which fit 7, only where
