@@ -222,8 +222,8 @@ void store_row(const MatrixView<T>& c, index_t i, const T* acc, T alpha, T beta)
   }
 }
 
-// Row `row` of C's columns [j, n): the dot kernels' "rows" are B's columns
-// and the vector is A's row, four, then two, then one at a time.
+// One row of C, its columns [j, n) into acc: the dot kernels' "rows" are
+// B's columns and the vector is A's row, four, then two, then one at a time.
 template <class T>
 void few_columns_of_row(const DotKernel<T>& dots, const T* row, const T* const* cols, index_t j, index_t n,
                         index_t k, T* acc) {
@@ -273,7 +273,7 @@ bool gemm_few_columns(const GemmCall<T>& call) {
   const DotKernel<T>& dots = dot_kernel<T>(selected_isa());
   ColumnGroup groups[kFewColumns];
   const int group_count = column_groups(n, groups);
-  constexpr index_t kMaxBlock = 8;  // rows of the tallest tile
+  constexpr index_t kMaxBlock = 8;  // rows of the tallest tile (AVX-512's 8 x 2)
   const index_t lda = m > 1 ? la.rows.stride[0] : 0, block = dots.tiles[1].rows;
   const int threads = int(std::max<index_t>(1, std::min<index_t>(call.threads, m * k / 65536)));
   const T alpha = call.alpha, beta = call.beta;
