@@ -66,6 +66,7 @@ TEST(Cli, BadInputExitsWithStatusTwo) {
   expect_cli_bad_input("bench shapes --device tpu", "--device is gpu or cpu");
   expect_cli_bad_input("bench shapes --count 0", "--count must be");
   expect_cli_bad_input("bench shapes --count 5 --from 6", "--from must be");
+  expect_cli_bad_input("bench shapes --device cpu --precision tf32", "the CPU suite runs fp32 and fp64");
   expect_cli_bad_input("bench calls --calls 0", "--calls must be");
   expect_cli_bad_input("bench calls --threads 0 --timeline t.csv", "--threads must be");
   expect_cli_bad_input("bench calls --impl no-such-gemm", "unknown implementation");

@@ -2,7 +2,7 @@
 // library a user would otherwise call for each, in the same run.
 //
 //   parray bench shapes [--device gpu|cpu] [--count N] [--seed S]
-//                       [--precision fp32,tf32,bf16,fp16,fp64] [--max-extent E]
+//                       [--precision fp32,tf32,bf16,fp16,fp64 (GPU) | fp32,fp64 (CPU)] [--max-extent E]
 //                       [--max-gflop G] [--max-gib B] [--threads T] [--csv F]
 //
 // M, N and K are drawn log-uniform in [1, --max-extent] (65536), a problem
@@ -11,7 +11,8 @@
 // and large squares alike. Each problem runs at every precision asked: on the
 // GPU the default GEMM (gpu-auto) against cuBLAS's call for that precision
 // (SGEMM, TF32, BF16, FP16 GemmEx; fp64: FP64 data against DGEMM), on the
-// CPU parray-cpu against OpenBLAS.
+// CPU parray-cpu against OpenBLAS (fp32: SGEMM, fp64: FP64 data against
+// DGEMM). Without --precision: fp32, tf32, bf16 on the GPU, fp32 on the CPU.
 // Every row is verified first. The summary: the worst ratio, the geometric
 // mean and the ten worst problems, per precision and over all.
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ namespace parray {
 namespace {
 
 struct ShapesArgs {
-  std::string device = "gpu", precisions = "fp32,tf32,bf16", csv;
+  std::string device = "gpu", precisions, csv;  // precisions: empty for the device's own
   int count = 300, from = 1, threads = 0;
   std::uint64_t seed = 1;
   index_t max_extent = 65536;
@@ -103,8 +104,12 @@ int run_shapes(const ShapesArgs& a) {
   if (a.max_extent < 1) throw Error("bench shapes: --max-extent must be >= 1");
   if (!(a.max_gflop > 0) || !(a.max_gib > 0)) throw Error("bench shapes: --max-gflop and --max-gib must be positive");
   std::vector<Precision> precisions;
-  for (const std::string& t : tools::split_list(a.precisions, ',')) precisions.push_back(parse_precision(t));
-  if (a.device == "cpu") precisions = {Precision::fp32};
+  const std::string asked = a.precisions.empty() ? (a.device == "gpu" ? "fp32,tf32,bf16" : "fp32") : a.precisions;
+  for (const std::string& t : tools::split_list(asked, ',')) precisions.push_back(parse_precision(t));
+  for (Precision p : precisions)
+    if (a.device == "cpu" && p != Precision::fp32 && p != Precision::fp64)
+      throw Error(std::string("bench shapes: the CPU suite runs fp32 and fp64 (parray-cpu has no ") +
+                  precision_name(p) + " products)");
   const std::string ours = a.device == "gpu" ? "gpu-auto" : "parray-cpu";
   for (Precision p : precisions) registry().find(baseline_for(a.device, p));  // a clear error before any run
   registry().find(ours);
@@ -163,7 +168,9 @@ std::vector<tools::CliCommand> add_shapes_commands(CLI::App&, CLI::App& bench) {
                 "the first problem run (1-based; the draw is the same, so a run cut short goes on from here)")
       ->capture_default_str();
   c->add_option("--seed", a->seed, "seed of the draw and of the inputs")->capture_default_str();
-  c->add_option("--precision", a->precisions, "comma list: fp32, tf32, bf16, fp16, fp64 (GPU; fp64: FP64 data against DGEMM)")->capture_default_str();
+  c->add_option("--precision", a->precisions,
+                "comma list: fp32, tf32, bf16, fp16, fp64 on the GPU (default fp32,tf32,bf16), fp32, fp64 on the CPU "
+                "(default fp32); fp64: FP64 data against DGEMM");
   c->add_option("--max-extent", a->max_extent, "M, N, K log-uniform in [1, this]")->capture_default_str();
   c->add_option("--max-gflop", a->max_gflop, "largest product, GFLOP")->capture_default_str();
   c->add_option("--max-gib", a->max_gib, "largest operands (host, device, FP64 reference), GiB")->capture_default_str();

@@ -23,6 +23,10 @@ constexpr double kStreamBytes = 16.0 * (1 << 20);
 // barrier, a few microseconds) than it saves.
 constexpr double kDirectThreadWork = 128.0 * 128 * 128;
 
+// A packed B panel is reused by each of C's row tiles: below this many rows
+// of C (8 to 12 tiles) its packing is not repaid, whatever K and N.
+constexpr index_t kDirectFewRows = 96;
+
 }  // namespace
 
 // Packing costs a pass over A and B plus the driver's set-up (a large share
@@ -31,7 +35,8 @@ constexpr double kDirectThreadWork = 128.0 * 128 * 128;
 // (one page per row for wide B). Direct: up to BlockSizes::direct_work
 // multiply-adds (config_table.hpp), and any problem whose K fits one KC block
 // (every element of A and B is then read once per row/column block either
-// way). Measured: docs/perf-notes.md, CPU section.
+// way), or with few rows of C (kDirectFewRows). Measured: docs/perf-notes.md,
+// CPU section.
 bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, const BlockSizes& bs) {
   const Choice force = cpu_tuning().direct;
   if (force != Choice::automatic) return force == Choice::on;
@@ -40,7 +45,7 @@ bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, c
   // (docs/perf-notes.md).
   if (c_outlives_caches(m, n, element_bytes)) return false;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return work <= bs.direct_work || k <= bs.kc_direct;
+  return work <= bs.direct_work || k <= bs.kc_direct || m <= kDirectFewRows;
 }
 
 template <class T>
