@@ -52,6 +52,9 @@ index_t block_rows(index_t left, index_t mc, index_t least, index_t threads, int
 // columns was ahead again (docs/perf-notes.md).
 constexpr index_t kAlongRowsMaxK = 128;
 
+// Up to this many MC row blocks the threads split B's panels, not C's rows.
+constexpr index_t kSplitColumnsRowBlocks = 8;
+
 // One call of the packed path: what all threads share, set up by the calling
 // thread, and the steps each thread of the parallel region takes.
 template <class T>
@@ -94,7 +97,7 @@ class BlockedGemm {
   void pack_b_share(Worker& w, bool by_runs, index_t jc, index_t nc, index_t panels, index_t jp0, index_t jp1,
                     index_t pc, index_t kc, T* dst) const;
   bool claim_row_block(index_t step_start, index_t nt, index_t& ic, index_t& mc);
-  void multiply_row_block(Worker& w, const BStep& s, index_t ic, index_t mc) const;
+  void multiply_row_block(Worker& w, const BStep& s, index_t ic, index_t mc, index_t jp0, index_t jp1) const;
   void load_panel(const BStep& s, index_t jp, Panel& p) const;
   typename MicroKernel<T>::Run edge_kernel(index_t cols) const;
   void run_tile(Worker& w, const BStep& s, const Panel& p, index_t mc, index_t ir, index_t panel_lines) const;
@@ -113,6 +116,9 @@ class BlockedGemm {
   int threads_ = 1;
   std::atomic<index_t> next_row_{0};
   index_t even_mc_ = 0, least_mc_ = 0;
+  // Each thread all of C's rows over the B panels it packed itself, instead
+  // of row blocks claimed over all panels (few rows: see the constructor).
+  bool split_columns_ = false;
 };
 
 template <class T>
@@ -150,6 +156,10 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   const index_t even_blocks = std::max<index_t>((m + bs_.mc - 1) / bs_.mc, 1);
   even_mc_ = std::min<index_t>(bs_.mc, ((m + even_blocks - 1) / even_blocks + mr - 1) / mr * mr);
   least_mc_ = std::max<index_t>(mr, even_mc_ / 2 / mr * mr);
+  // With few row blocks, each thread's would read every packed B panel (from
+  // L3) for a few row tiles; split by panels instead: each thread uses only
+  // the panels it packed itself, each for all of M (docs/perf-notes.md).
+  split_columns_ = threads_ > 1 && m <= kSplitColumnsRowBlocks * bs_.mc && (n + nr - 1) / nr >= 4 * threads_;
 }
 
 template <class T>
@@ -177,11 +187,21 @@ void BlockedGemm<T>::thread_main() {
       T* const b_packed = b_buffers_[step & 1];
       pack_b_share(w, by_runs, jc, nc, panels, jp0, jp1, pc, kc, b_packed);
 #pragma omp barrier
-      // B is packed before anyone uses it.
+      // B is packed before anyone uses it; and every thread is done with the
+      // previous KC step, whose buffer the next step packs into (also where
+      // each thread reads only its own panels: the shares and KC, so the
+      // panels' places, change from one column block or KC step to the next).
       const BStep s{jc, nc, panels, pc, kc, b_packed, pc == 0 ? call_.beta : T(1)};
+      if (split_columns_) {  // this thread's own panels, for all of C's rows
+        for (index_t ic = 0, mc = 0; ic < m_; ic += mc) {
+          mc = std::min(even_mc_, m_ - ic);
+          multiply_row_block(w, s, ic, mc, jp0, jp1);
+        }
+        continue;
+      }
       const index_t step_start = static_cast<index_t>(step) * m_;
       index_t ic = 0, mc = 0;
-      while (claim_row_block(step_start, w.nt, ic, mc)) multiply_row_block(w, s, ic, mc);
+      while (claim_row_block(step_start, w.nt, ic, mc)) multiply_row_block(w, s, ic, mc, 0, panels);
     }  // no barrier: the next KC step packs into the other buffer
   }
 }
@@ -229,7 +249,8 @@ bool BlockedGemm<T>::claim_row_block(index_t step_start, index_t nt, index_t& ic
 }
 
 template <class T>
-void BlockedGemm<T>::multiply_row_block(Worker& w, const BStep& s, index_t ic, index_t mc) const {
+void BlockedGemm<T>::multiply_row_block(Worker& w, const BStep& s, index_t ic, index_t mc, index_t jp0,
+                                        index_t jp1) const {
   with_axes(call_.a.layout, a_rows_, a_cols_, [&](auto row, auto col) {
     pack_a(call_.a.data, row, col, ic, mc, s.pc, s.kc, mr_, uk_.pack_rows, w.a_packed);
   });
@@ -237,13 +258,13 @@ void BlockedGemm<T>::multiply_row_block(Worker& w, const BStep& s, index_t ic, i
   const index_t panel_lines = (nr_ * s.kc * static_cast<index_t>(sizeof(T)) + 63) / 64;
   Panel panel;
   if (order_ == TileOrder::down_columns) {
-    for (index_t jp = 0; jp < s.panels; ++jp) {
+    for (index_t jp = jp0; jp < jp1; ++jp) {
       load_panel(s, jp, panel);
       for (index_t ir = 0; ir < mc; ir += mr_) run_tile(w, s, panel, mc, ir, panel_lines);
     }
   } else {
     for (index_t ir = 0; ir < mc; ir += mr_)
-      for (index_t jp = 0; jp < s.panels; ++jp) {
+      for (index_t jp = jp0; jp < jp1; ++jp) {
         load_panel(s, jp, panel);
         run_tile(w, s, panel, mc, ir, panel_lines);
       }
