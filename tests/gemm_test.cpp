@@ -96,14 +96,17 @@ std::vector<GemmProblem> grid() {
   // steps): with two threads each uses only the B panels it packed, down to
   // a partial last panel (500 % 48 = 20, 500 % 24 = 20), without a barrier
   // between the KC steps' two buffers.
-  for (Dtype d : {Dtype::f32, Dtype::f64}) {
-    GemmProblem p;
-    p.dtype = d;
-    p.m = 150, p.k = 1300, p.n = 500;
-    p.layout_a = p.layout_b = p.layout_c = "row";
-    p.alpha = -1.5, p.beta = 0.5;
-    out.push_back(p);
-  }
+  // With one row block (40 rows; 4, fewer than a tile's) each B panel is
+  // packed into the thread's own buffer just before its row tiles run.
+  for (Dtype d : {Dtype::f32, Dtype::f64})
+    for (index_t m : {150, 40, 4}) {
+      GemmProblem p;
+      p.dtype = d;
+      p.m = m, p.k = 1300, p.n = 500;
+      p.layout_a = p.layout_b = p.layout_c = "row";
+      p.alpha = -1.5, p.beta = 0.5;
+      out.push_back(p);
+    }
   // FP32 through the packed path with two threads: B packed row by row with a
   // short last panel (100 = 2 x 48 + 4) in the second thread's share, row
   // blocks handed out at run time down to a partial last one (500 rows: blocks

@@ -99,6 +99,9 @@ class BlockedGemm {
   bool claim_row_block(index_t step_start, index_t nt, index_t& ic, index_t& mc);
   void multiply_row_block(Worker& w, const BStep& s, index_t ic, index_t mc, index_t jp0, index_t jp1) const;
   void load_panel(const BStep& s, index_t jp, Panel& p) const;
+  void panel_columns(index_t j, Panel& p) const;
+  void multiply_panels_packed_in_turn(Worker& w, index_t jc, index_t nc, index_t jp0, index_t jp1, index_t pc,
+                                      index_t kc, T beta) const;
   typename MicroKernel<T>::Run edge_kernel(index_t cols) const;
   void run_tile(Worker& w, const BStep& s, const Panel& p, index_t mc, index_t ir, index_t panel_lines) const;
   void merge_edge(const Worker& w, T beta, const Panel& p, index_t ir, index_t rows) const;
@@ -119,6 +122,9 @@ class BlockedGemm {
   // Each thread all of C's rows over the B panels it packed itself, instead
   // of row blocks claimed over all panels (few rows: see the constructor).
   bool split_columns_ = false;
+  // Split by panels with one row block: each B panel packed into the
+  // thread's own buffer just before its row tiles use it (stays in L2).
+  bool panels_in_turn_ = false;
 };
 
 template <class T>
@@ -145,8 +151,11 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   const std::size_t b_elems = static_cast<std::size_t>(nc_max * kc_max_);
   b_buffers_[0] = thread_buffer<T>(b_elems, 1);
   b_buffers_[1] = thread_buffer<T>(b_elems, 2);
-  const index_t tiles = (m + mr - 1) / mr;
-  threads_ = static_cast<int>(std::clamp<index_t>(call.threads, 1, std::max<index_t>(tiles, 1)));
+  // Threads share out C's row tiles, or B's panels (split_columns_ below).
+  const index_t tiles = (m + mr - 1) / mr, all_panels = (n + nr - 1) / nr;
+  const bool few_row_blocks = m <= kSplitColumnsRowBlocks * bs_.mc;
+  threads_ = static_cast<int>(std::clamp<index_t>(call.threads, 1,
+                                                  std::max<index_t>(few_row_blocks ? all_panels / 4 : tiles, 1)));
   // The row blocks of each KC step are handed out at run time from one
   // counter (position step * m + row): MC rows (evened out over M) while
   // plenty are left, then smaller blocks, down to half of that, so that the
@@ -159,7 +168,8 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   // With few row blocks, each thread's would read every packed B panel (from
   // L3) for a few row tiles; split by panels instead: each thread uses only
   // the panels it packed itself, each for all of M (docs/perf-notes.md).
-  split_columns_ = threads_ > 1 && m <= kSplitColumnsRowBlocks * bs_.mc && (n + nr - 1) / nr >= 4 * threads_;
+  split_columns_ = threads_ > 1 && few_row_blocks;
+  panels_in_turn_ = split_columns_ && m <= even_mc_;
 }
 
 template <class T>
@@ -184,6 +194,10 @@ void BlockedGemm<T>::thread_main() {
     const bool by_runs = b_share_as_runs(w, jc, nc, jp0, jp1);
     for (index_t pc = 0, kc = 0; pc < k_; pc += kc, ++step) {
       kc = k_block(k_ - pc, bs_.kc);
+      if (panels_in_turn_) {  // no shared buffer: no barrier
+        multiply_panels_packed_in_turn(w, jc, nc, jp0, jp1, pc, kc, pc == 0 ? call_.beta : T(1));
+        continue;
+      }
       T* const b_packed = b_buffers_[step & 1];
       pack_b_share(w, by_runs, jc, nc, panels, jp0, jp1, pc, kc, b_packed);
 #pragma omp barrier
@@ -274,9 +288,15 @@ void BlockedGemm<T>::multiply_row_block(Worker& w, const BStep& s, index_t ic, i
 template <class T>
 void BlockedGemm<T>::load_panel(const BStep& s, index_t jp, Panel& p) const {
   const int nr = nr_;
-  const index_t j = s.jc + jp * nr;
   p.packed = s.packed + jp * nr * s.kc;
   p.next = s.packed + (jp + 1 < s.panels ? jp + 1 : 0) * nr * s.kc;
+  panel_columns(s.jc + jp * nr, p);
+}
+
+// Where the panel of C's columns from j sits in C.
+template <class T>
+void BlockedGemm<T>::panel_columns(index_t j, Panel& p) const {
+  const int nr = nr_;
   p.first_col = j;
   p.cols = std::min<index_t>(nr, n_ - j);
   // Columns contiguous in C: straight into C, else through the edge buffer.
@@ -287,6 +307,30 @@ void BlockedGemm<T>::load_panel(const BStep& s, index_t jp, Panel& p) const {
     p.contiguous = consecutive(offsets, nr);
   }
   p.c_tile = call_.c.data + c_col(j);
+}
+
+// All of C's rows (one row block) over this thread's panels jp0 .. jp1 of
+// the block at jc, each packed into the thread's own buffer just before its
+// row tiles use it.
+template <class T>
+void BlockedGemm<T>::multiply_panels_packed_in_turn(Worker& w, index_t jc, index_t nc, index_t jp0, index_t jp1,
+                                                    index_t pc, index_t kc, T beta) const {
+  with_axes(call_.a.layout, a_rows_, a_cols_, [&](auto row, auto col) {
+    pack_a(call_.a.data, row, col, 0, m_, pc, kc, mr_, uk_.pack_rows, w.a_packed);
+  });
+  for (index_t r = 0; r < m_; ++r) w.block_rows_c[static_cast<std::size_t>(r)] = c_row(r);
+  T* const panel_buffer = thread_buffer<T>(static_cast<std::size_t>(nr_ * kc_max_), 3);
+  const BStep s{jc, nc, jp1, pc, kc, panel_buffer, beta};
+  for (index_t jp = jp0; jp < jp1; ++jp) {
+    const index_t j = jc + jp * nr_;
+    with_axes(call_.b.layout, b_rows_, b_cols_, [&](auto row, auto col) {
+      pack_b_panel(call_.b.data, row, col, pc, kc, j, std::min<index_t>(nr_, nc - jp * nr_), nr_, panel_buffer);
+    });
+    Panel p;
+    p.packed = p.next = panel_buffer;
+    panel_columns(j, p);
+    for (index_t ir = 0; ir < m_; ir += mr_) run_tile(w, s, p, m_, ir, 0);
+  }
 }
 
 // The kernel for a tile computed into the edge buffer: a narrow one when

@@ -23,11 +23,6 @@ constexpr double kStreamBytes = 16.0 * (1 << 20);
 // barrier, a few microseconds) than it saves.
 constexpr double kDirectThreadWork = 128.0 * 128 * 128;
 
-// A packed B panel is reused by each of C's row tiles: up to this many rows
-// of C its packing is not repaid, whatever K and N (FP32, FP64: a packed
-// FP64 panel costs twice the bytes for the same products).
-constexpr index_t direct_few_rows(std::size_t element_bytes) { return element_bytes == 8 ? 48 : 24; }
-
 }  // namespace
 
 // Packing costs a pass over A and B plus the driver's set-up (a large share
@@ -36,8 +31,7 @@ constexpr index_t direct_few_rows(std::size_t element_bytes) { return element_by
 // (one page per row for wide B). Direct: up to BlockSizes::direct_work
 // multiply-adds (config_table.hpp), and any problem whose K fits one KC block
 // (every element of A and B is then read once per row/column block either
-// way), or with few rows of C (direct_few_rows). Measured: docs/perf-notes.md,
-// CPU section.
+// way). Measured: docs/perf-notes.md, CPU section.
 bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, const BlockSizes& bs) {
   const Choice force = cpu_tuning().direct;
   if (force != Choice::automatic) return force == Choice::on;
@@ -46,7 +40,7 @@ bool prefer_direct(index_t m, index_t n, index_t k, std::size_t element_bytes, c
   // (docs/perf-notes.md).
   if (c_outlives_caches(m, n, element_bytes)) return false;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return work <= bs.direct_work || k <= bs.kc_direct || m <= direct_few_rows(element_bytes);
+  return work <= bs.direct_work || k <= bs.kc_direct;
 }
 
 template <class T>

@@ -174,7 +174,7 @@ T* thread_buffer(std::size_t elements, int which) {
     std::unique_ptr<T[], void (*)(void*)> data{nullptr, std::free};
     std::size_t size = 0;
   };
-  thread_local Buffer buffers[3];
+  thread_local Buffer buffers[4];
   Buffer& b = buffers[which];
   if (b.size < elements) {
     const std::size_t bytes = (elements * sizeof(T) + 63) / 64 * 64;
