@@ -151,11 +151,12 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   const std::size_t b_elems = static_cast<std::size_t>(nc_max * kc_max_);
   b_buffers_[0] = thread_buffer<T>(b_elems, 1);
   b_buffers_[1] = thread_buffer<T>(b_elems, 2);
-  // Threads share out C's row tiles, or B's panels (split_columns_ below).
-  const index_t tiles = (m + mr - 1) / mr, all_panels = (n + nr - 1) / nr;
-  const bool few_row_blocks = m <= kSplitColumnsRowBlocks * bs_.mc;
-  threads_ = static_cast<int>(std::clamp<index_t>(call.threads, 1,
-                                                  std::max<index_t>(few_row_blocks ? all_panels / 4 : tiles, 1)));
+  // Threads share out C's row tiles, or, with few row blocks, B's panels
+  // (at least four each) where that keeps as many threads busy.
+  const index_t tiles = (m + mr - 1) / mr, panel_shares = (n + nr - 1) / nr / 4;
+  const index_t threads = std::max<index_t>(call.threads, 1);
+  const bool split = m <= kSplitColumnsRowBlocks * bs_.mc && panel_shares >= std::min(threads, tiles);
+  threads_ = static_cast<int>(std::clamp<index_t>(threads, 1, std::max<index_t>(split ? panel_shares : tiles, 1)));
   // The row blocks of each KC step are handed out at run time from one
   // counter (position step * m + row): MC rows (evened out over M) while
   // plenty are left, then smaller blocks, down to half of that, so that the
@@ -168,7 +169,7 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   // With few row blocks, each thread's would read every packed B panel (from
   // L3) for a few row tiles; split by panels instead: each thread uses only
   // the panels it packed itself, each for all of M (docs/perf-notes.md).
-  split_columns_ = threads_ > 1 && few_row_blocks;
+  split_columns_ = threads_ > 1 && split;
   panels_in_turn_ = split_columns_ && m <= even_mc_;
 }
 
