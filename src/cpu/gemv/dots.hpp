@@ -50,8 +50,13 @@ const DotKernel<double>& dot_kernel_avx2_f64();
 const DotKernel<float>& dot_kernel_portable_f32();
 const DotKernel<double>& dot_kernel_portable_f64();
 
-// The kernels of `isa` (isa.hpp's selected_isa() for the CPU's own).
+// The kernels of `isa` (isa.hpp's selected_isa() for the CPU's own);
+// defined in dot_portable.cpp.
 template <class T>
 const DotKernel<T>& dot_kernel(Isa isa);
+template <>
+const DotKernel<float>& dot_kernel<float>(Isa isa);
+template <>
+const DotKernel<double>& dot_kernel<double>(Isa isa);
 
 }  // namespace parray::cpu
