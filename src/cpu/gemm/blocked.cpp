@@ -144,13 +144,6 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   }
   const index_t nc_max = std::min<index_t>(bs_.nc, (n + nr - 1) / nr * nr);
   kc_max_ = std::min<index_t>(k_block_limit(bs_.kc), k);
-  // Two packed B blocks, used in turn: a thread done with its rows at one KC
-  // step packs its share of the next block into the other buffer while the
-  // others still read this one, so one barrier per KC step suffices (the one
-  // after packing: every thread has then finished with the block before).
-  const std::size_t b_elems = static_cast<std::size_t>(nc_max * kc_max_);
-  b_buffers_[0] = thread_buffer<T>(b_elems, 1);
-  b_buffers_[1] = thread_buffer<T>(b_elems, 2);
   // Threads share out C's row tiles, or, with few row blocks, B's panels
   // (at least four each) where that keeps as many threads busy.
   const index_t tiles = (m + mr - 1) / mr, panel_shares = (n + nr - 1) / nr / 4;
@@ -171,6 +164,14 @@ BlockedGemm<T>::BlockedGemm(const GemmCall<T>& call, const MicroKernel<T>& uk, B
   // the panels it packed itself, each for all of M (docs/perf-notes.md).
   split_columns_ = threads_ > 1 && split;
   panels_in_turn_ = split_columns_ && m <= even_mc_;
+  if (panels_in_turn_) return;  // each thread packs into a panel buffer of its own
+  // Two packed B blocks, used in turn: a thread done with its rows at one KC
+  // step packs its share of the next block into the other buffer while the
+  // others still read this one, so one barrier per KC step suffices (the one
+  // after packing: every thread has then finished with the block before).
+  const std::size_t b_elems = static_cast<std::size_t>(nc_max * kc_max_);
+  b_buffers_[0] = thread_buffer<T>(b_elems, 1);
+  b_buffers_[1] = thread_buffer<T>(b_elems, 2);
 }
 
 template <class T>
@@ -192,7 +193,7 @@ void BlockedGemm<T>::thread_main() {
     const index_t panels = (nc + nr_ - 1) / nr_;
     // All threads pack the shared B block, a contiguous range of NR panels each.
     const index_t jp0 = panels * w.t / w.nt, jp1 = panels * (w.t + 1) / w.nt;
-    const bool by_runs = b_share_as_runs(w, jc, nc, jp0, jp1);
+    const bool by_runs = !panels_in_turn_ && b_share_as_runs(w, jc, nc, jp0, jp1);
     for (index_t pc = 0, kc = 0; pc < k_; pc += kc, ++step) {
       kc = k_block(k_ - pc, bs_.kc);
       if (panels_in_turn_) {  // no shared buffer: no barrier

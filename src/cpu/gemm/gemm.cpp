@@ -76,9 +76,9 @@ void cpu_gemm_oriented(const GemmCall<T>& call, Isa isa) {
 
 }  // namespace
 
-// M = 1 or N = 1 with the vector operand and C contiguous: a GEMV (gemv-cpu's kernels),
-// which streams the matrix once; the packed path would pack a whole panel
-// for one row or column of C.
+// M = 1 or N = 1 with the vector operand and C contiguous: a GEMV
+// (gemv-cpu's kernels), which streams the matrix once; the packed path would
+// pack a whole panel for one row or column of C.
 template <class T>
 bool ran_as_gemv(const GemmCall<T>& call) {
   auto unit = [](const Axis& a, index_t size) { return size <= 1 || (a.is_strided() && a.stride[0] == 1); };
@@ -87,7 +87,8 @@ bool ran_as_gemv(const GemmCall<T>& call) {
   // N = 1: rows of A dotted with the vector, unless they are shorter than a
   // vector register, where a dot product is mostly its masked load and
   // reduction and the small path's loop is faster.
-  if (n == 1 && (k >= 16 || m * k >= (index_t(1) << 14)) && unit(call.b.layout.rows, k) && unit(call.c.layout.rows, m)) {
+  if (n == 1 && (k >= 16 || m * k >= (index_t(1) << 14)) && unit(call.b.layout.rows, k) &&
+      unit(call.c.layout.rows, m)) {
     gemv_cpu(GemvCall<T>{call.alpha, call.a, call.b.data, call.beta, call.c.data, call.threads});
     return true;
   }

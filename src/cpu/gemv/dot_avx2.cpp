@@ -3,8 +3,6 @@
 // (vmaskmov: lanes whose mask is clear are not read, so nothing past the
 // row's end is touched); tiles of 2 x 4 and 4 x 2 dot products (8
 // accumulators and 6 loaded vectors of the 16 registers).
-#include <immintrin.h>
-
 #include "dot_rows.hpp"
 
 namespace parray::cpu {
@@ -26,12 +24,7 @@ struct Vec<float> {
   static type load_first(const float* p, int count) { return _mm256_maskload_ps(p, first_lanes32(count)); }
   static type fma(type a, type b, type c) { return _mm256_fmadd_ps(a, b, c); }
   static type add(type a, type b) { return _mm256_add_ps(a, b); }
-  static float sum(type a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
+  static float sum(type a) { return sum_of_lanes(a); }
   static void sum4(type v0, type v1, type v2, type v3, float* out) { sum4_of_eight_lanes(v0, v1, v2, v3, out); }
 };
 template <>
@@ -47,10 +40,7 @@ struct Vec<double> {
   }
   static type fma(type a, type b, type c) { return _mm256_fmadd_pd(a, b, c); }
   static type add(type a, type b) { return _mm256_add_pd(a, b); }
-  static double sum(type a) {
-    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-  }
+  static double sum(type a) { return sum_of_lanes(a); }
   static void sum4(type v0, type v1, type v2, type v3, double* out) {
     const type a = __builtin_shufflevector(v0, v1, 0, 1, 4, 5) + __builtin_shufflevector(v0, v1, 2, 3, 6, 7);
     const type b = __builtin_shufflevector(v2, v3, 0, 1, 4, 5) + __builtin_shufflevector(v2, v3, 2, 3, 6, 7);

@@ -2,8 +2,6 @@
 // 16 floats or 8 doubles a register, the tail through a masked load; tiles
 // of 4 x 4 and 8 x 2 dot products (16 accumulators and 8 or 10 loaded
 // vectors of the 32 registers).
-#include <immintrin.h>
-
 #include "dot_rows.hpp"
 
 namespace parray::cpu {
@@ -23,13 +21,10 @@ struct Vec<float> {
   static type fma(type a, type b, type c) { return _mm512_fmadd_ps(a, b, c); }
   static type add(type a, type b) { return _mm512_add_ps(a, b); }
   static float sum(type a) {
-    // Halved by vector shuffles: GCC 12's _mm512_reduce_add_ps and 512-to-128
+    // Halved by a vector shuffle: GCC 12's _mm512_reduce_add_ps and 512-to-256
     // casts pass an undefined source that its -Wuninitialized reports.
-    const __m256 h = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7) +
-                     __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    return sum_of_lanes(__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7) +
+                        __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15));
   }
   // Halves of two registers side by side, then quarters of four, then pairs
   // within each 128-bit lane: lane q ends holding vq's sum.
@@ -57,9 +52,7 @@ struct Vec<double> {
   static type fma(type a, type b, type c) { return _mm512_fmadd_pd(a, b, c); }
   static type add(type a, type b) { return _mm512_add_pd(a, b); }
   static double sum(type a) {
-    const __m256d h = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+    return sum_of_lanes(__builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7));
   }
   static void sum4(type v0, type v1, type v2, type v3, double* out) { sum4_of_eight_lanes(v0, v1, v2, v3, out); }
 };

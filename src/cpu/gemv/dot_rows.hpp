@@ -6,10 +6,24 @@
 // copy, compiled for its own instruction set.
 #pragma once
 
+#include <immintrin.h>
+
 #include "dots.hpp"
 
 namespace parray::cpu {
 namespace {
+
+// The sum of a 256-bit register's lanes (both includers have AVX): halves,
+// then neighbours.
+inline float sum_of_lanes(__m256 a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline double sum_of_lanes(__m256d a) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
 
 // out[q] = the sum of vq's eight lanes, q < 4 (AVX2's floats, AVX-512's
 // doubles): halves of two registers side by side, then pairs, then
